@@ -1,0 +1,286 @@
+"""Exact swept tests: when do two moving spheres, or a moving sphere and a plane, first touch?
+
+Both bodies move linearly in the normalised frame time ``t`` in [0, 1]. A *contact* is a
+moment when the surfaces touch while approaching; touching and moving apart, or sliding
+along at constant distance, is not a contact (otherwise a resting ball would stick).
+
+This module never imports panda3d: it is the geometry layer, usable on its own.
+
+Examples
+--------
+>>> import numpy as np
+>>> from panda3d_ccd.sweep import sphere_sphere_toi, sphere_plane_toi
+>>> sphere_sphere_toi([[-5, 0, 0]], [[5, 0, 0]], 0.5, [[0, 0, 0]], [[0, 0, 0]], 0.5)
+array([0.4])
+>>> sphere_plane_toi([[0, 0, 3]], [[0, 0, -3]], 1.0, (0, 0, 1), 0.0)
+array([0.33333333])
+>>> sphere_sphere_toi([[0, 0, 0]], [[1, 0, 0]], -1.0, [[3, 0, 0]], [[3, 0, 0]], 1.0)
+Traceback (most recent call last):
+    ...
+ValueError: ra must be finite and >= 0, got -1.0
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._tolerance import DIST_REL_EPS
+
+__all__ = [
+    "sphere_sphere_toi",
+    "sphere_plane_toi",
+    "sphere_sphere_overlap",
+    "sphere_plane_overlap",
+]
+
+Float = NDArray[np.float64]
+
+
+def _points(name: str, value: ArrayLike) -> Float:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 1 and arr.shape[0] == 3:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise ValueError(f"{name} must have shape (n, 3), got {np.shape(value)}")
+    return arr
+
+
+def _radii(name: str, value: ArrayLike) -> Float:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim > 1:
+        raise ValueError(f"{name} must be a scalar or have shape (n,), got {arr.shape}")
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if np.any(bad):
+        shown = arr if arr.ndim == 0 else arr[bad][0]
+        raise ValueError(f"{name} must be finite and >= 0, got {shown}")
+    return arr
+
+
+def _broadcast(names: tuple[str, ...], *arrays: Float) -> list[Float]:
+    """Broadcast to a common row count, naming the arguments if that is impossible."""
+    rows = {a.shape[0] for a in arrays if a.ndim >= 1 and a.shape[0] != 1}
+    if len(rows) > 1:
+        shapes = ", ".join(f"{n}: {a.shape}" for n, a in zip(names, arrays))
+        raise ValueError(f"row counts do not match ({shapes})")
+    n = rows.pop() if rows else (1 if any(a.ndim >= 1 for a in arrays) else 0)
+    out = []
+    for a in arrays:
+        if a.ndim == 2:
+            out.append(np.broadcast_to(a, (n, 3)))
+        else:
+            out.append(np.broadcast_to(a, (n,)))
+    return out
+
+
+def _plane(normal: ArrayLike, offset: ArrayLike) -> tuple[Float, Float]:
+    """Unit normals (n, 3) and offsets (n,) scaled to match, from any non-zero normal."""
+    nrm = _points("normal", normal)
+    off = np.asarray(offset, dtype=np.float64)
+    if off.ndim > 1:
+        raise ValueError(f"offset must be a scalar or have shape (n,), got {off.shape}")
+    length = np.linalg.norm(nrm, axis=1)
+    bad = ~np.isfinite(length) | (length == 0)
+    if np.any(bad):
+        raise ValueError(f"normal must be finite and non-zero, got {nrm[bad][0].tolist()}")
+    if not np.all(np.isfinite(off)):
+        raise ValueError(f"offset must be finite, got {off}")
+    return nrm / length[:, None], off / length
+
+
+def _rowdot(a: Float, b: Float) -> Float:
+    return np.einsum("ij,ij->i", a, b)
+
+
+def _sphere_sphere_terms(
+    a0: ArrayLike, a1: ArrayLike, ra: ArrayLike, b0: ArrayLike, b1: ArrayLike, rb: ArrayLike
+) -> tuple[Float, Float, Float, Float, Float]:
+    """Relative motion terms of |p0 + t v|^2 = R^2.
+
+    Returns ``c`` (|p0|^2 - R^2, factored), ``half_b`` (p0 . v), ``a`` (v . v), ``disc``
+    (the quarter discriminant, computed as a R^2 - |p0 x v|^2 so that it does not cancel
+    when the motion is large against the gap) and the approach threshold.
+    """
+    names = ("a0", "a1", "ra", "b0", "b1", "rb")
+    a0_, a1_, ra_, b0_, b1_, rb_ = _broadcast(
+        names,
+        _points("a0", a0),
+        _points("a1", a1),
+        _radii("ra", ra),
+        _points("b0", b0),
+        _points("b1", b1),
+        _radii("rb", rb),
+    )
+    p0 = a0_ - b0_
+    v = (a1_ - a0_) - (b1_ - b0_)
+    big_r = ra_ + rb_
+    dist0 = np.linalg.norm(p0, axis=1)
+    c = (dist0 - big_r) * (dist0 + big_r)
+    half_b = _rowdot(p0, v)
+    a = _rowdot(v, v)
+    cx = p0[:, 1] * v[:, 2] - p0[:, 2] * v[:, 1]
+    cy = p0[:, 2] * v[:, 0] - p0[:, 0] * v[:, 2]
+    cz = p0[:, 0] * v[:, 1] - p0[:, 1] * v[:, 0]
+    disc = a * big_r * big_r - (cx * cx + cy * cy + cz * cz)
+    # Rounding leaves a tangential motion with p0 . v of order 1e-16 |p0||v|; without this
+    # threshold a sphere resting against another would be "approaching" and stick.
+    approach_eps = DIST_REL_EPS * dist0 * np.sqrt(a)
+    return c, half_b, a, disc, approach_eps
+
+
+def sphere_sphere_toi(
+    a0: ArrayLike, a1: ArrayLike, ra: ArrayLike, b0: ArrayLike, b1: ArrayLike, rb: ArrayLike
+) -> Float:
+    """Time of first contact of two linearly moving spheres.
+
+    Parameters
+    ----------
+    a0, a1 : (n, 3) float64
+        Centres of sphere A at the start (t = 0) and end (t = 1) of the frame.
+    ra : (n,) or scalar float64
+        Radii of A, finite and >= 0 (0 is a point).
+    b0, b1 : (n, 3) float64
+        Centres of sphere B at the start and end of the frame.
+    rb : (n,) or scalar float64
+        Radii of B.
+
+    Returns
+    -------
+    t : (n,) float64
+        Normalised time in [0, 1] at which the surfaces first touch while approaching;
+        ``np.inf`` where they do not. Spheres already touching or overlapping at t = 0 give 0
+        if the distance between centres is decreasing, ``inf`` otherwise.
+    """
+    c, half_b, _a, disc, approach_eps = _sphere_sphere_terms(a0, a1, ra, b0, b1, rb)
+    approaching = half_b < -approach_eps
+    t = np.full(c.shape, np.inf)
+    t[approaching & (c <= 0)] = 0.0
+    ahead = approaching & (c > 0) & (disc >= 0)
+    # Stable smaller root: t = c / (-b + sqrt(disc)); the denominator is > 0 when approaching,
+    # so there is no division by |v|^2 and no cancellation.
+    root = c[ahead] / (-half_b[ahead] + np.sqrt(disc[ahead]))
+    t[ahead] = np.where(root <= 1.0, root, np.inf)
+    return t
+
+
+def sphere_sphere_overlap(
+    a0: ArrayLike, a1: ArrayLike, ra: ArrayLike, b0: ArrayLike, b1: ArrayLike, rb: ArrayLike
+) -> tuple[Float, Float]:
+    """The part of the frame during which two moving spheres overlap (for sensors).
+
+    Parameters are as for :func:`sphere_sphere_toi`.
+
+    Returns
+    -------
+    t_enter, t_exit : (n,) float64
+        The overlap interval clipped to [0, 1]; ``t_enter`` is 0 where they overlap at the
+        start, ``t_exit`` is 1 where they still overlap at the end. Both are ``nan`` where
+        they never overlap during the frame.
+
+    Examples
+    --------
+    >>> sphere_sphere_overlap([[-4, 0, 0]], [[4, 0, 0]], 1.0, [[0, 0, 0]], [[0, 0, 0]], 1.0)
+    (array([0.25]), array([0.75]))
+    """
+    c, half_b, a, disc, _eps = _sphere_sphere_terms(a0, a1, ra, b0, b1, rb)
+    enter = np.full(c.shape, np.nan)
+    leave = np.full(c.shape, np.nan)
+    inside0 = c < 0
+    moving = a > 0
+    enter[inside0] = 0.0
+    leave[inside0 & ~moving] = 1.0
+    real = moving & (disc > 0)
+    sq = np.sqrt(np.where(real, disc, 0.0))
+    # Roots of a t^2 + 2 b t + c: q = -(b + sign(b) sqrt(disc)), roots q / a and c / q.
+    q = -(half_b + np.copysign(sq, half_b))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r1 = np.where(real, q / np.where(moving, a, 1.0), np.nan)
+        r2 = np.where(real & (q != 0), c / np.where(q != 0, q, 1.0), np.nan)
+    lo = np.fmin(r1, r2)
+    hi = np.fmax(r1, r2)
+    hit = real & (hi > 0) & (lo < 1)
+    enter[hit] = np.maximum(lo[hit], 0.0)
+    leave[hit] = np.minimum(hi[hit], 1.0)
+    return enter, leave
+
+
+def _sphere_plane_terms(
+    c0: ArrayLike, c1: ArrayLike, r: ArrayLike, normal: ArrayLike, offset: ArrayLike
+) -> tuple[Float, Float, Float, Float]:
+    nrm, off = _plane(normal, offset)
+    c0_, c1_, r_, nrm_, off_ = _broadcast(
+        ("c0", "c1", "r", "normal", "offset"),
+        _points("c0", c0),
+        _points("c1", c1),
+        _radii("r", r),
+        nrm,
+        off,
+    )
+    motion = c1_ - c0_
+    d0 = _rowdot(nrm_, c0_) + off_
+    dn = _rowdot(nrm_, motion)
+    approach_eps = DIST_REL_EPS * np.linalg.norm(motion, axis=1)
+    return d0 - r_, dn, approach_eps, r_
+
+
+def sphere_plane_toi(
+    c0: ArrayLike, c1: ArrayLike, r: ArrayLike, normal: ArrayLike, offset: ArrayLike
+) -> Float:
+    """Time of first contact of a moving sphere with a solid half-space.
+
+    Parameters
+    ----------
+    c0, c1 : (n, 3) float64
+        Sphere centres at the start and end of the frame.
+    r : (n,) or scalar float64
+        Radii, finite and >= 0.
+    normal : (3,) or (n, 3) float64
+        Plane normals (need not be unit length; they are normalised, and ``offset`` with
+        them). The plane is ``normal . x + offset = 0``; the solid side is behind it.
+    offset : scalar or (n,) float64
+        Plane offsets.
+
+    Returns
+    -------
+    t : (n,) float64
+        Normalised time in [0, 1] when the sphere first touches the plane while moving into
+        it; ``inf`` where it does not. A sphere touching or behind the plane at t = 0 and
+        moving further in gives 0.
+    """
+    gap0, dn, approach_eps, _r = _sphere_plane_terms(c0, c1, r, normal, offset)
+    approaching = dn < -approach_eps
+    t = np.full(gap0.shape, np.inf)
+    t[approaching & (gap0 <= 0)] = 0.0
+    # gap0 > 0 >= gap0 + dn, so the divisor -dn >= gap0 > 0: never zero.
+    crossing = approaching & (gap0 > 0) & (gap0 + dn <= 0)
+    t[crossing] = gap0[crossing] / -dn[crossing]
+    return t
+
+
+def sphere_plane_overlap(
+    c0: ArrayLike, c1: ArrayLike, r: ArrayLike, normal: ArrayLike, offset: ArrayLike
+) -> tuple[Float, Float]:
+    """The part of the frame during which a moving sphere overlaps a half-space.
+
+    Parameters are as for :func:`sphere_plane_toi`.
+
+    Returns
+    -------
+    t_enter, t_exit : (n,) float64
+        The overlap interval clipped to [0, 1], ``nan`` where there is none.
+
+    Examples
+    --------
+    >>> sphere_plane_overlap([[0, 0, 3]], [[0, 0, -1]], 1.0, (0, 0, 1), 0.0)
+    (array([0.5]), array([1.]))
+    """
+    gap0, dn, _eps, _r = _sphere_plane_terms(c0, c1, r, normal, offset)
+    gap1 = gap0 + dn
+    enter = np.full(gap0.shape, np.nan)
+    leave = np.full(gap0.shape, np.nan)
+    hit = (gap0 < 0) | (gap1 < 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cross = np.where(dn != 0, -gap0 / np.where(dn != 0, dn, 1.0), np.nan)
+    enter[hit] = np.where(gap0[hit] < 0, 0.0, cross[hit])
+    leave[hit] = np.where(gap1[hit] < 0, 1.0, cross[hit])
+    return enter, leave
