@@ -1,0 +1,370 @@
+"""The argument of every collision event: one contact between a from object and an into object.
+
+A :class:`Contact` is what a game's handler receives where Panda3D's CollisionHandlerEvent
+would have passed a ``CollisionEntry``, and it answers to the same getters (camelCase and
+snake_case), so existing handlers keep working. Everything is stored in world space (the
+coordinates of :attr:`Contact.world`, usually ``render``) and converted on request, as
+``CollisionEntry.getSurfacePoint(np)`` does.
+
+Unlike a discrete traverser the contact is found at the moment of first touch, so nothing
+has penetrated: the interior point is the surface point.
+
+Examples
+--------
+>>> from panda3d.core import NodePath, LPoint3, LVector3
+>>> render = NodePath("render")
+>>> ball, wall = render.attach_new_node("ball"), render.attach_new_node("wall")
+>>> c = Contact(t=0.25, time=10.0625, from_np=ball, into_np=wall, point=(0, 0, 0),
+...             normal=(0, 0, 1), approach_speed=4.0, from_pos=(0, 0, 1), into_pos=None,
+...             from_tangible=True, into_tangible=True, world=render)
+>>> c.getIntoNodePath().get_name(), c.getT(), c.getContactPos(wall)
+('wall', 0.25, LPoint3f(0, 0, 1))
+>>> Contact(t=1.5, time=0.0, from_np=ball, into_np=wall, point=(0, 0, 0), normal=(0, 0, 1),
+...         approach_speed=0.0, from_pos=(0, 0, 1), into_pos=None, from_tangible=True,
+...         into_tangible=True, world=render)
+Traceback (most recent call last):
+    ...
+ValueError: t must be a finite number in [0, 1], got 1.5
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from panda3d.core import LPoint3, LVector3, NodePath, PandaNode
+
+__all__ = ["Contact"]
+
+
+def _check_np(name: str, value: Any) -> NodePath:
+    if not isinstance(value, NodePath) or value.is_empty():
+        raise ValueError(f"{name} must be a non-empty NodePath, got {value!r}")
+    return value
+
+
+def _real(name: str, value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number, got {value!r}") from None
+
+
+def _vec3(name: str, value: Any, cls: type) -> Any:
+    try:
+        x, y, z = value
+        out = cls(float(x), float(y), float(z))
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a sequence of 3 finite numbers, got {value!r}") from None
+    if not (math.isfinite(out[0]) and math.isfinite(out[1]) and math.isfinite(out[2])):
+        raise ValueError(f"{name} must be a sequence of 3 finite numbers, got {value!r}")
+    return out
+
+
+class Contact:
+    """One contact between a from object and an into object, at its time of impact.
+
+    Parameters (keyword-only)
+    -------------------------
+    t : float
+        Time of impact as a fraction of the frame, in [0, 1].
+    time : float
+        Clock time of the impact within the frame (seconds).
+    from_np, into_np : NodePath
+        The moving (from) object and the object it hit (into).
+    point : (3,) float
+        World-space contact point, on the into surface.
+    normal : (3,) float
+        World-space unit normal of the into surface at ``point``, pointing out of it toward
+        the from object.
+    approach_speed : float
+        Relative speed along the normal at impact, units per second, >= 0.
+    from_pos : (3,) float
+        World-space centre of the from sphere at impact.
+    into_pos : (3,) float or None
+        World-space centre of the into sphere at impact; None when the into shape is a plane.
+    from_tangible, into_tangible : bool
+        False for sensors (intangible: reported, never pushed).
+    world : NodePath
+        The root the world coordinates are relative to, usually ``render``.
+
+    Vector attributes are copied in as Panda3D ``LPoint3`` / ``LVector3`` (float32, like
+    ``CollisionEntry``) and copied out, so a Contact never changes after construction.
+    """
+
+    __slots__ = (
+        "_t",
+        "_time",
+        "_from_np",
+        "_into_np",
+        "_point",
+        "_normal",
+        "_approach_speed",
+        "_from_pos",
+        "_into_pos",
+        "_from_tangible",
+        "_into_tangible",
+        "_world",
+    )
+
+    def __init__(
+        self,
+        *,
+        t: float,
+        time: float,
+        from_np: NodePath,
+        into_np: NodePath,
+        point: Any,
+        normal: Any,
+        approach_speed: float,
+        from_pos: Any,
+        into_pos: Any | None,
+        from_tangible: bool,
+        into_tangible: bool,
+        world: NodePath,
+    ) -> None:
+        t = _real("t", t)
+        if not 0.0 <= t <= 1.0:  # also rejects nan
+            raise ValueError(f"t must be a finite number in [0, 1], got {t}")
+        time = _real("time", time)
+        if not math.isfinite(time):
+            raise ValueError(f"time must be a finite number, got {time}")
+        approach_speed = _real("approach_speed", approach_speed)
+        if not (math.isfinite(approach_speed) and approach_speed >= 0.0):
+            raise ValueError(f"approach_speed must be finite and >= 0, got {approach_speed}")
+        self._t = t
+        self._time = time
+        self._from_np = _check_np("from_np", from_np)
+        self._into_np = _check_np("into_np", into_np)
+        self._point = _vec3("point", point, LPoint3)
+        self._normal = _vec3("normal", normal, LVector3)
+        self._approach_speed = approach_speed
+        self._from_pos = _vec3("from_pos", from_pos, LPoint3)
+        self._into_pos = None if into_pos is None else _vec3("into_pos", into_pos, LPoint3)
+        self._from_tangible = bool(from_tangible)
+        self._into_tangible = bool(into_tangible)
+        self._world = _check_np("world", world)
+
+    # -- plain attributes (read-only) ---------------------------------------------------
+
+    @property
+    def t(self) -> float:
+        """Time of impact as a fraction of the frame, in [0, 1]."""
+        return self._t
+
+    @property
+    def time(self) -> float:
+        """Clock time of the impact (seconds)."""
+        return self._time
+
+    @property
+    def from_np(self) -> NodePath:
+        """The moving (from) object."""
+        return self._from_np
+
+    @property
+    def into_np(self) -> NodePath:
+        """The object that was hit (into)."""
+        return self._into_np
+
+    @property
+    def point(self) -> LPoint3:
+        """World-space contact point (a copy)."""
+        return LPoint3(self._point)
+
+    @property
+    def normal(self) -> LVector3:
+        """World-space unit normal out of the into surface, toward the from object (a copy)."""
+        return LVector3(self._normal)
+
+    @property
+    def approach_speed(self) -> float:
+        """Relative normal speed at impact, units per second, >= 0."""
+        return self._approach_speed
+
+    @property
+    def from_pos(self) -> LPoint3:
+        """World-space centre of the from sphere at impact (a copy)."""
+        return LPoint3(self._from_pos)
+
+    @property
+    def into_pos(self) -> LPoint3 | None:
+        """World-space centre of the into sphere at impact (a copy); None for a plane."""
+        return None if self._into_pos is None else LPoint3(self._into_pos)
+
+    @property
+    def from_tangible(self) -> bool:
+        """False if the from object is a sensor."""
+        return self._from_tangible
+
+    @property
+    def into_tangible(self) -> bool:
+        """False if the into object is a sensor."""
+        return self._into_tangible
+
+    @property
+    def world(self) -> NodePath:
+        """The root the world-space values are relative to."""
+        return self._world
+
+    # -- CollisionEntry's properties ----------------------------------------------------
+
+    @property
+    def from_node_path(self) -> NodePath:
+        """Same as :attr:`from_np` (CollisionEntry's name)."""
+        return self._from_np
+
+    @property
+    def into_node_path(self) -> NodePath:
+        """Same as :attr:`into_np` (CollisionEntry's name)."""
+        return self._into_np
+
+    @property
+    def from_node(self) -> PandaNode:
+        """The from object's node."""
+        return self._from_np.node()
+
+    @property
+    def into_node(self) -> PandaNode:
+        """The into object's node."""
+        return self._into_np.node()
+
+    @property
+    def respect_prev_transform(self) -> bool:
+        """Always True: the motion over the frame was taken into account."""
+        return True
+
+    # -- CollisionEntry's getters ---------------------------------------------------------
+
+    def _to_space_point(self, space: NodePath, p: LPoint3) -> LPoint3:
+        # An empty NodePath means the root of the graph, as in CollisionEntry::output().
+        if space.is_empty():
+            return LPoint3(self._world.get_net_transform().get_mat().xform_point(p))
+        return space.get_relative_point(self._world, p)
+
+    def _to_space_vector(self, space: NodePath, v: LVector3) -> LVector3:
+        # Like CollisionEntry, the plain matrix (not its inverse transpose) is applied and
+        # the result is not renormalised: under a scaled space the normal is scaled too.
+        if space.is_empty():
+            return LVector3(self._world.get_net_transform().get_mat().xform_vec(v))
+        return space.get_relative_vector(self._world, v)
+
+    def get_from_node_path(self) -> NodePath:
+        """The from object's NodePath."""
+        return self._from_np
+
+    def get_into_node_path(self) -> NodePath:
+        """The into object's NodePath."""
+        return self._into_np
+
+    def get_from_node(self) -> PandaNode:
+        """The from object's node."""
+        return self._from_np.node()
+
+    def get_into_node(self) -> PandaNode:
+        """The into object's node."""
+        return self._into_np.node()
+
+    def get_surface_point(self, space: NodePath) -> LPoint3:
+        """The contact point, in the coordinate system of ``space``."""
+        return self._to_space_point(space, self._point)
+
+    def get_surface_normal(self, space: NodePath) -> LVector3:
+        """The into surface's normal at the contact, in the coordinate system of ``space``."""
+        return self._to_space_vector(space, self._normal)
+
+    def get_interior_point(self, space: NodePath) -> LPoint3:
+        """Same as :meth:`get_surface_point`: at the time of impact nothing has penetrated."""
+        return self._to_space_point(space, self._point)
+
+    def get_contact_pos(self, space: NodePath) -> LPoint3:
+        """Centre of the from sphere at impact, in the coordinate system of ``space``."""
+        return self._to_space_point(space, self._from_pos)
+
+    def get_contact_normal(self, space: NodePath) -> LVector3:
+        """Same as :meth:`get_surface_normal`."""
+        return self._to_space_vector(space, self._normal)
+
+    def get_all(
+        self,
+        space: NodePath,
+        surface_point: LPoint3,
+        surface_normal: LVector3,
+        interior_point: LPoint3,
+    ) -> bool:
+        """Fill the three given vectors in place, like ``CollisionEntry.getAll``; True."""
+        p = self.get_surface_point(space)
+        surface_point.set(p[0], p[1], p[2])
+        n = self.get_surface_normal(space)
+        surface_normal.set(n[0], n[1], n[2])
+        interior_point.set(p[0], p[1], p[2])
+        return True
+
+    def get_all_contact_info(
+        self, space: NodePath, contact_pos: LPoint3, contact_normal: LVector3
+    ) -> bool:
+        """Fill the two given vectors in place, like ``CollisionEntry.getAllContactInfo``."""
+        p = self.get_contact_pos(space)
+        contact_pos.set(p[0], p[1], p[2])
+        n = self.get_contact_normal(space)
+        contact_normal.set(n[0], n[1], n[2])
+        return True
+
+    def get_t(self) -> float:
+        """Time of impact as a fraction of the frame."""
+        return self._t
+
+    def collided(self) -> bool:
+        """True: a Contact always is an actual collision (0 <= t <= 1)."""
+        return True
+
+    def get_respect_prev_transform(self) -> bool:
+        """True: the motion over the frame was taken into account."""
+        return True
+
+    def has_surface_point(self) -> bool:
+        """True: always known."""
+        return True
+
+    def has_surface_normal(self) -> bool:
+        """True: always known."""
+        return True
+
+    def has_interior_point(self) -> bool:
+        """True: always known (equal to the surface point)."""
+        return True
+
+    def has_contact_pos(self) -> bool:
+        """True: always known."""
+        return True
+
+    def has_contact_normal(self) -> bool:
+        """True: always known."""
+        return True
+
+    getFromNodePath = get_from_node_path
+    getIntoNodePath = get_into_node_path
+    getFromNode = get_from_node
+    getIntoNode = get_into_node
+    getSurfacePoint = get_surface_point
+    getSurfaceNormal = get_surface_normal
+    getInteriorPoint = get_interior_point
+    getContactPos = get_contact_pos
+    getContactNormal = get_contact_normal
+    getAll = get_all
+    getAllContactInfo = get_all_contact_info
+    getT = get_t
+    getRespectPrevTransform = get_respect_prev_transform
+    hasSurfacePoint = has_surface_point
+    hasSurfaceNormal = has_surface_normal
+    hasInteriorPoint = has_interior_point
+    hasContactPos = has_contact_pos
+    hasContactNormal = has_contact_normal
+
+    def __repr__(self) -> str:
+        p, n = self._point, self._normal
+        return (
+            f"Contact(from={self._from_np} into={self._into_np} t={self._t:.6g} "
+            f"point=({p[0]:.6g}, {p[1]:.6g}, {p[2]:.6g}) "
+            f"normal=({n[0]:.6g}, {n[1]:.6g}, {n[2]:.6g}))"
+        )
