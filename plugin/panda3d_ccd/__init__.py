@@ -1,6 +1,30 @@
-"""panda3d-ccd: continuous collision detection for Panda3D."""
+"""panda3d-ccd: continuous collision detection for Panda3D.
+
+``panda3d_ccd.sweep`` and ``panda3d_ccd.broadphase`` are plain numpy and import without
+panda3d; the Panda3D-facing names below are loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from .sweep import sphere_plane_toi, sphere_sphere_toi
 
-__all__ = ["sphere_sphere_toi", "sphere_plane_toi"]
+if TYPE_CHECKING:
+    from .component import ContinuousCollision
+    from .contact import Contact
+
+__all__ = ["ContinuousCollision", "Contact", "sphere_sphere_toi", "sphere_plane_toi"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ContinuousCollision":
+        from .component import ContinuousCollision
+
+        return ContinuousCollision
+    if name == "Contact":
+        from .contact import Contact
+
+        return Contact
+    raise AttributeError(f"module 'panda3d_ccd' has no attribute {name!r}")

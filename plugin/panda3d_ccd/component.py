@@ -1,0 +1,717 @@
+"""The ContinuousCollision component: the plugin as a game sees it.
+
+Each pass (one task per frame, between intervals and rendering) reads every registered
+node's world transform once, hands the arrays to the solver, writes back only the nodes it
+moved, and then sends CollisionHandlerEvent-style events through the messenger.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from direct.directnotify.DirectNotifyGlobal import directNotify
+from panda3d.core import (
+    BitMask32,
+    ClockObject,
+    CollisionNode,
+    CollisionPlane,
+    CollisionSphere,
+    ConfigVariableBool,
+    ConfigVariableInt,
+    LPlane,
+    LPoint3,
+    LQuaternion,
+    LVector3,
+    NodePath,
+    PStatCollector,
+    TransformState,
+)
+
+from . import _solver
+from ._events import EventPatterns, PairTracker, send_events
+from .contact import Contact
+
+__all__ = ["ContinuousCollision"]
+
+notify = directNotify.newCategory("panda3d-ccd")
+
+task_sort_config = ConfigVariableInt(
+    "ccd-task-sort", 25, "Sort of the continuous-collision task (after ivalLoop, before igLoop)."
+)
+respect_prev_config = ConfigVariableBool(
+    "ccd-respect-prev-transform",
+    False,
+    "Sweep from Panda3D's previous transform (setFluidPos) instead of where the plugin "
+    "left each collider at the end of its last pass.",
+)
+
+RESPONSES = {"rewind": _solver.REWIND, "slide": _solver.SLIDE, "sensor": _solver.SENSOR}
+DEFAULT_MASK = CollisionNode.getDefaultCollideMask().getWord()
+
+_collect = {
+    name: PStatCollector(f"App:CCD:{name}")
+    for name in ("Read", "Broad and narrow phase", "Write back", "Events")
+}
+_count_colliders = PStatCollector("CCD colliders")
+_count_candidates = PStatCollector("CCD candidate pairs")
+_count_contacts = PStatCollector("CCD contacts")
+
+
+def _mask(name: str, value: Any) -> int:
+    if isinstance(value, BitMask32):
+        return int(value.getWord())
+    if isinstance(value, (bool, float)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be a BitMask32 or an int, got {value!r}")
+    if not 0 <= int(value) < 2**32:
+        raise ValueError(f"{name} must fit in 32 bits (0 to 2**32 - 1), got {value!r}")
+    return int(value)
+
+
+def _nodepath(value: Any) -> NodePath:
+    if not isinstance(value, NodePath):
+        raise ValueError(f"nodepath must be a NodePath, got {value!r}")
+    if value.isEmpty():
+        raise ValueError("nodepath is empty (NodePath() or a removed node)")
+    return value
+
+
+def _finite_vec(name: str, value: Any) -> tuple[float, float, float]:
+    try:
+        x, y, z = (float(c) for c in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be three numbers, got {value!r}") from None
+    if not all(math.isfinite(c) for c in (x, y, z)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return (x, y, z)
+
+
+@dataclass(eq=False)
+class _Sphere:
+    uid: int
+    nodepath: NodePath
+    radius: float
+    center: tuple[float, float, float]
+    response: int
+    from_mask: int
+    into_mask: int
+    static: bool
+    solid: Any = None  # the CollisionSphere it came from, if any
+    # Where the plugin left it at the end of the last pass (world centre and transform).
+    prev_center: tuple[float, float, float] | None = None
+    prev_transform: TransformState | None = None
+    world_radius: float = 0.0
+    bad: bool = False  # its transform is not finite: skipped, warned once
+
+
+@dataclass(eq=False)
+class _Plane:
+    uid: int
+    nodepath: NodePath
+    plane: LPlane
+    into_mask: int
+    solid: Any = None
+    prev_world: tuple[float, float, float, float] | None = None
+    bad: bool = False
+
+
+@dataclass
+class _State:
+    spheres: list[_Sphere] = field(default_factory=list)
+    planes: list[_Plane] = field(default_factory=list)
+
+
+class ContinuousCollision:
+    """Continuous collision detection and response for Panda3D nodes.
+
+    Parameters
+    ----------
+    base : ShowBase, optional
+        Supplies ``taskMgr``, ``render`` and ``messenger`` when they are not given.
+    taskmgr, render, messenger : optional
+        Injected engine handles (for tests, or an app without ShowBase).
+    clock : ClockObject, optional
+        Frame clock for contact times and approach speeds (the global clock by default).
+    task_sort : int, optional
+        Sort of the per-frame task; PRC ``ccd-task-sort`` (25: after intervals at 20, before
+        Panda3D's own collisionLoop at 30 and rendering at 50).
+    respect_prev_transform : bool, optional
+        Sweep from Panda3D's previous transform instead of where the plugin left each
+        collider; PRC ``ccd-respect-prev-transform``.
+    task_name : str
+        Name of the task (several components need distinct names).
+    """
+
+    def __init__(
+        self,
+        base: Any = None,
+        *,
+        taskmgr: Any = None,
+        render: NodePath | None = None,
+        messenger: Any = None,
+        clock: ClockObject | None = None,
+        task_sort: int | None = None,
+        respect_prev_transform: bool | None = None,
+        task_name: str = "panda3d-ccd",
+    ) -> None:
+        if base is None and (taskmgr is None or render is None or messenger is None):
+            import builtins
+
+            base = getattr(builtins, "base", None)
+            if base is None:
+                raise ValueError(
+                    "no ShowBase running: pass base, or taskmgr=, render= and messenger="
+                )
+        self._taskmgr = taskmgr if taskmgr is not None else base.taskMgr
+        self._render: NodePath = render if render is not None else base.render
+        self._messenger = messenger if messenger is not None else base.messenger
+        self._clock = clock if clock is not None else ClockObject.getGlobalClock()
+        sort = task_sort_config.getValue() if task_sort is None else task_sort
+        if isinstance(sort, bool) or not isinstance(sort, int):
+            raise ValueError(f"task_sort must be an int, got {sort!r}")
+        self.respect_prev_transform = (
+            respect_prev_config.getValue()
+            if respect_prev_transform is None
+            else bool(respect_prev_transform)
+        )
+        self._state = _State()
+        self._by_node: dict[NodePath, list[Any]] = {}
+        self._uid = 0
+        self._patterns = EventPatterns()
+        self._pairs = PairTracker()
+        self._contacts: list[Contact] = []
+        self._teleported: set[int] = set()
+        self._debug: Any = None
+        self._destroyed = False
+        self.task_name = task_name
+        self._task = self._taskmgr.add(self._task_step, task_name, sort=sort)
+        # Statistics of the last pass.
+        self.candidate_count = 0
+        self.rounds = 0
+
+    # ------------------------------------------------------------------ registration
+    def add_sphere(
+        self,
+        nodepath: NodePath,
+        radius: float,
+        *,
+        center: Iterable[float] = (0.0, 0.0, 0.0),
+        from_mask: int | BitMask32 = DEFAULT_MASK,
+        into_mask: int | BitMask32 = DEFAULT_MASK,
+        response: str = "rewind",
+        static: bool = False,
+    ) -> None:
+        """Register a sphere of ``radius`` around ``center`` (both in nodepath's space).
+
+        ``response`` is ``"rewind"`` (stop at the contact), ``"slide"`` (keep the motion
+        along the contact plane) or ``"sensor"`` (report only; never stops or is stopped).
+        ``static=True`` promises the node never moves: it is read once, never again (call
+        :meth:`teleport` after moving it anyway).
+        """
+        self._check_alive()
+        nodepath = _nodepath(nodepath)
+        if nodepath in self._by_node:
+            raise ValueError(f"nodepath {nodepath} is already registered")
+        self._register_sphere(
+            nodepath, radius, center, from_mask, into_mask, response, static, solid=None
+        )
+
+    def add_plane(
+        self,
+        nodepath: NodePath,
+        plane: LPlane,
+        *,
+        into_mask: int | BitMask32 = DEFAULT_MASK,
+    ) -> None:
+        """Register a solid half-space: ``plane`` (a panda3d.core.Plane) in nodepath's
+        space, solid behind it. Planes are into-only; they move with their node."""
+        self._check_alive()
+        nodepath = _nodepath(nodepath)
+        if nodepath in self._by_node:
+            raise ValueError(f"nodepath {nodepath} is already registered")
+        self._register_plane(nodepath, plane, into_mask, solid=None)
+
+    def add_collision_node(self, nodepath: NodePath, *, response: str = "rewind") -> None:
+        """Register every CollisionSphere and CollisionPlane of a CollisionNode, with the
+        node's own from/into collide masks. Any other solid is refused (ValueError)."""
+        self._check_alive()
+        nodepath = _nodepath(nodepath)
+        node = nodepath.node()
+        if not isinstance(node, CollisionNode):
+            raise ValueError(f"nodepath {nodepath} is not a CollisionNode")
+        if nodepath in self._by_node:
+            raise ValueError(f"nodepath {nodepath} is already registered")
+        solids = [node.getSolid(i) for i in range(node.getNumSolids())]
+        for solid in solids:
+            if not isinstance(solid, (CollisionSphere, CollisionPlane)):
+                raise ValueError(
+                    f"{nodepath} holds a {type(solid).__name__}; panda3d-ccd sweeps only "
+                    "CollisionSphere and CollisionPlane"
+                )
+        if not solids:
+            raise ValueError(f"{nodepath} holds no collision solids")
+        from_mask = node.getFromCollideMask().getWord()
+        into_mask = node.getIntoCollideMask().getWord()
+        for solid in solids:
+            if isinstance(solid, CollisionSphere):
+                if solid.isTangible() is False and response != "sensor":
+                    kind = "sensor"
+                else:
+                    kind = response
+                self._register_sphere(
+                    nodepath,
+                    solid.getRadius(),
+                    tuple(solid.getCenter()),
+                    from_mask,
+                    into_mask,
+                    kind,
+                    False,
+                    solid=solid,
+                )
+            else:
+                self._register_plane(nodepath, solid.getPlane(), into_mask, solid=solid)
+
+    def _next_uid(self) -> int:
+        self._uid += 1
+        return self._uid
+
+    def _register_sphere(
+        self,
+        nodepath: NodePath,
+        radius: Any,
+        center: Iterable[float],
+        from_mask: Any,
+        into_mask: Any,
+        response: str,
+        static: bool,
+        solid: Any,
+    ) -> None:
+        try:
+            r = float(radius)
+        except (TypeError, ValueError):
+            raise ValueError(f"radius must be a number, got {radius!r}") from None
+        if not math.isfinite(r) or r < 0:
+            raise ValueError(f"radius must be finite and >= 0, got {radius!r}")
+        if response not in RESPONSES:
+            raise ValueError(
+                f"response must be one of 'rewind', 'slide', 'sensor', got {response!r}"
+            )
+        sphere = _Sphere(
+            uid=self._next_uid(),
+            nodepath=nodepath,
+            radius=r,
+            center=_finite_vec("center", center),
+            response=RESPONSES[response],
+            from_mask=_mask("from_mask", from_mask),
+            into_mask=_mask("into_mask", into_mask),
+            static=bool(static),
+            solid=solid,
+        )
+        self._read_sphere(sphere)
+        self._state.spheres.append(sphere)
+        self._by_node.setdefault(nodepath, []).append(sphere)
+
+    def _register_plane(self, nodepath: NodePath, plane: Any, into_mask: Any, solid: Any) -> None:
+        if not isinstance(plane, LPlane):
+            raise ValueError(f"plane must be a panda3d.core.Plane, got {plane!r}")
+        normal = plane.getNormal()
+        if not all(math.isfinite(c) for c in (*normal, plane[3])) or normal.length() == 0:
+            raise ValueError(f"plane must have a finite, non-zero normal, got {plane}")
+        entry = _Plane(
+            uid=self._next_uid(),
+            nodepath=nodepath,
+            plane=LPlane(plane),
+            into_mask=_mask("into_mask", into_mask),
+            solid=solid,
+        )
+        entry.prev_world = self._world_plane(entry)
+        self._state.planes.append(entry)
+        self._by_node.setdefault(nodepath, []).append(entry)
+
+    def remove(self, nodepath: NodePath) -> None:
+        """Forget every collider of nodepath; its open contacts get their out events now."""
+        self._check_alive()
+        entries = self._by_node.pop(nodepath, None)
+        if entries is None:
+            raise ValueError(f"nodepath {nodepath} is not registered")
+        self._forget({e.uid for e in entries})
+
+    def teleport(self, nodepath: NodePath) -> None:
+        """The next pass does not sweep nodepath's jump: it starts from where it is then."""
+        self._check_alive()
+        entries = self._by_node.get(nodepath)
+        if entries is None:
+            raise ValueError(f"nodepath {nodepath} is not registered")
+        self._teleported.update(e.uid for e in entries)
+
+    def _forget(self, uids: set[int]) -> None:
+        self._state.spheres = [s for s in self._state.spheres if s.uid not in uids]
+        self._state.planes = [p for p in self._state.planes if p.uid not in uids]
+        self._teleported -= uids
+        events = self._pairs.close(lambda key: key[0] in uids or key[1] in uids)
+        send_events(self._messenger, self._patterns, events)
+
+    # ------------------------------------------------------------------ events
+    def add_in_pattern(self, pattern: str) -> None:
+        """Event name pattern sent when a pair starts touching (CollisionHandlerEvent's)."""
+        self._patterns.add_in_pattern(pattern)
+
+    def add_again_pattern(self, pattern: str) -> None:
+        """Event name pattern sent for a pair that touched last pass and again this one."""
+        self._patterns.add_again_pattern(pattern)
+
+    def add_out_pattern(self, pattern: str) -> None:
+        """Event name pattern sent when a pair stops touching."""
+        self._patterns.add_out_pattern(pattern)
+
+    def clear_in_patterns(self) -> None:
+        self._patterns.clear_in_patterns()
+
+    def clear_again_patterns(self) -> None:
+        self._patterns.clear_again_patterns()
+
+    def clear_out_patterns(self) -> None:
+        self._patterns.clear_out_patterns()
+
+    addInPattern = add_in_pattern
+    addAgainPattern = add_again_pattern
+    addOutPattern = add_out_pattern
+
+    @property
+    def contacts(self) -> list[Contact]:
+        """The last pass's contacts, in time order (one per event direction)."""
+        return list(self._contacts)
+
+    @property
+    def colliders(self) -> int:
+        """Number of registered spheres and planes."""
+        return len(self._state.spheres) + len(self._state.planes)
+
+    # ------------------------------------------------------------------ the pass
+    def _task_step(self, task: Any) -> int:
+        self.step()
+        return task.cont
+
+    def step(self) -> list[Contact]:
+        """Run one pass now (what the task runs each frame); returns :attr:`contacts`."""
+        self._check_alive()
+        self._drop_removed()
+        spheres = self._state.spheres
+        planes = self._state.planes
+
+        _collect["Read"].start()
+        p0, p1, radius, transforms = self._read_all(spheres)
+        plane_n, off0, off1 = self._read_planes(planes)
+        _collect["Read"].stop()
+
+        _collect["Broad and narrow phase"].start()
+        valid = np.all(np.isfinite(p1), axis=1) & np.all(np.isfinite(p0), axis=1)
+        result = _solver.solve(
+            p0,
+            p1,
+            radius,
+            np.array([s.response for s in spheres], np.int8),
+            np.array([s.from_mask for s in spheres], np.int64),
+            np.array([s.into_mask for s in spheres], np.int64),
+            plane_normal=plane_n,
+            plane_offset0=off0,
+            plane_offset1=off1,
+            plane_mask=np.array([p.into_mask for p in planes], np.int64),
+        )
+        _collect["Broad and narrow phase"].stop()
+        if result.capped:
+            notify.warning(
+                f"resolution stopped after {result.rounds} rounds; colliders held at the "
+                "earliest unresolved contact this frame"
+            )
+        self.candidate_count = result.candidates
+        self.rounds = result.rounds
+
+        _collect["Write back"].start()
+        self._write_back(spheres, transforms, p0, p1, result, valid)
+        _collect["Write back"].stop()
+
+        _collect["Events"].start()
+        touches = self._touches(spheres, planes, result.hits)
+        self._contacts = [enter for _key, enter, _exit in touches]
+        events = self._pairs.advance(touches)
+        # State is committed before any handler runs: a handler that raises cannot leave
+        # the plugin half-updated.
+        send_events(self._messenger, self._patterns, events)
+        _collect["Events"].stop()
+
+        _count_colliders.setLevel(len(spheres) + len(planes))
+        _count_candidates.setLevel(result.candidates)
+        _count_contacts.setLevel(len(self._contacts))
+        if self._debug is not None:
+            self._debug.update(spheres, p0, result)
+        return self.contacts
+
+    def _drop_removed(self) -> None:
+        """Nodes removed from the scene behind the plugin's back: dropped, pairs closed."""
+        top = self._render.getTop()
+        gone = [
+            nodepath
+            for nodepath in self._by_node
+            if nodepath.isEmpty() or nodepath.getTop() != top
+        ]
+        for nodepath in gone:
+            notify.warning(f"{nodepath} left the scene graph without remove(); dropped")
+            self._forget({e.uid for e in self._by_node.pop(nodepath)})
+
+    def _net(self, nodepath: NodePath) -> TransformState:
+        return nodepath.getTransform(self._render)
+
+    def _read_sphere(self, sphere: _Sphere) -> tuple[float, float, float]:
+        """Read a sphere's world centre (and radius) now; store it as its previous one."""
+        ts = self._net(sphere.nodepath)
+        center = self._center(ts, sphere)
+        sphere.prev_center = center
+        sphere.prev_transform = ts
+        sphere.world_radius = sphere.radius * self._scale(ts)
+        return center
+
+    @staticmethod
+    def _scale(ts: TransformState) -> float:
+        sx, sy, sz = ts.getScale()
+        return max(abs(sx), abs(sy), abs(sz))
+
+    @staticmethod
+    def _center(ts: TransformState, sphere: _Sphere) -> tuple[float, float, float]:
+        if sphere.center == (0.0, 0.0, 0.0):
+            return tuple(ts.getPos())  # type: ignore[return-value]
+        return tuple(ts.getMat().xformPoint(LPoint3(*sphere.center)))  # type: ignore[return-value]
+
+    def _read_all(
+        self, spheres: list[_Sphere]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[TransformState | None]]:
+        """(n, 3) start and end centres, (n,) world radii, and the transforms read."""
+        n = len(spheres)
+        start = np.empty((n, 3))
+        end = np.empty((n, 3))
+        radius = np.empty(n)
+        transforms: list[TransformState | None] = [None] * n
+        respect_prev = self.respect_prev_transform
+        for k, s in enumerate(spheres):
+            if s.static and s.uid not in self._teleported:
+                start[k] = end[k] = s.prev_center
+                radius[k] = s.world_radius
+                continue
+            ts = self._net(s.nodepath)
+            transforms[k] = ts
+            center = self._center(ts, s)
+            end[k] = center
+            radius[k] = s.world_radius = s.radius * self._scale(ts)
+            if s.uid in self._teleported or s.bad:
+                start[k] = center
+            elif respect_prev:
+                prev = s.nodepath.getPrevTransform(self._render)
+                s.prev_transform = prev
+                start[k] = self._center(prev, s)
+            else:
+                start[k] = s.prev_center
+        self._teleported.clear()
+        finite = np.isfinite(end).all(axis=1) & np.isfinite(radius)
+        for k in np.flatnonzero(~finite):
+            s = spheres[k]
+            if not s.bad:
+                notify.warning(
+                    f"{s.nodepath} has a non-finite transform; skipped until it is finite again"
+                )
+                s.bad = True
+        for k in np.flatnonzero(finite):
+            spheres[k].bad = False
+        end[~finite] = np.nan
+        start[~finite] = np.nan
+        radius[~finite] = 0.0
+        return start, end, radius, transforms
+
+    def _world_plane(self, entry: _Plane) -> tuple[float, float, float, float]:
+        world = entry.plane * self._net(entry.nodepath).getMat()
+        a, b, c, d = world
+        length = math.sqrt(a * a + b * b + c * c)
+        return (a / length, b / length, c / length, d / length)
+
+    def _read_planes(self, planes: list[_Plane]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        normal = np.empty((len(planes), 3))
+        off0 = np.empty(len(planes))
+        off1 = np.empty(len(planes))
+        for k, p in enumerate(planes):
+            cur = self._world_plane(p)
+            prev = p.prev_world if p.prev_world is not None else cur
+            normal[k] = cur[:3]
+            off1[k] = cur[3]
+            # The plane's start offset measured along its current normal: exact for a
+            # translating plane, an approximation for a rotating one.
+            point = np.asarray(prev[:3]) * -prev[3]
+            off0[k] = -float(np.dot(cur[:3], point))
+            finite = all(math.isfinite(c) for c in cur)
+            if not finite:
+                if not p.bad:
+                    notify.warning(f"{p.nodepath} has a non-finite transform; plane skipped")
+                p.bad = True
+                normal[k] = (0.0, 0.0, 1.0)
+                off0[k] = off1[k] = -np.inf  # nothing is ever behind it
+                continue
+            p.bad = False
+            p.prev_world = cur
+        return normal, off0, off1
+
+    def _write_back(
+        self,
+        spheres: list[_Sphere],
+        transforms: list[TransformState | None],
+        p0: np.ndarray,
+        p1: np.ndarray,
+        result: _solver.PassResult,
+        valid: np.ndarray,
+    ) -> None:
+        render = self._render
+        moved = np.flatnonzero(result.moved)
+        done: set[NodePath] = set()
+        # Largest correction first: a node with several spheres takes that one's answer.
+        order = moved[np.argsort(-np.linalg.norm(result.end[moved] - p1[moved], axis=1))]
+        for k in order:
+            s = spheres[k]
+            if s.nodepath in done:
+                continue
+            done.add(s.nodepath)
+            cur = transforms[k]
+            if cur is None:
+                continue
+            t = float(result.t_stop[k])
+            quat = cur.getQuat()
+            if t < 1.0 and s.prev_transform is not None:
+                q0 = s.prev_transform.getQuat()
+                if not q0.almostEqual(quat):
+                    quat = _slerp(q0, quat, t)
+                    s.nodepath.setQuat(render, quat)
+            offset = LVector3(0, 0, 0)
+            if s.center != (0.0, 0.0, 0.0):
+                scale = cur.getScale()
+                local = LVector3(*(c * k_ for c, k_ in zip(s.center, scale)))
+                offset = quat.xform(local)
+            target = LPoint3(*result.end[k]) - offset
+            s.nodepath.setFluidPos(render, target)
+        for k, s in enumerate(spheres):
+            if not valid[k]:
+                continue
+            if s.nodepath in done:
+                ts = self._net(s.nodepath)
+                s.prev_transform = ts
+                s.prev_center = self._center(ts, s)
+            elif transforms[k] is not None:
+                s.prev_transform = transforms[k]
+                s.prev_center = tuple(p1[k])
+
+    def _touches(
+        self, spheres: list[_Sphere], planes: list[_Plane], hits: _solver.Hits
+    ) -> list[tuple[tuple[int, int], Contact, Contact | None]]:
+        """One (key, enter contact, exit contact or None) per allowed direction of a hit."""
+        clock = self._clock
+        dt = clock.getDt()
+        frame_end = clock.getFrameTime()
+        per_second = 1.0 / dt if dt > 0 else 0.0
+        render = self._render
+        out = []
+        for row in range(len(hits.t)):
+            a = spheres[hits.a[row]]
+            normal = hits.normal[row]
+            exit_t = hits.t_exit[row]
+            if hits.b_plane[row]:
+                b_entry: Any = planes[hits.b[row]]
+                directions = [(a, b_entry, 1.0)] if a.from_mask & b_entry.into_mask else []
+            else:
+                b_entry = spheres[hits.b[row]]
+                directions = []
+                if a.from_mask & b_entry.into_mask:
+                    directions.append((a, b_entry, 1.0))
+                if b_entry.from_mask & a.into_mask:
+                    directions.append((b_entry, a, -1.0))
+            for frm, into, sign in directions:
+
+                def make(t: float, point: Any, nrm: Any, pos_a: Any, pos_b: Any) -> Contact:
+                    if sign > 0:
+                        from_pos, into_pos, surface = pos_a, pos_b, point
+                    else:  # b hit a: the point on a's surface, the normal out of a
+                        from_pos, into_pos = pos_b, pos_a
+                        surface = pos_a - nrm * a.world_radius
+                    return Contact(
+                        t=float(t),
+                        time=frame_end - dt + float(t) * dt,
+                        from_np=frm.nodepath,
+                        into_np=into.nodepath,
+                        point=LPoint3(*surface),
+                        normal=LVector3(*(nrm * sign)),
+                        approach_speed=float(hits.speed[row]) * per_second,
+                        from_pos=LPoint3(*from_pos),
+                        into_pos=None if isinstance(into, _Plane) else LPoint3(*into_pos),
+                        from_tangible=getattr(frm, "response", 0) != _solver.SENSOR,
+                        into_tangible=getattr(into, "response", 0) != _solver.SENSOR,
+                        world=render,
+                    )
+
+                enter = make(
+                    hits.t[row], hits.point[row], normal, hits.pos_a[row], hits.pos_b[row]
+                )
+                leave = None
+                if not np.isnan(exit_t):
+                    leave = make(
+                        exit_t,
+                        hits.exit_point[row],
+                        hits.exit_normal[row],
+                        hits.exit_pos_a[row],
+                        hits.exit_pos_b[row],
+                    )
+                out.append(((frm.uid, into.uid), enter, leave))
+        return out
+
+    # ------------------------------------------------------------------ debug, teardown
+    def show_debug(self, parent: NodePath | None = None) -> None:
+        """Draw wire spheres, this frame's swept paths and contacts (normals), each pass."""
+        self._check_alive()
+        from ._debug import DebugView
+
+        if self._debug is None:
+            self._debug = DebugView(parent if parent is not None else self._render)
+
+    def hide_debug(self) -> None:
+        if self._debug is not None:
+            self._debug.destroy()
+            self._debug = None
+
+    def destroy(self) -> None:
+        """Send out events for every open contact, remove the task and drop all state."""
+        if self._destroyed:
+            return
+        self._destroyed = True
+        self._taskmgr.remove(self._task)
+        self.hide_debug()
+        events = self._pairs.close_all()
+        self._state = _State()
+        self._by_node.clear()
+        self._contacts = []
+        send_events(self._messenger, self._patterns, events)
+
+    def _check_alive(self) -> None:
+        if self._destroyed:
+            raise RuntimeError("this ContinuousCollision was destroyed; create a new one")
+
+
+def _slerp(q0: LQuaternion, q1: LQuaternion, t: float) -> LQuaternion:
+    """Spherical interpolation along the shorter arc."""
+    a = np.array([q0.getR(), q0.getI(), q0.getJ(), q0.getK()])
+    b = np.array([q1.getR(), q1.getI(), q1.getJ(), q1.getK()])
+    dot = float(np.dot(a, b))
+    if dot < 0:
+        b, dot = -b, -dot
+    if dot > 0.9995:
+        q = a + t * (b - a)
+    else:
+        theta = math.acos(dot)
+        q = (math.sin((1 - t) * theta) * a + math.sin(t * theta) * b) / math.sin(theta)
+    q /= np.linalg.norm(q)
+    return LQuaternion(*q)
