@@ -36,6 +36,11 @@ __all__ = [
 
 Float = NDArray[np.float64]
 
+# Rounding noise of a difference of coordinates, relative to their magnitude: a few ulps,
+# with a safety factor for positions that were themselves computed (a1 = a0 + d).
+# Not a modelling tolerance: it only keeps noise from deciding "approaching".
+_ROUNDING_REL = 64 * np.finfo(np.float64).eps
+
 
 def _points(name: str, value: ArrayLike) -> Float:
     arr = np.asarray(value, dtype=np.float64)
@@ -79,6 +84,8 @@ def _plane(normal: ArrayLike, offset: ArrayLike) -> tuple[Float, Float]:
     off = np.asarray(offset, dtype=np.float64)
     if off.ndim > 1:
         raise ValueError(f"offset must be a scalar or have shape (n,), got {off.shape}")
+    if off.ndim == 1 and off.shape[0] != 1 and nrm.shape[0] not in (1, off.shape[0]):
+        raise ValueError(f"row counts do not match (normal: {nrm.shape}, offset: {off.shape})")
     length = np.linalg.norm(nrm, axis=1)
     bad = ~np.isfinite(length) | (length == 0)
     if np.any(bad):
@@ -123,8 +130,11 @@ def _sphere_sphere_terms(
     cz = p0[:, 0] * v[:, 1] - p0[:, 1] * v[:, 0]
     disc = a * big_r * big_r - (cx * cx + cy * cy + cz * cz)
     # Rounding leaves a tangential motion with p0 . v of order 1e-16 |p0||v|; without this
-    # threshold a sphere resting against another would be "approaching" and stick.
-    approach_eps = DIST_REL_EPS * dist0 * np.sqrt(a)
+    # threshold a sphere resting against another would be "approaching" and stick. Bodies
+    # moving together get a v that is pure rounding noise of their coordinates (random in
+    # direction however small), so the threshold also has a floor at that noise.
+    coord_scale = np.max(np.abs(np.concatenate([a0_, a1_, b0_, b1_], axis=1)), axis=1, initial=0.0)
+    approach_eps = dist0 * (DIST_REL_EPS * np.sqrt(a) + _ROUNDING_REL * coord_scale)
     return c, half_b, a, disc, approach_eps
 
 
@@ -150,6 +160,18 @@ def sphere_sphere_toi(
         Normalised time in [0, 1] at which the surfaces first touch while approaching;
         ``np.inf`` where they do not. Spheres already touching or overlapping at t = 0 give 0
         if the distance between centres is decreasing, ``inf`` otherwise.
+
+    Examples
+    --------
+    Two rows: A comes in head-on; A touches B and moves away (no contact).
+
+    >>> sphere_sphere_toi([[-5, 0, 0], [-2, 0, 0]], [[5, 0, 0], [-3, 0, 0]], 1.0,
+    ...                   [[0, 0, 0], [0, 0, 0]], [[0, 0, 0], [0, 0, 0]], 1.0)
+    array([0.3, inf])
+    >>> sphere_sphere_toi([[0, 0, 0]], [[1, 0, 0]], 1.0, [[3, 0, 0]], [[3, 0]], 1.0)
+    Traceback (most recent call last):
+        ...
+    ValueError: b1 must have shape (n, 3), got (1, 2)
     """
     c, half_b, _a, disc, approach_eps = _sphere_sphere_terms(a0, a1, ra, b0, b1, rb)
     approaching = half_b < -approach_eps
@@ -189,6 +211,10 @@ def sphere_sphere_overlap(
     moving = a > 0
     enter[inside0] = 0.0
     leave[inside0 & ~moving] = 1.0
+    # Exactly, disc = b^2 - a c >= -a c > 0 when they start inside (c < 0); rounding in the
+    # cross-product form can make it <= 0 for a tangential start just inside, which left
+    # t_enter = 0 with t_exit = nan.
+    disc = np.maximum(disc, -a * c)
     real = moving & (disc > 0)
     sq = np.sqrt(np.where(real, disc, 0.0))
     # Roots of a t^2 + 2 b t + c: q = -(b + sign(b) sqrt(disc)), roots q / a and c / q.
@@ -219,7 +245,10 @@ def _sphere_plane_terms(
     motion = c1_ - c0_
     d0 = _rowdot(nrm_, c0_) + off_
     dn = _rowdot(nrm_, motion)
-    approach_eps = DIST_REL_EPS * np.linalg.norm(motion, axis=1)
+    # The floor: a sphere sliding along a tilted plane far from the origin gets a normal
+    # motion that is rounding noise of its coordinates, which must not read as "moving in".
+    coord_scale = np.max(np.abs(np.concatenate([c0_, c1_], axis=1)), axis=1, initial=0.0)
+    approach_eps = DIST_REL_EPS * np.linalg.norm(motion, axis=1) + _ROUNDING_REL * coord_scale
     return d0 - r_, dn, approach_eps, r_
 
 
@@ -246,6 +275,19 @@ def sphere_plane_toi(
         Normalised time in [0, 1] when the sphere first touches the plane while moving into
         it; ``inf`` where it does not. A sphere touching or behind the plane at t = 0 and
         moving further in gives 0.
+
+    Examples
+    --------
+    The floor z = 0 (normal up, solid below): falling onto it, already in it and sinking
+    further, already in it and climbing out.
+
+    >>> sphere_plane_toi([[0, 0, 5], [0, 0, -2], [0, 0, -2]],
+    ...                  [[0, 0, -3], [0, 0, -4], [0, 0, 4]], 1.0, (0, 0, 1), 0.0)
+    array([0.5, 0. , inf])
+    >>> sphere_plane_toi([[0, 0, 5]], [[0, 0, -3]], 1.0, (0, 0, 0), 0.0)
+    Traceback (most recent call last):
+        ...
+    ValueError: normal must be finite and non-zero, got [0.0, 0.0, 0.0]
     """
     gap0, dn, approach_eps, _r = _sphere_plane_terms(c0, c1, r, normal, offset)
     approaching = dn < -approach_eps
