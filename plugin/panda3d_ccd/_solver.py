@@ -21,12 +21,12 @@ never change anyone's motion; they are tested once at the end against the final 
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ._tolerance import MAX_ROUNDS, MAX_SLIDES
+from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES
 from .broadphase import sphere_pairs, sphere_plane_pairs
 from .sweep import (
     sphere_plane_overlap,
@@ -89,6 +89,15 @@ def _concat_hits(parts: list[Hits]) -> Hits:
     return Hits(*(col[order] for col in merged))
 
 
+def _unique(values: Int) -> Int:
+    """Sorted unique values. np.unique's hash path costs milliseconds per call here even
+    for a handful of values; a sort is microseconds."""
+    ordered = np.sort(values)
+    keep = np.ones(len(ordered), bool)
+    keep[1:] = ordered[1:] != ordered[:-1]
+    return ordered[keep]
+
+
 def _unit(v: Float, fallback: Float) -> Float:
     """Rows of v normalised; rows of zero length take the matching row of fallback."""
     length = np.linalg.norm(v, axis=1)
@@ -123,6 +132,9 @@ class _Paths:
     def stationary(self) -> Bool:
         return np.all(self.xs == self.xe, axis=1)
 
+    def stationary_of(self, idx: Int) -> Bool:
+        return np.all(self.xs[idx] == self.xe[idx], axis=1)
+
     def restart(self, idx: Int, t: Float, at_t: Float, new_end: Float) -> None:
         """Close the current segments of idx at t and start new ones from at_t to new_end."""
         self.log.append((idx, self.ts[idx].copy(), t.copy(), self.xs[idx].copy(), at_t.copy()))
@@ -139,9 +151,7 @@ class _Paths:
         return body[order], t0[order], t1[order], x0[order], x1[order]
 
 
-def _segment_toi(
-    paths: _Paths, radius: Float, i: Int, j: Int
-) -> Float:
+def _segment_toi(paths: _Paths, radius: Float, i: Int, j: Int) -> Float:
     """Times of impact of sphere pairs on their current segments, from the later start on."""
     start = np.maximum(paths.ts[i], paths.ts[j])
     s = sphere_sphere_toi(
@@ -154,12 +164,11 @@ def _plane_offset_at(off0: Float, off1: Float, t: Float) -> Float:
     return off0 + t * (off1 - off0)
 
 
-def _segment_plane_toi(
-    paths: _Paths, radius: Float, i: Int, k: Int, normal: Float, off0: Float, off1: Float
-) -> Float:
+def _segment_plane_toi(paths: _Paths, radius: Float, i: Int, k: Int, planes: Any) -> Float:
     """Times of impact of spheres with (translating) planes on the current segments."""
+    off0, off1 = planes.off0, planes.off1
     start = paths.ts[i]
-    n = normal[k]
+    n = planes.normal[k]
     off_start = _plane_offset_at(off0[k], off1[k], start)
     # A translating plane is a fixed plane in the frame of the plane: move the sphere's end
     # by the plane's displacement along its normal instead.
@@ -201,94 +210,85 @@ def solve(
         Into masks of the planes.
     """
     n = len(p0)
-    m = 0 if plane_normal is None else len(plane_normal)
-    if m == 0:
-        plane_normal = np.zeros((0, 3))
-        plane_offset0 = plane_offset1 = np.zeros(0)
-        plane_mask = np.zeros(0, np.int64)
-    assert plane_offset0 is not None and plane_offset1 is not None and plane_mask is not None
-
+    if plane_normal is None or len(plane_normal) == 0:
+        planes = _Planes(np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros(0, np.int64))
+    else:
+        planes = _Planes(plane_normal, plane_offset0, plane_offset1, plane_mask)  # type: ignore
     finite = np.all(np.isfinite(p0), axis=1) & np.all(np.isfinite(p1), axis=1)
     p0 = np.where(finite[:, None], p0, np.nan)
     p1 = np.where(finite[:, None], p1, np.nan)
     solid = response != SENSOR
-    slide = response == SLIDE
+    slide = (response == SLIDE) & finite
     moving = np.any(p0 != p1, axis=1)
-    # Deflected paths stay within |p1 - p0| of p0: one broad phase covers every slide.
-    reach = np.where(slide & finite, np.linalg.norm(p1 - p0, axis=1), 0.0)
+    # A deflected path stays within |p1 - p0| of p0: planes are few, so give slides that
+    # margin against them outright; against spheres the broad phase is extended per round.
+    reach = np.where(slide, np.linalg.norm(p1 - p0, axis=1), 0.0)
 
-    ci, cj = sphere_pairs(p0, p1, radius, from_mask, into_mask, moving=moving, margin=reach)
+    ci, cj = sphere_pairs(p0, p1, radius, from_mask, into_mask, moving=moving)
     qi, qk = sphere_plane_pairs(
         p0,
         p1,
         radius + reach,
-        plane_normal,
-        plane_offset0,
+        planes.normal,
+        planes.off0,
         from_mask,
-        plane_mask,
+        planes.mask,
         moving=moving,
-        plane_moving=plane_offset0 != plane_offset1,
-        plane_offsets1=plane_offset1,
+        plane_moving=planes.off0 != planes.off1,
+        plane_offsets1=planes.off1,
     )
-    candidates = len(ci) + len(qi)
-
     pair_solid = solid[ci] & solid[cj]
-    si, sj = ci[pair_solid], cj[pair_solid]
     plane_solid = solid[qi]
     pi, pk = qi[plane_solid], qk[plane_solid]
 
     paths = _Paths(np.where(finite[:, None], p0, 0.0), np.where(finite[:, None], p1, 0.0))
-    earliest = _earliest_touch(paths.xs, paths.xe, radius, si, sj)
+    boxes = _Boxes(paths.xs, paths.xe, radius, finite)
+    pairs = _PairSet(paths, radius, slide, ci[pair_solid], cj[pair_solid])
+    by_body_plane = _Adjacency(n, pi)
+    still = paths.stationary()
     t_stop = np.ones(n)
     slides = np.zeros(n, np.int64)
-    toi_s = np.full(len(si), np.inf)
-    toi_p = np.full(len(pi), np.inf)
-    dirty_s = np.ones(len(si), bool)
-    dirty_p = np.ones(len(pi), bool)
+    toi_p = _segment_plane_toi(paths, radius, pi, pk, planes)
+    pend_s = np.flatnonzero(np.isfinite(pairs.toi))
+    pend_p = np.flatnonzero(np.isfinite(toi_p))
+    first = np.full(n, np.inf)
     hits: list[Hits] = []
     rounds = 0
     capped = False
+    t_hold = np.inf
 
-    while True:
-        if dirty_s.any():
-            d = np.flatnonzero(dirty_s)
-            toi_s[d] = _segment_toi(paths, radius, si[d], sj[d])
-        if dirty_p.any():
-            d = np.flatnonzero(dirty_p)
-            toi_p[d] = _segment_plane_toi(
-                paths, radius, pi[d], pk[d], plane_normal, plane_offset0, plane_offset1
-            )
-        pending_s = np.isfinite(toi_s)
-        pending_p = np.isfinite(toi_p)
-        if not (pending_s.any() or pending_p.any()):
-            break
+    while len(pend_s) or len(pend_p):
+        t_s, t_p = pairs.toi[pend_s], toi_p[pend_p]
+        t_min = min(t_s.min(initial=np.inf), t_p.min(initial=np.inf))
         if rounds == MAX_ROUNDS:
-            capped = True
-            t_hold = min(toi_s[pending_s].min(initial=np.inf), toi_p[pending_p].min(initial=np.inf))
+            capped, t_hold = True, t_min
             break
         rounds += 1
-
-        still = paths.stationary()
-        first = np.full(n, np.inf)
-        np.minimum.at(first, si, toi_s)
-        np.minimum.at(first, sj, toi_s)
-        np.minimum.at(first, pi, toi_p)
-        t_min = min(toi_s.min(initial=np.inf), toi_p.min(initial=np.inf))
-        free = ~_blocked(si, sj, toi_s, first, still, earliest)
+        a_s, b_s, a_p = pairs.i[pend_s], pairs.j[pend_s], pi[pend_p]
+        active = _unique(np.concatenate([a_s, b_s, a_p]))
+        np.minimum.at(first, a_s, t_s)
+        np.minimum.at(first, b_s, t_s)
+        np.minimum.at(first, a_p, t_p)
+        near = pairs.pairs_of(active[~still[active]])
+        free = ~_blocked(
+            pairs.i[near], pairs.j[near], pairs.toi[near], first, still, pairs.earliest[near]
+        )
         # A stationary body is never changed by a contact, so it need not be "first".
         acc_s = (
-            pending_s
-            & (still[si] | (toi_s == first[si]))
-            & (still[sj] | (toi_s == first[sj]))
-            & ((toi_s == t_min) | (free[si] & free[sj]))
+            (still[a_s] | (t_s == first[a_s]))
+            & (still[b_s] | (t_s == first[b_s]))
+            & ((t_s == t_min) | (free[a_s] & free[b_s]))
         )
-        acc_p = pending_p & (toi_p == first[pi]) & ((toi_p == t_min) | free[pi])
+        acc_p = (t_p == first[a_p]) & ((t_p == t_min) | free[a_p])
+        first[active] = np.inf
 
-        a_s, b_s, t_s = si[acc_s], sj[acc_s], toi_s[acc_s]
-        a_p, k_p, t_p = pi[acc_p], pk[acc_p], toi_p[acc_p]
+        a_s, b_s, t_s = a_s[acc_s], b_s[acc_s], t_s[acc_s]
+        k_p, a_p, t_p = pk[pend_p[acc_p]], a_p[acc_p], t_p[acc_p]
         hs = _sphere_hits(paths, radius, a_s, b_s, t_s)
-        hp = _plane_hits(paths, a_p, k_p, t_p, plane_normal, plane_offset0, plane_offset1)
+        hp = _plane_hits(paths, a_p, k_p, t_p, planes)
         hits += [hs, hp]
+        pairs.toi[pend_s[acc_s]] = np.inf
+        toi_p[pend_p[acc_p]] = np.inf
 
         # Each accepted contact pushes on its moving bodies: (body, time, normal toward it).
         body = np.concatenate([a_s, b_s, a_p])
@@ -296,27 +296,41 @@ def solve(
         push = np.concatenate([hs.normal, -hs.normal, hp.normal])
         keep = ~still[body]
         changed = _respond(paths, body[keep], when[keep], push[keep], slide, slides, t_stop)
+        still[changed] = paths.stationary_of(changed)
 
-        toi_s[acc_s] = np.inf
-        toi_p[acc_p] = np.inf
-        dirty_s = changed[si] | changed[sj]
-        dirty_p = changed[pi]
+        # A deflected path may leave the box the broad phase covered: find its new pairs.
+        changed = _extend_deflected(
+            changed,
+            still,
+            paths,
+            radius,
+            boxes,
+            pairs,
+            solid & finite,
+            from_mask,
+            into_mask,
+            t_stop,
+        )
+        dirty_s = pairs.pairs_of(changed)
+        dirty_p = by_body_plane.pairs_of(changed)
+        pairs.retest(dirty_s)
+        toi_p[dirty_p] = _segment_plane_toi(paths, radius, pi[dirty_p], pk[dirty_p], planes)
+        pend_s = np.union1d(pend_s, dirty_s)
+        pend_s = pend_s[np.isfinite(pairs.toi[pend_s])]
+        pend_p = np.union1d(pend_p, dirty_p)
+        pend_p = pend_p[np.isfinite(toi_p[pend_p])]
 
     solid_hits = _concat_hits(hits)
     if capped:
         solid_hits = _hold(paths, solid, t_hold, t_stop, solid_hits)
 
+    ei, ej = ci[~pair_solid], cj[~pair_solid]
+    if boxes.grown.any():
+        grown = np.flatnonzero(boxes.grown)
+        xi, xj = boxes.pairs_with(grown, ~solid & finite, from_mask, into_mask)
+        ei, ej = np.concatenate([ei, xi]), np.concatenate([ej, xj])
     sensor_hits = _sensor_hits(
-        paths,
-        radius,
-        ci[~pair_solid],
-        cj[~pair_solid],
-        solid,
-        qi[~plane_solid],
-        qk[~plane_solid],
-        plane_normal,
-        plane_offset0,
-        plane_offset1,
+        paths, radius, ei, ej, solid, qi[~plane_solid], qk[~plane_solid], planes
     )
     end = np.where(finite[:, None], paths.xe, p1)
     moved = finite & np.any(end != p1, axis=1)
@@ -325,23 +339,239 @@ def solve(
         t_stop=t_stop,
         moved=moved,
         hits=_concat_hits([solid_hits, sensor_hits]),
-        candidates=candidates,
+        candidates=len(ci) + len(qi),
         rounds=rounds,
         capped=capped,
     )
 
 
-def _earliest_touch(p0: Float, p1: Float, radius: Float, i: Int, j: Int) -> Float:
-    """(k,) a time before which pair (i, j) cannot touch, whatever contacts do to either.
+class _Planes(NamedTuple):
+    normal: Float  # (m, 3)
+    off0: Float  # (m,)
+    off1: Float  # (m,)
+    mask: NDArray[np.int64]  # (m,)
 
-    Every response only stops or shortens motion, so a body is always within t |p1 - p0|
-    of p0 at time t; two bodies cannot meet before their gap closes at their full speeds.
+
+class _Boxes:
+    """Per body, a box holding its whole path this frame as far as the broad phase knows:
+    the swept box, grown when a slide deflects the body out of it."""
+
+    def __init__(self, p0: Float, p1: Float, radius: Float, finite: Bool) -> None:
+        self.lo = np.fmin(p0, p1) - radius[:, None]
+        self.hi = np.fmax(p0, p1) + radius[:, None]
+        self.lo[~finite] = np.inf
+        self.hi[~finite] = -np.inf
+        self.grown = np.zeros(len(p0), bool)
+
+    def escaping(self, bodies: Int, paths: _Paths, radius: Float) -> tuple[Int, Float, Float]:
+        """Those of bodies whose current segments leave their boxes, with the segments'
+        boxes ((k, 3) low and high corners)."""
+        r = radius[bodies][:, None]
+        lo = np.fmin(paths.xs[bodies], paths.xe[bodies]) - r
+        hi = np.fmax(paths.xs[bodies], paths.xe[bodies]) + r
+        out = np.any((lo < self.lo[bodies]) | (hi > self.hi[bodies]), axis=1)
+        return bodies[out], lo[out], hi[out]
+
+    def extend(self, bodies: Int, lo: Float, hi: Float) -> None:
+        self.lo[bodies] = np.fmin(self.lo[bodies], lo)
+        self.hi[bodies] = np.fmax(self.hi[bodies], hi)
+        self.grown[bodies] = True
+
+    def pairs_with(
+        self, bodies: Int, others: Bool, from_mask: NDArray[np.int64], into_mask: NDArray[np.int64]
+    ) -> tuple[Int, Int]:
+        """Pairs (i < j) of bodies with bodies in others whose boxes overlap and whose
+        masks allow a test. Brute force over few bodies: only deflected ones come here."""
+        cand = np.flatnonzero(others)
+        overlap = np.all(
+            (self.lo[bodies][:, None, :] <= self.hi[cand][None, :, :])
+            & (self.hi[bodies][:, None, :] >= self.lo[cand][None, :, :]),
+            axis=2,
+        )
+        row, col = np.nonzero(overlap)
+        a, b = bodies[row], cand[col]
+        allowed = ((from_mask[a] & into_mask[b]) | (from_mask[b] & into_mask[a])) != 0
+        a, b = a[allowed & (a != b)], b[allowed & (a != b)]
+        i, j = np.minimum(a, b), np.maximum(a, b)
+        key = _unique(i * len(self.lo) + j)
+        return key // len(self.lo), key % len(self.lo)
+
+
+class _Adjacency:
+    """The pairs each body belongs to (compressed rows), so that a round can gather the
+    pairs of a few bodies without scanning every pair."""
+
+    def __init__(self, n: int, *ends: Int) -> None:
+        body = np.concatenate(ends)
+        pair = np.tile(np.arange(len(ends[0])), len(ends))
+        order = np.argsort(body, kind="stable")
+        self._pair = pair[order]
+        self._start = np.searchsorted(body[order], np.arange(n + 1))
+
+    def pairs_of(self, bodies: Int) -> Int:
+        """Sorted unique indices of the pairs that involve any of bodies."""
+        lo = self._start[bodies]
+        count = self._start[bodies + 1] - lo
+        total = int(count.sum())
+        offset = np.repeat(lo - (np.cumsum(count) - count), count)
+        return _unique(self._pair[offset + np.arange(total)])
+
+
+class _PairSet:
+    """The solid sphere pairs under test: times of impact on the current segments, and for
+    each a time before which it cannot touch (see _earliest_touch)."""
+
+    def __init__(self, paths: _Paths, radius: Float, slide: Bool, i: Int, j: Int) -> None:
+        self._paths, self._radius, self._slide = paths, radius, slide
+        # Bounds use the frame's original paths, which every response stays within.
+        self._p0, self._p1 = paths.xs.copy(), paths.xe.copy()
+        earliest = _earliest_touch(self._p0, self._p1, radius, slide, i, j)
+        # Pairs that cannot touch this frame whatever happens need no test at all.
+        keep = earliest <= 1.0
+        self.i, self.j, self.earliest = i[keep], j[keep], earliest[keep]
+        self._adjacency = _Adjacency(len(radius), self.i, self.j)
+        self._fixed = len(self.i)
+        self.added = 0
+        self.toi = _segment_toi(paths, radius, self.i, self.j)
+
+    def pairs_of(self, bodies: Int) -> Int:
+        found = self._adjacency.pairs_of(bodies)
+        if len(self.i) == self._fixed:
+            return found
+        extra = np.arange(self._fixed, len(self.i))
+        mine = np.isin(self.i[extra], bodies) | np.isin(self.j[extra], bodies)
+        return np.concatenate([found, extra[mine]])
+
+    def unknown(self, i: Int, j: Int) -> tuple[Int, Int]:
+        """The pairs among (i, j) not in the set yet."""
+        n = len(self._radius)
+        fresh = np.isin(i * n + j, self.i * n + self.j, invert=True)
+        self.added += int(fresh.sum())
+        return i[fresh], j[fresh]
+
+    def retest(self, idx: Int) -> None:
+        self.toi[idx] = _segment_toi(self._paths, self._radius, self.i[idx], self.j[idx])
+
+    def add_for(
+        self,
+        bodies: Int,
+        boxes: _Boxes,
+        solid: Bool,
+        from_mask: NDArray[np.int64],
+        into_mask: NDArray[np.int64],
+    ) -> None:
+        """Add the pairs that bodies' grown boxes now reach (tested with the dirty ones)."""
+        i, j = self.unknown(*boxes.pairs_with(bodies, solid, from_mask, into_mask))
+        earliest = _earliest_touch(self._p0, self._p1, self._radius, self._slide, i, j)
+        keep = earliest <= 1.0
+        self.i = np.concatenate([self.i, i[keep]])
+        self.j = np.concatenate([self.j, j[keep]])
+        self.earliest = np.concatenate([self.earliest, earliest[keep]])
+        self.toi = np.concatenate([self.toi, np.full(int(keep.sum()), np.inf)])
+
+
+def _extend_deflected(
+    changed: Int,
+    still: Bool,
+    paths: _Paths,
+    radius: Float,
+    boxes: _Boxes,
+    pairs: _PairSet,
+    solid: Bool,
+    from_mask: NDArray[np.int64],
+    into_mask: NDArray[np.int64],
+    t_stop: Float,
+) -> Int:
+    """Give slides deflected out of their boxes the pairs they can now reach.
+
+    A new partner is safe to add only if its path has not been changed after the slide's
+    contact time: its later contacts were accepted without knowing this slide could reach
+    it. Where that happened the slide stops at its contact instead, which is always safe
+    (a stopped body stays on its original path, inside its old box).
+    """
+    bodies, lo, hi = boxes.escaping(changed[~still[changed]], paths, radius)
+    if len(bodies) == 0:
+        return changed
+    boxes.extend(bodies, lo, hi)
+    i, j = pairs.unknown(*boxes.pairs_with(bodies, solid, from_mask, into_mask))
+    late_j = paths.ts[j] > paths.ts[i]
+    late_i = paths.ts[i] > paths.ts[j]
+    stop = np.zeros(len(paths.xs), bool)
+    stop[i[late_j & np.isin(i, bodies)]] = True
+    stop[j[late_i & np.isin(j, bodies)]] = True
+    halt = np.flatnonzero(stop)
+    paths.xe[halt] = paths.xs[halt]
+    t_stop[halt] = paths.ts[halt]
+    still[halt] = True
+    pairs.add_for(bodies[~stop[bodies]], boxes, solid, from_mask, into_mask)
+    return changed
+
+
+def _earliest_touch(p0: Float, p1: Float, radius: Float, deflect: Bool, i: Int, j: Int) -> Float:
+    """(k,) a time before which pair (i, j) cannot touch, whatever contacts do to either;
+    ``inf`` where they never can this frame.
+
+    A body that is never deflected (rewind) stays on its segment p0 -> p1: it can only stop
+    early. A deflected one (slide) stays within t |p1 - p0| of p0 at time t, since every
+    slide only removes motion. Two bodies cannot meet before those regions do.
     """
     reach = np.linalg.norm(p1 - p0, axis=1)
-    gap = np.linalg.norm(p0[i] - p0[j], axis=1) - radius[i] - radius[j]
+    big_r = radius[i] + radius[j]
+    gap = np.linalg.norm(p0[i] - p0[j], axis=1) - big_r
     speed = reach[i] + reach[j]
     bound = np.divide(gap, speed, out=np.full(len(i), np.inf), where=speed > 0)
-    return np.where(gap <= 0, 0.0, bound)
+    bound = np.where(gap <= 0, 0.0, bound)
+    scale = 1.0 + np.abs(p0[i]).max(axis=1) + reach[i] + reach[j] + big_r
+    slack = DIST_REL_EPS * scale
+    straight_i, straight_j = ~deflect[i], ~deflect[j]
+    both = straight_i & straight_j
+    apart = _segment_distance(p0[i], p1[i], p0[j], p1[j]) > big_r + slack
+    bound = np.where(both & apart, np.inf, bound)
+    # One straight, one deflected: the deflected one must first reach the other's segment.
+    for seg, ball, mask in ((i, j, straight_i & ~straight_j), (j, i, straight_j & ~straight_i)):
+        d = _point_segment_distance(p0[ball], p0[seg], p1[seg]) - big_r - slack
+        rate = reach[ball]
+        late = np.divide(d, rate, out=np.full(len(i), np.inf), where=rate > 0)
+        bound = np.where(mask & (d > 0), np.maximum(bound, late), bound)
+    return bound
+
+
+def _point_segment_distance(p: Float, a: Float, b: Float) -> Float:
+    """(k,) distance from points p to segments a -> b (all (k, 3))."""
+    d = b - a
+    dd = np.einsum("ij,ij->i", d, d)
+    s = np.divide(np.einsum("ij,ij->i", p - a, d), dd, out=np.zeros(len(p)), where=dd > 0)
+    closest = a + np.clip(s, 0.0, 1.0)[:, None] * d
+    return np.linalg.norm(p - closest, axis=1)
+
+
+def _segment_distance(a0: Float, a1: Float, b0: Float, b1: Float) -> Float:
+    """(k,) shortest distance between segments a0 -> a1 and b0 -> b1 (Ericson, 5.1.9)."""
+    d1 = a1 - a0
+    d2 = b1 - b0
+    r = a0 - b0
+    a = np.einsum("ij,ij->i", d1, d1)
+    e = np.einsum("ij,ij->i", d2, d2)
+    f = np.einsum("ij,ij->i", d2, r)
+    c = np.einsum("ij,ij->i", d1, r)
+    b = np.einsum("ij,ij->i", d1, d2)
+    denom = a * e - b * b
+    zeros = np.zeros(len(a))
+    # Closest point of the infinite lines, clamped to the first segment (0 if parallel).
+    s = np.clip(np.divide(b * f - c * e, denom, out=zeros.copy(), where=denom > 0), 0.0, 1.0)
+    t = np.divide(b * s + f, e, out=zeros.copy(), where=e > 0)
+    # Clamp t to the second segment and recompute s for the clamped t.
+    s = np.where(t < 0, np.clip(np.divide(-c, a, out=zeros.copy(), where=a > 0), 0, 1), s)
+    s = np.where(t > 1, np.clip(np.divide(b - c, a, out=zeros.copy(), where=a > 0), 0, 1), s)
+    t = np.clip(t, 0.0, 1.0)
+    # Degenerate segments: a point against a segment, or two points.
+    point_b = e <= 0
+    s = np.where(point_b, np.clip(np.divide(-c, a, out=zeros.copy(), where=a > 0), 0, 1), s)
+    t = np.where(point_b, 0.0, t)
+    point_a = a <= 0
+    s = np.where(point_a, 0.0, s)
+    t = np.where(point_a, np.clip(np.divide(f, e, out=zeros.copy(), where=e > 0), 0, 1), t)
+    return np.linalg.norm(a0 + s[:, None] * d1 - (b0 + t[:, None] * d2), axis=1)
 
 
 def _blocked(i: Int, j: Int, toi: Float, first: Float, still: Bool, earliest: Float) -> Bool:
@@ -381,22 +611,51 @@ def _sphere_hits(paths: _Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits
     point = pb + normal * radius[b][:, None]
     nan3 = np.full(pa.shape, np.nan)
     k = len(a)
-    return Hits(a, b, np.zeros(k, bool), np.zeros(k, bool), t, point, normal, speed, pa, pb,
-                np.full(k, np.nan), nan3, nan3, nan3, nan3)
+    return Hits(
+        a,
+        b,
+        np.zeros(k, bool),
+        np.zeros(k, bool),
+        t,
+        point,
+        normal,
+        speed,
+        pa,
+        pb,
+        np.full(k, np.nan),
+        nan3,
+        nan3,
+        nan3,
+        nan3,
+    )
 
 
-def _plane_hits(
-    paths: _Paths, a: Int, k: Int, t: Float, normal: Float, off0: Float, off1: Float
-) -> Hits:
+def _plane_hits(paths: _Paths, a: Int, k: Int, t: Float, planes: Any) -> Hits:
+    off0, off1 = planes.off0, planes.off1
     pa = paths.at(a, t)
-    nrm = normal[k]
+    nrm = planes.normal[k]
     dist = np.einsum("ij,ij->i", nrm, pa) + _plane_offset_at(off0[k], off1[k], t)
     point = pa - nrm * dist[:, None]
     speed = np.maximum(-(np.einsum("ij,ij->i", paths.velocity(a), nrm) + off1[k] - off0[k]), 0.0)
     nan3 = np.full(pa.shape, np.nan)
     count = len(a)
-    return Hits(a, k, np.ones(count, bool), np.zeros(count, bool), t, point, nrm.copy(), speed,
-                pa, nan3, np.full(count, np.nan), nan3, nan3, nan3, nan3)
+    return Hits(
+        a,
+        k,
+        np.ones(count, bool),
+        np.zeros(count, bool),
+        t,
+        point,
+        nrm.copy(),
+        speed,
+        pa,
+        nan3,
+        np.full(count, np.nan),
+        nan3,
+        nan3,
+        nan3,
+        nan3,
+    )
 
 
 def _respond(
@@ -408,10 +667,10 @@ def _respond(
     slides: Int,
     t_stop: Float,
 ) -> Bool:
-    """Stop (rewind) or deflect (slide) the bodies of accepted contacts; which changed."""
-    changed = np.zeros(len(paths.xs), bool)
+    """Stop (rewind) or deflect (slide) the bodies of accepted contacts; returns the sorted
+    indices of the bodies whose paths changed."""
     if len(body) == 0:
-        return changed
+        return np.zeros(0, np.int64)
     # All accepted contacts of one body share its time (each was its earliest).
     uniq, first_row = np.unique(body, return_index=True)
     t = when[first_row]
@@ -434,8 +693,7 @@ def _respond(
     new_end = np.where(deflect[:, None], at_t + remaining, at_t)
     t_stop[uniq[~deflect]] = t[~deflect]
     paths.restart(uniq, t, at_t, new_end)
-    changed[uniq] = True
-    return changed
+    return uniq
 
 
 def _hold(paths: _Paths, solid: Bool, t_hold: float, t_stop: Float, hits: Hits) -> Hits:
@@ -472,9 +730,7 @@ def _sensor_hits(
     solid: Bool,
     qi: Int,
     qk: Int,
-    normal: Float,
-    off0: Float,
-    off1: Float,
+    planes: Any,
 ) -> Hits:
     """Overlap intervals of sensor pairs, tested against every segment of the final paths."""
     parts = []
@@ -489,7 +745,7 @@ def _sensor_hits(
         b = np.where(swap, ei, ej)
         parts.append(_sensor_sphere_rows(paths, radius, a, b, body, t0, t1, x0, x1, start, count))
     if len(qi):
-        parts.append(_sensor_plane_rows(paths, radius, qi, qk, normal, off0, off1))
+        parts.append(_sensor_plane_rows(paths, radius, qi, qk, planes))
     return _concat_hits(parts)
 
 
@@ -550,8 +806,23 @@ def _sensor_sphere_rows(
     )
     speed = np.maximum(-np.einsum("ij,ij->i", rel, nrm), 0.0)
     k = len(first)
-    return Hits(ia[first], ib[first], np.zeros(k, bool), np.ones(k, bool), t_enter, point, nrm,
-                speed, pa, pb, t_exit, xpoint, xn, xa, xb)
+    return Hits(
+        ia[first],
+        ib[first],
+        np.zeros(k, bool),
+        np.ones(k, bool),
+        t_enter,
+        point,
+        nrm,
+        speed,
+        pa,
+        pb,
+        t_exit,
+        xpoint,
+        xn,
+        xa,
+        xb,
+    )
 
 
 def _pick(item: Int, key: Float) -> Int:
@@ -571,10 +842,9 @@ def _sensor_velocity(paths: _Paths, idx: Int) -> Float:
     return paths.xe[idx] - paths.xs[idx]
 
 
-def _sensor_plane_rows(
-    paths: _Paths, radius: Float, i: Int, k: Int, normal: Float, off0: Float, off1: Float
-) -> Hits:
-    nrm = normal[k]
+def _sensor_plane_rows(paths: _Paths, radius: Float, i: Int, k: Int, planes: Any) -> Hits:
+    off0, off1 = planes.off0, planes.off1
+    nrm = planes.normal[k]
     c0 = paths.xs[i]
     c1 = paths.xe[i] + nrm * (off1[k] - off0[k])[:, None]
     enter, leave = sphere_plane_overlap(c0, c1, radius[i], nrm, off0[k])
@@ -593,5 +863,20 @@ def _sensor_plane_rows(
     speed = np.maximum(-(np.einsum("ij,ij->i", v, nrm) + off1[k] - off0[k]), 0.0)
     nan3 = np.full(pa.shape, np.nan)
     c = len(i)
-    return Hits(i, k, np.ones(c, bool), np.ones(c, bool), enter, point, nrm.copy(), speed, pa,
-                nan3, t_exit, xpoint, nrm.copy(), xa, nan3)
+    return Hits(
+        i,
+        k,
+        np.ones(c, bool),
+        np.ones(c, bool),
+        enter,
+        point,
+        nrm.copy(),
+        speed,
+        pa,
+        nan3,
+        t_exit,
+        xpoint,
+        nrm.copy(),
+        xa,
+        nan3,
+    )

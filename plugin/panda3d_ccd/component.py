@@ -454,9 +454,7 @@ class ContinuousCollision:
         """Nodes removed from the scene behind the plugin's back: dropped, pairs closed."""
         top = self._render.getTop()
         gone = [
-            nodepath
-            for nodepath in self._by_node
-            if nodepath.isEmpty() or nodepath.getTop() != top
+            nodepath for nodepath in self._by_node if nodepath.isEmpty() or nodepath.getTop() != top
         ]
         for nodepath in gone:
             notify.warning(f"{nodepath} left the scene graph without remove(); dropped")
@@ -611,63 +609,82 @@ class ContinuousCollision:
         self, spheres: list[_Sphere], planes: list[_Plane], hits: _solver.Hits
     ) -> list[tuple[tuple[int, int], Contact, Contact | None]]:
         """One (key, enter contact, exit contact or None) per allowed direction of a hit."""
-        clock = self._clock
-        dt = clock.getDt()
-        frame_end = clock.getFrameTime()
-        per_second = 1.0 / dt if dt > 0 else 0.0
-        render = self._render
+        dt = self._clock.getDt()
+        frame = (self._clock.getFrameTime() - dt, dt, 1.0 / dt if dt > 0 else 0.0)
         out = []
         for row in range(len(hits.t)):
             a = spheres[hits.a[row]]
-            normal = hits.normal[row]
-            exit_t = hits.t_exit[row]
+            directions: list[tuple[Any, Any, float]] = []
             if hits.b_plane[row]:
-                b_entry: Any = planes[hits.b[row]]
-                directions = [(a, b_entry, 1.0)] if a.from_mask & b_entry.into_mask else []
+                b: Any = planes[hits.b[row]]
+                if a.from_mask & b.into_mask:
+                    directions.append((a, b, 1.0))
             else:
-                b_entry = spheres[hits.b[row]]
-                directions = []
-                if a.from_mask & b_entry.into_mask:
-                    directions.append((a, b_entry, 1.0))
-                if b_entry.from_mask & a.into_mask:
-                    directions.append((b_entry, a, -1.0))
+                b = spheres[hits.b[row]]
+                if a.from_mask & b.into_mask:
+                    directions.append((a, b, 1.0))
+                if b.from_mask & a.into_mask:
+                    directions.append((b, a, -1.0))
+            enter_at = (
+                hits.t[row],
+                hits.point[row],
+                hits.normal[row],
+                hits.pos_a[row],
+                hits.pos_b[row],
+            )
+            exit_at = (
+                hits.t_exit[row],
+                hits.exit_point[row],
+                hits.exit_normal[row],
+                hits.exit_pos_a[row],
+                hits.exit_pos_b[row],
+            )
             for frm, into, sign in directions:
-
-                def make(t: float, point: Any, nrm: Any, pos_a: Any, pos_b: Any) -> Contact:
-                    if sign > 0:
-                        from_pos, into_pos, surface = pos_a, pos_b, point
-                    else:  # b hit a: the point on a's surface, the normal out of a
-                        from_pos, into_pos = pos_b, pos_a
-                        surface = pos_a - nrm * a.world_radius
-                    return Contact(
-                        t=float(t),
-                        time=frame_end - dt + float(t) * dt,
-                        from_np=frm.nodepath,
-                        into_np=into.nodepath,
-                        point=LPoint3(*surface),
-                        normal=LVector3(*(nrm * sign)),
-                        approach_speed=float(hits.speed[row]) * per_second,
-                        from_pos=LPoint3(*from_pos),
-                        into_pos=None if isinstance(into, _Plane) else LPoint3(*into_pos),
-                        from_tangible=getattr(frm, "response", 0) != _solver.SENSOR,
-                        into_tangible=getattr(into, "response", 0) != _solver.SENSOR,
-                        world=render,
-                    )
-
-                enter = make(
-                    hits.t[row], hits.point[row], normal, hits.pos_a[row], hits.pos_b[row]
-                )
+                enter = self._contact(frm, into, sign, a, float(hits.speed[row]), frame, *enter_at)
                 leave = None
-                if not np.isnan(exit_t):
-                    leave = make(
-                        exit_t,
-                        hits.exit_point[row],
-                        hits.exit_normal[row],
-                        hits.exit_pos_a[row],
-                        hits.exit_pos_b[row],
+                if not np.isnan(exit_at[0]):
+                    leave = self._contact(
+                        frm, into, sign, a, float(hits.speed[row]), frame, *exit_at
                     )
                 out.append(((frm.uid, into.uid), enter, leave))
         return out
+
+    def _contact(
+        self,
+        frm: Any,
+        into: Any,
+        sign: float,
+        a: _Sphere,
+        speed: float,
+        frame: tuple[float, float, float],
+        t: float,
+        point: np.ndarray,
+        normal: np.ndarray,
+        pos_a: np.ndarray,
+        pos_b: np.ndarray,
+    ) -> Contact:
+        """The Contact of one direction of a solver hit. Hits are stated from sphere a's
+        side (normal out of b); for the direction b -> a the point lies on a's surface."""
+        start, dt, per_second = frame
+        if sign > 0:
+            from_pos, into_pos, surface = pos_a, pos_b, point
+        else:
+            from_pos, into_pos = pos_b, pos_a
+            surface = pos_a - normal * a.world_radius
+        return Contact(
+            t=float(t),
+            time=start + float(t) * dt,
+            from_np=frm.nodepath,
+            into_np=into.nodepath,
+            point=LPoint3(*surface),
+            normal=LVector3(*(normal * sign)),
+            approach_speed=speed * per_second,
+            from_pos=LPoint3(*from_pos),
+            into_pos=None if isinstance(into, _Plane) else LPoint3(*into_pos),
+            from_tangible=getattr(frm, "response", 0) != _solver.SENSOR,
+            into_tangible=getattr(into, "response", 0) != _solver.SENSOR,
+            world=self._render,
+        )
 
     # ------------------------------------------------------------------ debug, teardown
     def show_debug(self, parent: NodePath | None = None) -> None:
