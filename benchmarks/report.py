@@ -1,0 +1,161 @@
+"""Markdown tables, the JSON record and the plot."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .correctness import CorrectnessRow
+from .memory import MemoryResult
+from .timing import BULLET, FLOOR, PLUGIN, SYSTEMS, TRAVERSER, SizeResult
+
+__all__ = [
+    "timing_table",
+    "detail_table",
+    "correctness_table",
+    "memory_line",
+    "write_json",
+    "write_plot",
+]
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _ratio(num: float | None, den: float | None) -> str:
+    if num is None or den is None or den == 0:
+        return "-"
+    return f"{num / den:,.1f}x" if num / den >= 10 else f"{num / den:.2f}x"
+
+
+def _cell(result: SizeResult, name: str) -> str:
+    text = _ms(result.ms.get(name))
+    note = result.notes.get(name)
+    if note:
+        text = f"{text} ({note})" if result.ms.get(name) is not None else note
+    return text
+
+
+def timing_table(results: Sequence[SizeResult]) -> str:
+    """Time per frame in milliseconds (medians), one row per size."""
+    lines = [
+        "| n | plugin ms | traverser ms | bullet ms | floor ms | traverser/plugin "
+        "| plugin/floor | plugin us per collider |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        plugin = r.ms.get(PLUGIN)
+        per = "-" if plugin is None else f"{1e3 * plugin / r.n:.2f}"
+        lines.append(
+            f"| {r.n:,} | {_cell(r, PLUGIN)} | {_cell(r, TRAVERSER)} | {_cell(r, BULLET)} "
+            f"| {_cell(r, FLOOR)} | {_ratio(r.ms.get(TRAVERSER), plugin)} "
+            f"| {_ratio(plugin, r.ms.get(FLOOR))} | {per} |"
+        )
+    return "\n".join(lines)
+
+
+def detail_table(results: Sequence[SizeResult]) -> str:
+    """What each frame held: the plugin's work counters and the others' output sizes."""
+    keys = [
+        ("box side", None),
+        ("plugin candidate pairs", f"{PLUGIN} candidates"),
+        ("plugin rounds", f"{PLUGIN} rounds"),
+        ("plugin contacts", f"{PLUGIN} contacts"),
+        ("traverser entries", f"{TRAVERSER} entries"),
+        ("bullet manifolds", f"{BULLET} manifolds"),
+    ]
+    lines = [
+        "| n | " + " | ".join(label for label, _ in keys) + " |",
+        "|---:|" + "---:|" * len(keys),
+    ]
+    for r in results:
+        cells = [f"{r.side:.1f}"]
+        for _label, key in keys[1:]:
+            value = r.stats.get(key or "")
+            cells.append("-" if value is None else f"{value:,.0f}")
+        lines.append(f"| {r.n:,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def correctness_table(rows: Sequence[CorrectnessRow]) -> str:
+    lines = [
+        "| system | pairs | true contacts | reported (true) | share of true contacts "
+        "| false alarms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row.system} | {row.pairs:,} | {row.true_contacts:,} | {row.caught:,} "
+            f"| {100 * row.share:.1f}% | {row.false_alarms:,} |"
+        )
+    return "\n".join(lines)
+
+
+def memory_line(mem: MemoryResult) -> str:
+    rss = mem.rss_growth_mib
+    rss_text = "n/a" if rss is None else f"{rss:+.2f} MiB"
+    samples = ", ".join(f"{kib:,.0f}" for kib in mem.traced_kib)
+    return (
+        f"Memory: plugin pass at n={mem.n:,}, {mem.frames:,} frames after {mem.warmup} "
+        f"warm-up, under tracemalloc: traced Python heap {mem.growth_kib:+,.1f} KiB "
+        f"(from {mem.traced_kib[0]:,.1f} to {mem.traced_kib[-1]:,.1f} KiB; peak "
+        f"{mem.peak_kib:,.0f} KiB), slope over the second half "
+        f"{mem.slope_b_per_frame:+.2f} B/frame; RSS {rss_text}.\n"
+        f"Traced KiB at frames {mem.frames_at}: {samples}; contacts in those frames: "
+        f"{', '.join(str(c) for c in mem.contacts)}"
+    )
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def write_json(path: Path, record: dict[str, Any]) -> None:
+    path.write_text(json.dumps(_plain(record), indent=2) + "\n")
+
+
+def write_plot(path: Path, results: Sequence[SizeResult], title: str) -> str | None:
+    """Log-log time per frame against n for every system; returns a note instead of
+    writing when matplotlib (the ``bench`` extra) is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed (pip install -e '.[bench]'): plot skipped"
+    labels = {
+        PLUGIN: "panda3d-ccd step()",
+        TRAVERSER: "CollisionTraverser (respect prev)",
+        BULLET: "Bullet doPhysics (full dynamics, reference)",
+        FLOOR: "floor: read every position",
+    }
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for name in SYSTEMS:
+        points = [(r.n, r.ms[name]) for r in results if r.ms.get(name) is not None]
+        if points:
+            xs, ys = zip(*points)
+            ax.plot(xs, ys, marker="o", label=labels[name])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("spheres (n)")
+    ax.set_ylabel("time per frame (ms, median)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return None

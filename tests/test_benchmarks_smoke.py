@@ -1,0 +1,136 @@
+"""The benchmark still runs, and its correctness table holds the plugin to its promise.
+
+``python -m benchmarks`` is run as CI would run it (a subprocess from the repository root)
+on tiny sizes; no timing is asserted, only what the tables say. The scene generator's own
+invariants are checked in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.scene import MovingSpheres, fast_pairs  # noqa: E402
+
+from panda3d_ccd.sweep import sphere_sphere_toi  # noqa: E402
+
+PLUGIN_ROWS = ("panda3d-ccd, response=rewind", "panda3d-ccd, response=sensor")
+TRAVERSER_ROWS = (
+    "CollisionTraverser, respect-prev-transform + setFluidPos",
+    "CollisionTraverser, discrete (end positions)",
+)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
+    out = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "benchmarks", "--quick",
+            "--sizes", "40,150", "--frames", "2", "--warmup", "1",
+            "--pairs", "300", "--mem-n", "40", "--mem-frames", "20",
+            "--no-plot", "--out", str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, json.loads((out / "results.json").read_text())
+
+
+def test_timing_table_has_every_size_and_system(quick_run: tuple[str, dict]) -> None:
+    stdout, record = quick_run
+    assert "| n | plugin ms | traverser ms | bullet ms | floor ms | traverser/plugin " in stdout
+    assert [r["n"] for r in record["timing"]] == [40, 150]
+    for row in record["timing"]:
+        assert set(row["ms"]) == {"panda3d-ccd", "CollisionTraverser", "Bullet", "floor"}
+        assert all(v is not None and v > 0 for v in row["ms"].values()), row["ms"]
+        assert row["stats"]["panda3d-ccd candidates"] >= 0
+    assert "| 40 |" in stdout and "| 150 |" in stdout
+
+
+def test_plugin_reports_every_true_contact_and_no_false_alarm(
+    quick_run: tuple[str, dict],
+) -> None:
+    stdout, record = quick_run
+    rows = {row["system"]: row for row in record["correctness"]}
+    assert set(rows) == set(PLUGIN_ROWS) | set(TRAVERSER_ROWS)
+    for name in PLUGIN_ROWS:
+        row = rows[name]
+        assert row["pairs"] == 300
+        assert row["true_contacts"] > 50
+        assert row["caught"] == row["true_contacts"]
+        assert row["false_alarms"] == 0
+        line = f"| {name} | 300 | {row['true_contacts']:,} | {row['caught']:,} | 100.0% | 0 |"
+        assert line in stdout
+    # Panda3D's discrete test can only see pairs overlapping at the end of the frame.
+    discrete = rows[TRAVERSER_ROWS[1]]
+    assert discrete["caught"] < discrete["true_contacts"]
+
+
+def test_memory_line_is_reported(quick_run: tuple[str, dict]) -> None:
+    stdout, record = quick_run
+    mem = record["memory"]
+    assert mem["n"] == 40 and mem["frames"] == 20
+    assert len(mem["traced_kib"]) == len(mem["frames_at"]) == len(mem["contacts"]) >= 2
+    assert "Memory: plugin pass at n=40, 20 frames" in stdout
+
+
+@pytest.mark.parametrize("n", [1, 7, 100, 1000])
+def test_scene_starts_apart_and_stays_in_the_box(n: int) -> None:
+    scene = MovingSpheres.generate(n, seed=3)
+    start = scene.positions(0)
+    if n > 1:
+        gap = np.linalg.norm(start[:, None] - start[None], axis=2) + np.eye(n) * 1e9
+        assert gap.min() >= 2 * scene.radius
+    for frame in (0, 1, 2, 17, 1000):
+        p = scene.positions(frame)
+        assert p.shape == (n, 3)
+        assert p.min() >= scene.radius - 1e-4 and p.max() <= scene.side - scene.radius + 1e-4
+    assert scene.fast.sum() == round(0.1 * n)
+    assert scene.side == pytest.approx(4.0 * n ** (1 / 3))
+
+
+def test_bounce_is_elastic_within_a_frame() -> None:
+    """Between two frames without a wall hit each coordinate moves by the speed along it
+    (its sign flipped by earlier bounces); positions are a pure function of the frame."""
+    scene = MovingSpheres.generate(50, seed=5)
+    p0, p1 = scene.positions(3), scene.positions(4)
+    slow = ~scene.fast
+    inside = np.all((p0 > 1.0) & (p0 < scene.side - 1.0), axis=1) & slow
+    assert inside.sum() > 10
+    np.testing.assert_allclose(
+        np.abs(p1 - p0)[inside], np.abs(scene.velocity[inside]), atol=1e-4
+    )
+    np.testing.assert_array_equal(scene.positions(3), p0)
+    speeds = np.linalg.norm(scene.velocity, axis=1)
+    assert np.all((speeds[scene.fast] >= 37.5) & (speeds[scene.fast] <= 62.5))
+    assert np.all((speeds[slow] >= 0.375) & (speeds[slow] <= 0.625))
+
+
+def test_fast_pairs_truth_is_the_exact_kernel_and_pairs_are_isolated() -> None:
+    pairs = fast_pairs(200, seed=2)
+    assert pairs.m == 200
+    truth = np.isfinite(
+        sphere_sphere_toi(pairs.a0, pairs.a1, pairs.ra, pairs.b0, pairs.b1, pairs.rb)
+    )
+    np.testing.assert_array_equal(pairs.truth, truth)
+    assert 0.3 < pairs.truth.mean() < 0.9
+    # The boxes around each pair's whole motion (grown by the radii) never overlap.
+    points = np.stack([pairs.a0, pairs.a1, pairs.b0, pairs.b1])
+    grow = np.maximum(pairs.ra, pairs.rb)[:, None]
+    lo, hi = points.min(axis=0) - grow, points.max(axis=0) + grow
+    apart = np.any((lo[:, None] > hi[None]) | (hi[:, None] < lo[None]), axis=2)
+    np.fill_diagonal(apart, True)
+    assert apart.all()
