@@ -89,6 +89,17 @@ def _concat_hits(parts: list[Hits]) -> Hits:
     return Hits(*(col[order] for col in merged))
 
 
+def _first_per_pair(hits: Hits) -> Hits:
+    """Keep each pair's earliest contact: a slide can meet the same surface again later in
+    the pass, and a pair has one contact (one event) per pass."""
+    order = np.lexsort((hits.t, hits.b_plane, hits.b, hits.a))
+    key = np.stack([hits.a[order], hits.b[order], hits.b_plane[order]], axis=1)
+    first = np.ones(len(order), bool)
+    first[1:] = np.any(key[1:] != key[:-1], axis=1)
+    keep = np.sort(order[first])
+    return Hits(*(col[keep] for col in hits))
+
+
 def _unique(values: Int) -> Int:
     """Sorted unique values. np.unique's hash path costs milliseconds per call here even
     for a handful of values; a sort is microseconds."""
@@ -114,6 +125,9 @@ class _Paths:
         self.xs = p0.copy()
         self.xe = p1.copy()
         self.ts = np.zeros(len(p0))
+        # The last contact normal that deflected each body, and when (slides in a wedge).
+        self.normal = np.zeros_like(self.xs)
+        self.normal_t = np.full(len(p0), -1.0)
         self.log: list[tuple[Int, Float, Float, Float, Float]] = []
 
     def at(self, idx: Int, t: Float) -> Float:
@@ -320,7 +334,7 @@ def solve(
         pend_p = np.union1d(pend_p, dirty_p)
         pend_p = pend_p[np.isfinite(toi_p[pend_p])]
 
-    solid_hits = _concat_hits(hits)
+    solid_hits = _first_per_pair(_concat_hits(hits))
     if capped:
         solid_hits = _hold(paths, solid, t_hold, t_stop, solid_hits)
 
@@ -684,12 +698,26 @@ def _respond(
     sorted_body = body[order]
     rank = np.arange(len(body)) - np.searchsorted(sorted_body, sorted_body)
     slot = np.searchsorted(uniq, sorted_body)
+    latest = np.zeros_like(remaining)
     for r in range(int(rank.max()) + 1):
         rows = rank == r
         s = slot[rows]
         nrm = push[order][rows]
         into = np.minimum(np.einsum("ij,ij->i", remaining[s], nrm), 0.0)
         remaining[s] -= nrm * into[:, None]
+        latest[s] = nrm
+    # Deflected twice at one instant and sent back into the first surface: a wedge. Keep
+    # only the motion along the crease of the two surfaces (parallel ones: none at all),
+    # as a fluid pusher does, instead of bouncing between them until MAX_SLIDES.
+    previous = paths.normal[uniq]
+    wedged = (paths.normal_t[uniq] == t) & (np.einsum("ij,ij->i", remaining, previous) < 0)
+    if wedged.any():
+        crease = np.cross(previous[wedged], latest[wedged])
+        along = _unit(crease, np.zeros_like(crease))
+        keep = np.einsum("ij,ij->i", remaining[wedged], along)
+        remaining[wedged] = along * keep[:, None]
+    paths.normal[uniq] = latest
+    paths.normal_t[uniq] = t
     new_end = np.where(deflect[:, None], at_t + remaining, at_t)
     t_stop[uniq[~deflect]] = t[~deflect]
     paths.restart(uniq, t, at_t, new_end)

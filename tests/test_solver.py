@@ -1,0 +1,232 @@
+"""The pure-numpy pass: time-ordered resolution, checked against independent oracles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from panda3d_ccd import _solver
+from panda3d_ccd._solver import REWIND, SENSOR, SLIDE, solve
+from panda3d_ccd.sweep import sphere_sphere_toi
+
+MASK = np.int64(0xFFFFF)
+BOX = 10.0
+WALLS = np.array(
+    [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)], dtype=np.float64
+)
+
+
+def run(p0, p1, radius, response, *, walls=False):
+    p0 = np.asarray(p0, np.float64)
+    n = len(p0)
+    kwargs = {}
+    if walls:
+        off = np.full(6, BOX)
+        kwargs = dict(
+            plane_normal=WALLS, plane_offset0=off, plane_offset1=off, plane_mask=np.full(6, MASK)
+        )
+    return solve(
+        p0,
+        np.asarray(p1, np.float64),
+        np.asarray(radius, np.float64),
+        np.asarray(response, np.int8),
+        np.full(n, MASK),
+        np.full(n, MASK),
+        **kwargs,
+    )
+
+
+def random_scene(rng, n, speeds=(0.1, 1.0, 10.0, 1000.0)):
+    """Non-overlapping spheres inside the box, with mixed speeds and responses."""
+    centres, radii = [], []
+    for r in rng.uniform(0.0, 1.0, n):
+        for _ in range(50):
+            c = rng.uniform(-BOX + r, BOX - r, 3)
+            if all(np.linalg.norm(c - q) > r + s for q, s in zip(centres, radii)):
+                centres.append(c)
+                radii.append(r)
+                break
+    p0 = np.array(centres)
+    v = rng.normal(size=p0.shape) * rng.choice(speeds, size=(len(p0), 1))
+    v[rng.random(len(p0)) < 0.2] = 0.0
+    response = rng.choice([REWIND, SLIDE, SENSOR], size=len(p0), p=[0.45, 0.45, 0.1])
+    return p0, p0 + v, np.array(radii), response.astype(np.int8)
+
+
+# ------------------------------------------------------------------ analytic cases
+def test_bullet_stops_touching_the_target_at_the_analytic_time():
+    res = run([[-500, 0, 0], [0, 0, 0]], [[500, 0, 0], [0, 0, 0]], [0.05, 0.1], [REWIND] * 2)
+    assert res.hits.t.tolist() == [pytest.approx((500 - 0.15) / 1000, abs=1e-15)]
+    assert res.end[0].tolist() == pytest.approx([-0.15, 0, 0], abs=1e-12)
+    assert res.hits.normal[0].tolist() == [-1.0, 0.0, 0.0]
+    assert res.hits.speed[0] == pytest.approx(1000.0)
+
+
+def test_two_rewind_spheres_meeting_are_both_rewound_to_the_same_moment():
+    res = run([[-5, 0, 0], [5, 0, 0]], [[5, 0, 0], [-5, 0, 0]], [1, 1], [REWIND] * 2)
+    assert res.hits.t.tolist() == [pytest.approx(0.4)]
+    assert res.t_stop.tolist() == [pytest.approx(0.4)] * 2
+    assert res.end.tolist() == [pytest.approx([-1, 0, 0]), pytest.approx([1, 0, 0])]
+
+
+def test_slide_keeps_the_tangential_motion_and_slides_again_into_a_corner():
+    # Touching the floor (z = -10 + 1), pushed diagonally into it, then into the x wall.
+    res = run([[0, 0, -9]], [[12, 0, -13]], [1], [SLIDE], walls=True)
+    assert res.hits.t.tolist() == [0.0, pytest.approx(9 / 12)]
+    assert res.end[0].tolist() == pytest.approx([9, 0, -9])
+
+
+def test_sensor_pass_through_reports_entry_and_exit_and_moves_nothing():
+    res = run([[-5, 0, 0], [0, 0, 0]], [[5, 0, 0], [0, 0, 0]], [0.1, 1], [REWIND, SENSOR])
+    assert res.hits.sensor.tolist() == [True]
+    assert res.hits.t.tolist() == [pytest.approx(0.39)]
+    assert res.hits.t_exit.tolist() == [pytest.approx(0.61)]
+    assert not res.moved.any()
+
+
+def test_resting_contact_moving_along_or_away_is_not_a_contact():
+    along = run([[0, 0, -9]], [[5, 3, -9]], [1], [REWIND], walls=True)
+    away = run([[0, 0, -9]], [[0, 0, -5]], [1], [REWIND], walls=True)
+    assert len(along.hits.t) == 0 and along.end[0].tolist() == [5, 3, -9]
+    assert len(away.hits.t) == 0 and away.end[0].tolist() == [0, 0, -5]
+
+
+def test_non_finite_rows_are_ignored_and_others_still_collide():
+    p0 = [[np.nan, 0, 0], [-5, 0, 0], [0, 0, 0]]
+    p1 = [[np.nan, 0, 0], [5, 0, 0], [0, 0, 0]]
+    res = run(p0, p1, [1, 0.5, 0.5], [REWIND] * 3)
+    assert res.hits.a.tolist() == [1] and res.hits.b.tolist() == [2]
+    assert not res.moved[0]
+
+
+def test_a_pillar_absorbs_many_hits_in_one_round():
+    # Balls converge on a pillar from all around, at different times; their paths stop
+    # short of one another, so the causality bound lets one round take every hit.
+    k = 20
+    angle = np.linspace(0, 2 * np.pi, k, endpoint=False)
+    direction = np.stack([np.cos(angle), np.sin(angle), np.zeros(k)], axis=1)
+    start = 20 + 0.1 * np.arange(k)
+    p0 = np.vstack([[0, 0, 0], direction * start[:, None]])
+    p1 = np.vstack([[0, 0, 0], direction * 4.0])
+    res = run(p0, p1, np.r_[5.0, np.full(k, 0.1)], [REWIND] * (k + 1))
+    assert res.rounds == 1
+    assert sorted(res.hits.a.tolist()) == [0] * k or sorted(res.hits.b.tolist()) == list(
+        range(1, k + 1)
+    )
+    expected = (start - 5.1) / (start - 4.0)
+    assert np.sort(res.hits.t) == pytest.approx(np.sort(expected), abs=1e-12)
+
+
+# ------------------------------------------------------------------ invariants
+@pytest.mark.parametrize("seed", range(12))
+def test_random_scenes_hold_every_invariant(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(25):
+        p0, p1, radius, response = random_scene(rng, int(rng.integers(2, 30)))
+        res = run(p0, p1, radius, response, walls=True)
+        solid = response != SENSOR
+        end = res.end
+        # Nothing ends outside the box of planes.
+        inside = end @ WALLS.T + BOX - radius[:, None]
+        assert inside[solid].min(initial=0) >= -1e-9 * BOX
+        # No overlap created among solids (they did not overlap at the start).
+        gap = np.linalg.norm(end[:, None] - end[None], axis=2) - (radius[:, None] + radius)
+        np.fill_diagonal(gap, np.inf)
+        assert gap[np.ix_(solid, solid)].min(initial=np.inf) >= -1e-9 * BOX
+        # Contacts in time order, all within the frame.
+        assert np.all(np.diff(res.hits.t) >= 0)
+        assert np.all((res.hits.t >= 0) & (res.hits.t <= 1))
+        # Every contact respects the causality bound that let the solver batch it.
+        sphere = ~res.hits.b_plane & ~res.hits.sensor
+        a, b = res.hits.a[sphere], res.hits.b[sphere]
+        bound = _solver._earliest_touch(p0, p1, radius, response == SLIDE, a, b)
+        assert np.all(res.hits.t[sphere] >= bound - 1e-12)
+        # At each solid contact the surfaces touch (or started overlapping at t = 0).
+        dist = np.linalg.norm(res.hits.pos_a[sphere] - res.hits.pos_b[sphere], axis=1)
+        touching = np.isclose(dist, radius[a] + radius[b], rtol=1e-9, atol=1e-9)
+        assert np.all(touching | (res.hits.t[sphere] == 0))
+
+
+def test_unimpeded_pairs_agree_with_the_analytic_kernel():
+    # Two bodies alone: the solver's first contact is exactly the kernel's time of impact.
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        p0 = rng.normal(size=(2, 3)) * 5
+        p1 = p0 + rng.normal(size=(2, 3)) * 10
+        radius = rng.uniform(0.1, 2, 2)
+        if np.linalg.norm(p0[0] - p0[1]) <= radius.sum():
+            continue
+        expected = sphere_sphere_toi(p0[:1], p1[:1], radius[0], p0[1:], p1[1:], radius[1])[0]
+        res = run(p0, p1, radius, [REWIND, REWIND])
+        if np.isinf(expected):
+            assert len(res.hits.t) == 0
+        else:
+            assert res.hits.t.tolist() == [expected]
+
+
+def test_the_iteration_cap_holds_everything_safely(monkeypatch):
+    monkeypatch.setattr(_solver, "MAX_ROUNDS", 1)
+    rng = np.random.default_rng(11)
+    capped = 0
+    for _ in range(60):
+        p0, p1, radius, response = random_scene(rng, 30, speeds=(5.0, 20.0))
+        res = run(p0, p1, radius, response, walls=True)
+        capped += res.capped
+        solid = response != SENSOR
+        gap = np.linalg.norm(res.end[:, None] - res.end[None], axis=2) - (radius[:, None] + radius)
+        np.fill_diagonal(gap, np.inf)
+        assert gap[np.ix_(solid, solid)].min(initial=np.inf) >= -1e-9 * BOX
+        inside = res.end @ WALLS.T + BOX - radius[:, None]
+        assert inside[solid].min(initial=0) >= -1e-9 * BOX
+        if res.capped:
+            held = res.t_stop[solid].max()
+            solid_hits = ~res.hits.sensor
+            assert np.all(res.hits.t[solid_hits] <= held)
+            assert np.all(res.t_stop[solid] <= held)
+    assert capped >= 10  # the fallback really ran
+
+
+def test_a_deflected_slide_finds_a_body_outside_its_swept_box():
+    # A diagonal wall deflects the slide into (1, -1); the sphere it then meets lies
+    # outside the box of its straight path, so only the incremental broad phase sees it.
+    normal = np.array([[-1.0, -1.0, 0.0]]) / np.sqrt(2)
+    offset = np.array([3 / np.sqrt(2)])
+    p0 = np.array([[0.0, 0, 0], [3.6, -2.3, 0]])
+    p1 = np.array([[6.0, 0, 0], [3.6, -2.3, 0]])
+    radius = np.array([0.5, 0.5])
+    res = solve(
+        p0,
+        p1,
+        radius,
+        np.array([SLIDE, REWIND], np.int8),
+        np.full(2, MASK),
+        np.full(2, MASK),
+        plane_normal=normal,
+        plane_offset0=offset,
+        plane_offset1=offset,
+        plane_mask=np.array([MASK]),
+    )
+    assert res.hits.b_plane.tolist() == [True, False]
+    straight_box_y = (p0[0, 1] - radius[0], p1[0, 1] + radius[0])
+    assert p0[1, 1] + radius[1] < straight_box_y[0]  # out of the straight path's reach
+    gap = np.linalg.norm(res.end[0] - res.end[1]) - radius.sum()
+    assert gap == pytest.approx(0.0, abs=1e-9)  # stopped touching it, not through it
+
+
+# ------------------------------------------------------------------ helpers
+def test_segment_distance_matches_dense_sampling():
+    rng = np.random.default_rng(3)
+    k = 400
+    a0, a1, b0, b1 = (rng.normal(size=(k, 3)) for _ in range(4))
+    a1[:50] = a0[:50]  # a point
+    b1[50:100] = b0[50:100]  # a point on the other side
+    b1[100:150] = b0[100:150] + (a1[100:150] - a0[100:150])  # parallel
+    s = np.linspace(0, 1, 601)
+    pa = a0[:, None] + s[None, :, None] * (a1 - a0)[:, None]
+    pb = b0[:, None] + s[None, :, None] * (b1 - b0)[:, None]
+    sampled = np.array(
+        [np.linalg.norm(pa[i][:, None] - pb[i][None], axis=2).min() for i in range(k)]
+    )
+    exact = _solver._segment_distance(a0, a1, b0, b1)
+    assert np.all(exact <= sampled + 1e-12)  # never more than any sampled pair
+    assert np.all(sampled - exact <= 1e-2)  # and close to the sampled minimum
