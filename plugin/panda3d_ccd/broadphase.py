@@ -1,0 +1,607 @@
+"""Broad phase: which sphere pairs, and which sphere-plane pairs, need an exact swept test?
+
+A sphere moving from ``p0`` to ``p1`` in one frame stays inside its *swept box*: the
+axis-aligned box ``min(p0, p1) - reach`` to ``max(p0, p1) + reach``, with ``reach`` its
+radius plus an optional margin. :func:`sphere_pairs` returns exactly the pairs whose swept
+boxes overlap (closed boxes: touching counts) and whose collide masks and moving flags allow
+a contact. :func:`sphere_plane_pairs` does the same against half-spaces.
+
+Each box is grown by ``DIST_REL_EPS`` times its own scale (the largest of its coordinate
+magnitudes and its reach) so that two surfaces touching within float64 rounding are never
+lost; no other tolerance is involved.
+
+The sphere search costs about O(n log n + k) for k reported pairs, whatever the mix of
+sizes: boxes are split into size classes (each class at most half as many boxes as the
+last), every class is filed in a uniform grid sized from its own boxes, and every box looks
+up the grid columns its box covers in its own class and all finer ones. There is no Python
+loop per box or per pair.
+
+This module never imports panda3d: it is the geometry layer, usable on its own.
+
+Examples
+--------
+>>> import numpy as np
+>>> from panda3d_ccd.broadphase import sphere_pairs, sphere_plane_pairs
+>>> p0 = np.array([[0.0, 0, 0], [10, 0, 0], [10, 0.8, 0]])
+>>> p1 = np.array([[10.0, 0, 0], [10, 0, 0], [10, 0.8, 0]])
+>>> sphere_pairs(p0, p1, 0.5)
+(array([0, 0, 1]), array([1, 2, 2]))
+>>> sphere_pairs(p0, p1, 0.5, moving=[True, False, False])
+(array([0, 0]), array([1, 2]))
+>>> sphere_plane_pairs(p0, p1, 0.5, [[-1.0, 0, 0]], [9.0], moving=[True, False, False])
+(array([0]), array([0]))
+>>> sphere_pairs(p0, p1, -0.5)
+Traceback (most recent call last):
+    ...
+ValueError: radius must be finite and >= 0, got -0.5
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._tolerance import DIST_REL_EPS
+
+__all__ = ["sphere_pairs", "sphere_plane_pairs"]
+
+Float = NDArray[np.float64]
+Int = NDArray[np.int64]
+Bool = NDArray[np.bool_]
+
+_MASK_MAX = 0xFFFFFFFF
+
+#: At or below this many boxes, testing all pairs is cheaper than building a grid.
+_BRUTE_MAX = 48
+#: A class holds the boxes at most this many times the median box size of what is left.
+_CLASS_SPAN = 2.0
+#: Grid cell edges tried, as multiples of the class's median box size.
+_CELL_TRIALS = 2.0 ** np.arange(-4, 3)
+#: Estimated costs of looking up one grid column, and of taking a box from an inner cell
+#: untested, relative to testing one box pair; they steer the choice of cell edge.
+_COLUMN_COST = 4.0
+_INNER_COST = 0.3
+#: Cells per axis are clipped to this (clipping merges far cells: slower, never wrong).
+_MAX_CELLS_PER_AXIS = 1 << 20
+#: Rows of intermediate arrays handled at once, to bound memory on dense scenes.
+_CHUNK = 1 << 16
+_DENSE_PER_BOX = 32
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _positions(name: str, value: ArrayLike) -> Float:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise ValueError(f"{name} must have shape (n, 3), got {arr.shape}")
+    return arr
+
+
+def _row_shape(name: str, arr: np.ndarray, n: int) -> None:
+    if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != n):
+        raise ValueError(f"{name} must be a scalar or have shape ({n},), got {arr.shape}")
+
+
+def _lengths(name: str, value: ArrayLike, n: int) -> Float:
+    """Finite, non-negative per-row lengths (radius, margin) as (n,) float64."""
+    arr = np.asarray(value, dtype=np.float64)
+    _row_shape(name, arr, n)
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if np.any(bad):
+        shown = arr if arr.ndim == 0 else arr[bad][0]
+        raise ValueError(f"{name} must be finite and >= 0, got {shown}")
+    return np.broadcast_to(arr, (n,))
+
+
+def _masks(name: str, value: ArrayLike | None, n: int) -> Int:
+    """32-bit collide masks as (n,) int64; None means every bit on."""
+    if value is None:
+        return np.full(n, _MASK_MAX, dtype=np.int64)
+    arr = np.asarray(value)
+    if arr.size == 0:
+        arr = arr.astype(np.int64)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name} must be an integer array of 32-bit masks, got dtype {arr.dtype}")
+    _row_shape(name, arr, n)
+    bad = (arr < 0) | (arr > _MASK_MAX)
+    if np.any(bad):
+        shown = arr if arr.ndim == 0 else arr[bad][0]
+        raise ValueError(f"{name} must hold 32-bit unsigned masks (0 to {_MASK_MAX}), got {shown}")
+    return np.broadcast_to(arr.astype(np.int64), (n,))
+
+
+def _flags(name: str, value: ArrayLike | None, n: int, default: bool) -> Bool:
+    if value is None:
+        return np.full(n, default)
+    arr = np.asarray(value)
+    if arr.size == 0:
+        arr = arr.astype(np.bool_)
+    if arr.dtype != np.bool_:
+        raise ValueError(f"{name} must be a boolean array, got dtype {arr.dtype}")
+    _row_shape(name, arr, n)
+    return np.broadcast_to(arr, (n,))
+
+
+def _planes(normals: ArrayLike, offsets: ArrayLike) -> tuple[Float, Float, Float]:
+    """Unit normals (m, 3), offsets (m,) scaled to match, and the normals' lengths (m,)."""
+    nrm = _positions("normals", normals)
+    m = nrm.shape[0]
+    off = np.asarray(offsets, dtype=np.float64)
+    if off.shape != (m,):
+        raise ValueError(f"offsets must have shape ({m},) to match normals, got {off.shape}")
+    length = np.linalg.norm(nrm, axis=1)
+    bad = ~np.isfinite(length) | (length == 0)
+    if np.any(bad):
+        raise ValueError(f"normals must be finite and non-zero, got {nrm[bad][0].tolist()}")
+    if not np.all(np.isfinite(off)):
+        raise ValueError(f"offsets must be finite, got {off[~np.isfinite(off)][0]}")
+    return nrm / length[:, None], off / length, length
+
+
+def _empty_pairs() -> tuple[Int, Int]:
+    return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+
+
+def _sorted_pairs(a: Int, b: Int, n: int) -> tuple[Int, Int]:
+    """(a, b) as (min, max) rows sorted by first then second index (each pair once)."""
+    key = np.minimum(a, b) * n + np.maximum(a, b)
+    key.sort()
+    return key // n, key % n
+
+
+# ----------------------------------------------------------------------------- spheres
+
+
+def _swept_boxes(p0: Float, p1: Float, reach: Float) -> tuple[Float, Float]:
+    """Swept boxes grown by the rounding pad, as lo, hi (3, n): nan where not finite.
+
+    Boxes are kept axis-major, one contiguous row per axis, throughout the search: numpy
+    reduces and gathers rows of that layout many times faster than (n, 3) arrays.
+    """
+    a = np.ascontiguousarray(p0.T)
+    b = np.ascontiguousarray(p1.T)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = np.maximum(np.abs(a).max(axis=0), np.abs(b).max(axis=0))
+        grow = reach + DIST_REL_EPS * np.maximum(scale, reach)
+        lo = np.minimum(a, b) - grow
+        hi = np.maximum(a, b) + grow
+    return lo, hi
+
+
+def sphere_pairs(
+    p0: ArrayLike,
+    p1: ArrayLike,
+    radius: ArrayLike,
+    from_mask: ArrayLike | None = None,
+    into_mask: ArrayLike | None = None,
+    *,
+    moving: ArrayLike | None = None,
+    margin: ArrayLike | None = None,
+) -> tuple[Int, Int]:
+    """Candidate pairs of moving spheres whose swept volumes could touch during the frame.
+
+    Parameters
+    ----------
+    p0, p1 : (n, 3) float64
+        Sphere centres at the start and end of the frame. Rows with a non-finite value are
+        ignored: they are never reported.
+    radius : (n,) or scalar float64
+        Radii, finite and >= 0.
+    from_mask, into_mask : (n,) or scalar integer, optional
+        32-bit collide masks (BitMask32 words, 0 to 2**32 - 1); None means all bits on. A
+        pair is a candidate only if ``(from_mask[i] & into_mask[j]) | (from_mask[j] &
+        into_mask[i])`` is non-zero.
+    moving : (n,) or scalar bool, optional
+        Which spheres move this frame (None: all). A pair of two still spheres is never
+        reported, since they cannot start a contact.
+    margin : (n,) or scalar float64, optional
+        Extra reach, finite and >= 0, added to the radius when bounding the sweep (for
+        colliders whose path may bend within the frame).
+
+    Returns
+    -------
+    i, j : (k,) int64
+        Every pair whose swept boxes overlap (see the module docstring) and that masks and
+        ``moving`` allow, exactly once, with ``i < j``, sorted by ``i`` then ``j``.
+    """
+    p0_ = _positions("p0", p0)
+    p1_ = _positions("p1", p1)
+    if p1_.shape != p0_.shape:
+        raise ValueError(f"p1 must have the same shape as p0 {p0_.shape}, got {p1_.shape}")
+    n = p0_.shape[0]
+    reach = _lengths("radius", radius, n)
+    if margin is not None:
+        reach = reach + _lengths("margin", margin, n)
+    from_ = _masks("from_mask", from_mask, n)
+    into = _masks("into_mask", into_mask, n)
+    moves = _flags("moving", moving, n, default=True)
+
+    lo, hi = _swept_boxes(p0_, p1_, reach)
+    # Rows that can be in a pair at all; dropping them early keeps them out of the grid.
+    live = np.isfinite(lo).all(axis=0) & np.isfinite(hi).all(axis=0) & ((from_ | into) != 0)
+    rows = np.flatnonzero(live)
+    if len(rows) < 2 or not np.any(moves[rows]):
+        return _empty_pairs()
+    a, b = _box_pairs(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1))
+    i = np.take(rows, a)
+    j = np.take(rows, b)
+    # The per-pair filters are skipped when they cannot reject anything (the common case).
+    if not np.all(moves[rows]):
+        keep = np.flatnonzero(np.take(moves, i) | np.take(moves, j))
+        i, j = np.take(i, keep), np.take(j, keep)
+    shared = np.bitwise_and.reduce(from_[rows]) & np.bitwise_and.reduce(into[rows])
+    if shared == 0:
+        fi, fj = np.take(from_, i), np.take(from_, j)
+        keep = np.flatnonzero((fi & np.take(into, j)) | (fj & np.take(into, i)))
+        i, j = np.take(i, keep), np.take(j, keep)
+    return _sorted_pairs(i, j, n)
+
+
+# ----------------------------------------------------------------- box overlap search
+
+
+def _all_box_pairs(lo: Float, hi: Float) -> tuple[Int, Int]:
+    """Every overlapping pair of a few boxes (3, n), by direct test."""
+    a, b = np.triu_indices(lo.shape[1], 1)
+    hit = np.all(lo[:, a] <= hi[:, b], axis=0) & np.all(lo[:, b] <= hi[:, a], axis=0)
+    return a[hit].astype(np.int64), b[hit].astype(np.int64)
+
+
+def _box_pairs(lo: Float, hi: Float) -> tuple[Int, Int]:
+    """Every pair of overlapping closed boxes lo, hi (3, n), once each, in either order.
+
+    The boxes no larger than ``_CLASS_SPAN`` times the median size (at least half of them)
+    form this level's class and are filed in a grid; every box, small or large, queries it.
+    The larger boxes are then paired among themselves recursively, so each pair is found at
+    the level of its smaller box, and the recursion is at most log2(n) deep.
+    """
+    n = lo.shape[1]
+    if n <= _BRUTE_MAX:
+        return _all_box_pairs(lo, hi)
+    size = (hi - lo).max(axis=0)
+    median = float(np.median(size))
+    small = size <= _CLASS_SPAN * median
+    rows = np.flatnonzero(small)
+    flo = np.take(lo, rows, axis=1)
+    fhi = np.take(hi, rows, axis=1)
+    grid = _Grid(flo, fhi, rows, _cell_edge(flo, fhi, lo, hi, small, median))
+    a, b = grid.query(lo, hi, half=small)
+    large = np.flatnonzero(~small)
+    if len(large) > 1:
+        la, lb = _box_pairs(np.take(lo, large, axis=1), np.take(hi, large, axis=1))
+        a = np.concatenate([a, np.take(large, la)])
+        b = np.concatenate([b, np.take(large, lb)])
+    return a, b
+
+
+def _grid_axes(lo: Float, hi: Float) -> Int:
+    """Axis order for a grid: the axis the boxes span most goes last, so that its runs of
+    cells are contiguous and looked up at once."""
+    return np.argsort(hi.max(axis=1) - lo.min(axis=1), kind="stable")
+
+
+def _cell_edge(flo: Float, fhi: Float, lo: Float, hi: Float, half: Bool, median: float) -> float:
+    """The grid cell edge, among a few multiples of the median box size, that minimises the
+    estimated work of the queries ``lo, hi`` against the boxes ``flo, fhi`` to be filed.
+
+    Work counts one unit per box tested and ``_COLUMN_COST`` per column looked up, with the
+    boxes spread evenly over their bounding region. Large cells mean few columns but many
+    boxes tested per query, small ones the reverse; the best edge depends on how far the
+    queries reach, which a fixed rule cannot know (fast movers stretch their boxes).
+    """
+    axes = _grid_axes(flo, fhi)
+    flo, fhi, lo, hi = flo[axes], fhi[axes], lo[axes], hi[axes]
+    k = flo.shape[1]
+    corner_span = flo.max(axis=1) - flo.min(axis=1)
+    if median <= 0:
+        # Points: about one per cell if spread out; any edge will do if they all coincide.
+        median = float(corner_span.max()) / np.cbrt(k) or 1.0
+    sample = np.unique(np.linspace(0, lo.shape[1] - 1, min(lo.shape[1], 1024)).astype(np.int64))
+    reach = (fhi - flo).max(axis=1)
+    ext = (hi[:, sample] - lo[:, sample]) + reach[:, None]
+    ext[0, half[sample]] -= reach[0]
+    edge = median * _CELL_TRIALS[:, None, None]
+    grid = np.minimum(np.floor(corner_span[:, None] / edge) + 1, _MAX_CELLS_PER_AXIS)
+    cells = np.minimum(ext / edge + 1, grid)
+    columns = cells[:, 0] * cells[:, 1]
+    # Boxes in cells wholly inside a query need no test; they cost a fraction of one.
+    inner_cells = np.clip((ext - reach[:, None]) / edge - 1, 0, grid)
+    inner = np.prod(inner_cells / grid, axis=1)
+    tested = k * (np.prod(cells / grid, axis=1) - (1 - _INNER_COST) * inner)
+    total = grid.prod(axis=1)[:, 0]
+    # Too many cells for a dense start table: each lookup becomes a binary search.
+    lookup = np.where(total <= _DENSE_PER_BOX * k + 4096, _COLUMN_COST, 8 * _COLUMN_COST)
+    # A query that would look up more columns than there are boxes tests them all instead.
+    per_query = np.minimum(lookup[:, None] * columns + tested, k)
+    work = per_query.mean(axis=1) * lo.shape[1] + 0.1 * np.minimum(total, 2**62)
+    return float(median * _CELL_TRIALS[np.argmin(work)])
+
+
+def _expand(starts: Int, counts: Int) -> Int:
+    """Concatenated ranges ``arange(s, s + c)`` for each start and count, without a loop."""
+    ends = np.cumsum(counts)
+    return np.arange(ends[-1] if len(ends) else 0) + np.repeat(starts - (ends - counts), counts)
+
+
+def _chunks(weights: Int, budget: int) -> list[tuple[int, int]]:
+    """Consecutive slices of ``weights`` whose sums are about ``budget`` (to bound memory)."""
+    if len(weights) == 0:
+        return []
+    cum = np.cumsum(weights)
+    cuts = np.searchsorted(cum, np.arange(budget, cum[-1], budget), side="left") + 1
+    bounds = np.unique(np.concatenate([[0], cuts, [len(weights)]]))
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+
+class _Grid:
+    """Boxes filed once each, under the grid cell of their lower corner, sorted by cell.
+
+    Cells are keyed ``(cx * ny + cy) * nz + cz`` in the axis order of :func:`_grid_axes`:
+    a run of cells along the last axis (a *column*) is one contiguous slice of the sorted
+    boxes, found with two lookups.
+    """
+
+    def __init__(self, lo: Float, hi: Float, ids: Int, cell: float) -> None:
+        self.axes = _grid_axes(lo, hi)
+        lo = lo[self.axes]
+        hi = hi[self.axes]
+        self.origin = lo.min(axis=1)
+        self.cell = cell
+        scale = max(float(np.abs(lo).max()), float(np.abs(hi).max()))
+        # A box can only overlap a query box if its lower corner is at most its extent below
+        # the query's; the pad covers rounding in the subtraction that uses it.
+        self.reach = (hi - lo).max(axis=1) + 4 * DIST_REL_EPS * scale
+        corner = self._cells(lo)
+        self.dims = corner.max(axis=1) + 1
+        key = self._key(corner[0], corner[1], corner[2])
+        order = np.argsort(key, kind="stable")
+        self.keys = np.take(key, order)
+        self.ids = np.take(ids, order)
+        self.lo = np.take(lo, order, axis=1)
+        self.hi = np.take(hi, order, axis=1)
+        # A dense table of where each cell starts is one gather per lookup; on sparse scenes
+        # (far outliers) it would be too large, and a binary search takes over.
+        ncells = int(np.prod(self.dims))
+        self.starts: Int | None = None
+        if ncells <= _DENSE_PER_BOX * len(key) + 4096:
+            counts = np.bincount(self.keys, minlength=ncells)
+            self.starts = np.concatenate([[0], np.cumsum(counts)])
+
+    def _cells_float(self, x: Float) -> Float:
+        # Clipping is monotonic, so boxes that share a cell still do after it.
+        cells = np.floor((x - self.origin[:, None]) / self.cell)
+        return np.clip(cells, -1, _MAX_CELLS_PER_AXIS - 1)
+
+    def _cells(self, x: Float) -> Int:
+        return np.maximum(self._cells_float(x), 0).astype(np.int64)
+
+    def _key(self, cx: Int, cy: Int, cz: Int | int) -> Int:
+        return (cx * self.dims[1] + cy) * self.dims[2] + cz
+
+    def _find(self, key: Int) -> Int:
+        """Position of the first filed box whose cell key is >= key."""
+        if self.starts is not None:
+            return np.take(self.starts, key)
+        return np.searchsorted(self.keys, key, side="left")
+
+    def query(self, lo: Float, hi: Float, half: Bool) -> tuple[Int, Int]:
+        """Pairs (query column, filed id) of overlapping boxes, for query boxes lo, hi (3, m).
+
+        A ``half`` query sees only filed boxes whose lower corner along the first grid axis
+        is above its own, or level with it and of larger id: applied to the filed boxes
+        themselves, that finds each pair among them once.
+        """
+        lo = lo[self.axes]
+        hi = hi[self.axes]
+        down = lo - self.reach[:, None]
+        down[0] = np.where(half, lo[0], down[0])
+        own = self._cells_float(lo)
+        top = self._cells_float(hi)
+        bottom = self._cells_float(down)
+        last = (self.dims - 1)[:, None]
+        seen = np.all(top >= 0, axis=0) & np.all(bottom <= last, axis=0)
+        # Cells strictly between the query's own corner cells hold only boxes that overlap
+        # it (strictly above its lower corner, so the half rule holds too): no test needed.
+        inner0 = np.maximum(own + 1, 0)
+        inner1 = np.minimum(top - 1, last)
+        cored = np.all(inner0 <= inner1, axis=0)
+        found: list[tuple[Int, Int]] = []
+        for is_half, is_cored in ((True, True), (True, False), (False, True), (False, False)):
+            rows = np.flatnonzero(seen & (half == is_half) & (cored == is_cored))
+            if len(rows) == 0:
+                continue
+            queries = _Queries(rows, np.take(lo, rows, axis=1), np.take(hi, rows, axis=1))
+            span = _Span(
+                np.clip(bottom[:, rows], 0, last).astype(np.int64),
+                np.clip(top[:, rows], 0, last).astype(np.int64),
+                inner0[:, rows].astype(np.int64) if is_cored else None,
+                inner1[:, rows].astype(np.int64) if is_cored else None,
+            )
+            found += self._lookup(queries, span, is_half)
+        if not found:
+            return _empty_pairs()
+        return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
+
+    def _lookup(self, queries: _Queries, span: _Span, half: bool) -> list[tuple[Int, Int]]:
+        """Find the filed boxes in each query's cells; test them, except in its inner cells."""
+        found = []
+        width = span.c1 - span.c0 + 1
+        columns = width[0] * width[1]
+        # A query covering at least as many columns as there are boxes scans them all.
+        scan = columns >= len(self.keys)
+        wide = np.flatnonzero(scan)
+        if len(wide):
+            count = np.full(len(wide), len(self.keys), dtype=np.int64)
+            found += self._test(queries, wide, np.zeros_like(count), count, half)
+        narrow = np.flatnonzero(~scan)
+        for s, e in _chunks(columns[narrow], _CHUNK):
+            which = np.repeat(narrow[s:e], columns[narrow[s:e]])
+            step = _expand(np.zeros(e - s, np.int64), columns[narrow[s:e]])
+            wy = np.take(width[1], which)
+            cx = np.take(span.c0[0], which) + step // wy
+            cy = np.take(span.c0[1], which) + step % wy
+            base = self._key(cx, cy, 0)
+            z0 = np.take(span.c0[2], which)
+            z1 = np.take(span.c1[2], which)
+            if span.i0 is None or span.i1 is None:
+                start = self._find(base + z0)
+                count = self._find(base + z1 + 1) - start
+                full = np.flatnonzero(count)
+                found += self._test(queries, which[full], start[full], count[full], half)
+                continue
+            # Split each column into below / inner / above the query's inner cells; the
+            # inner slice is empty unless the column itself is inner along x and y.
+            inner = (np.take(span.i0[0], which) <= cx) & (cx <= np.take(span.i1[0], which))
+            inner &= (np.take(span.i0[1], which) <= cy) & (cy <= np.take(span.i1[1], which))
+            i0 = np.where(inner, np.maximum(np.take(span.i0[2], which), z0), z1 + 1)
+            i1 = np.where(inner, np.minimum(np.take(span.i1[2], which), z1), z1)
+            i1 = np.maximum(i1, i0 - 1)
+            at = [self._find(base + z) for z in (z0, i0, i1 + 1, z1 + 1)]
+            direct = np.flatnonzero(at[2] > at[1])
+            if len(direct):
+                count = at[2][direct] - at[1][direct]
+                t = _expand(at[1][direct], count)
+                qid = np.take(queries.rows, np.repeat(which[direct], count))
+                found.append((qid, np.take(self.ids, t)))
+            which = np.concatenate([which, which])
+            start = np.concatenate([at[0], at[2]])
+            count = np.concatenate([at[1] - at[0], at[3] - at[2]])
+            full = np.flatnonzero(count)
+            found += self._test(queries, which[full], start[full], count[full], half)
+        return found
+
+    def _test(
+        self, queries: _Queries, which: Int, start: Int, count: Int, half: bool
+    ) -> list[tuple[Int, Int]]:
+        """Exact box test of query ``which[k]`` against filed boxes start[k]:start[k]+count[k]."""
+        out = []
+        for s, e in _chunks(count, _CHUNK):
+            t = _expand(start[s:e], count[s:e])
+            q = np.repeat(which[s:e], count[s:e])
+            hit = np.ones(len(t), dtype=bool)
+            for k in range(3):
+                hit &= np.take(queries.lo[k], q) <= np.take(self.hi[k], t)
+                hit &= np.take(self.lo[k], t) <= np.take(queries.hi[k], q)
+            idx = np.flatnonzero(hit)
+            q = np.take(q, idx)
+            t = np.take(t, idx)
+            qid = np.take(queries.rows, q)
+            tid = np.take(self.ids, t)
+            if half:
+                lo_t = np.take(self.lo[0], t)
+                lo_q = np.take(queries.lo[0], q)
+                keep = np.flatnonzero((lo_t > lo_q) | ((lo_t == lo_q) & (tid > qid)))
+                qid, tid = np.take(qid, keep), np.take(tid, keep)
+            out.append((qid, tid))
+        return out
+
+
+class _Queries:
+    """Query boxes lo, hi (3, m) in grid axis order, and their columns in the caller's."""
+
+    def __init__(self, rows: Int, lo: Float, hi: Float) -> None:
+        self.rows = rows
+        self.lo = lo
+        self.hi = hi
+
+
+class _Span:
+    """Cells c0..c1 (3, m) a query covers, and its inner cells i0..i1 (3, m) if it has any."""
+
+    def __init__(self, c0: Int, c1: Int, i0: Int | None, i1: Int | None) -> None:
+        self.c0 = c0
+        self.c1 = c1
+        self.i0 = i0
+        self.i1 = i1
+
+
+# ------------------------------------------------------------------------------ planes
+
+
+def sphere_plane_pairs(
+    p0: ArrayLike,
+    p1: ArrayLike,
+    radius: ArrayLike,
+    normals: ArrayLike,
+    offsets: ArrayLike,
+    sphere_from_mask: ArrayLike | None = None,
+    plane_into_mask: ArrayLike | None = None,
+    *,
+    moving: ArrayLike | None = None,
+    plane_moving: ArrayLike | None = None,
+    plane_offsets1: ArrayLike | None = None,
+) -> tuple[Int, Int]:
+    """Candidate (sphere, plane) pairs: spheres that come within their radius of a half-space.
+
+    Parameters
+    ----------
+    p0, p1 : (n, 3) float64
+        Sphere centres at the start and end of the frame; non-finite rows are ignored.
+    radius : (n,) or scalar float64
+        Radii (plus any margin), finite and >= 0.
+    normals : (m, 3) float64
+        Plane normals, finite and non-zero (normalised here, with the offsets). The plane
+        is ``normal . x + offset = 0``; the solid is behind it.
+    offsets : (m,) float64
+        Plane offsets at the start of the frame.
+    sphere_from_mask, plane_into_mask : (n,) and (m,) integer, optional
+        32-bit masks (None: all bits on); a pair needs a common bit. Planes are into-only.
+    moving : (n,) or scalar bool, optional
+        Which spheres move (None: all).
+    plane_moving : (m,) or scalar bool, optional
+        Which planes move (None: those whose end offset differs from the start offset).
+        A pair of a still sphere and a still plane is never reported.
+    plane_offsets1 : (m,) float64, optional
+        Offsets at the end of the frame, for planes that translate (None: no plane moves).
+
+    Returns
+    -------
+    sphere, plane : (k,) int64
+        Every pair with ``min(d0, d1) <= radius`` (within ``DIST_REL_EPS`` of the scale),
+        where ``d0`` is the signed distance of ``p0`` to the plane at the start of the frame
+        and ``d1`` that of ``p1`` to the plane at the end, sorted by sphere then plane.
+        The signed distance is linear in time, so that is its minimum over the frame.
+    """
+    p0_ = _positions("p0", p0)
+    p1_ = _positions("p1", p1)
+    if p1_.shape != p0_.shape:
+        raise ValueError(f"p1 must have the same shape as p0 {p0_.shape}, got {p1_.shape}")
+    n = p0_.shape[0]
+    r = _lengths("radius", radius, n)
+    nrm, off0, length = _planes(normals, offsets)
+    m = nrm.shape[0]
+    if plane_offsets1 is None:
+        off1 = off0
+    else:
+        raw1 = np.asarray(plane_offsets1, dtype=np.float64)
+        if raw1.shape != (m,):
+            raise ValueError(
+                f"plane_offsets1 must have shape ({m},) to match normals, got {raw1.shape}"
+            )
+        if not np.all(np.isfinite(raw1)):
+            raise ValueError(f"plane_offsets1 must be finite, got {raw1[~np.isfinite(raw1)][0]}")
+        off1 = raw1 / length
+    from_ = _masks("sphere_from_mask", sphere_from_mask, n)
+    into = _masks("plane_into_mask", plane_into_mask, m)
+    moves = _flags("moving", moving, n, default=True)
+    if plane_moving is None:
+        plane_moves = off1 != off0
+    else:
+        plane_moves = _flags("plane_moving", plane_moving, m, default=False)
+    if n == 0 or m == 0:
+        return _empty_pairs()
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        d0 = p0_ @ nrm.T + off0
+        d1 = p1_ @ nrm.T + off1
+        scale = np.maximum(np.abs(p0_).max(axis=1), np.abs(p1_).max(axis=1))
+        scale = np.maximum(scale, r)[:, None]
+        scale = np.maximum(scale, np.maximum(np.abs(off0), np.abs(off1))[None, :])
+        near = np.minimum(d0, d1) <= r[:, None] + DIST_REL_EPS * scale
+    finite = np.isfinite(p0_).all(axis=1) & np.isfinite(p1_).all(axis=1)
+    near &= finite[:, None]
+    near &= (from_[:, None] & into[None, :]) != 0
+    near &= moves[:, None] | plane_moves[None, :]
+    i, k = np.nonzero(near)
+    return i.astype(np.int64), k.astype(np.int64)
