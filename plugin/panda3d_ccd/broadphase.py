@@ -143,11 +143,9 @@ def _empty_pairs() -> tuple[Int, Int]:
     return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
 
 
-def _sorted_pairs(a: Int, b: Int, n: int) -> tuple[Int, Int]:
-    """(a, b) as (min, max) rows sorted by first then second index (each pair once)."""
-    key = np.minimum(a, b) * n + np.maximum(a, b)
-    key.sort()
-    return key // n, key % n
+def _pair_keys(a: Int, b: Int, n: int) -> Int:
+    """Pairs (a, b) of indices below n as single int64 keys ``min * n + max``."""
+    return np.minimum(a, b) * n + np.maximum(a, b)
 
 
 # ----------------------------------------------------------------------------- spheres
@@ -223,56 +221,55 @@ def sphere_pairs(
     rows = np.flatnonzero(live)
     if len(rows) < 2 or not np.any(moves[rows]):
         return _empty_pairs()
-    a, b = _box_pairs(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1))
-    i = np.take(rows, a)
-    j = np.take(rows, b)
+    found: list[Int] = []
+    _box_pairs(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1), rows, n, found)
+    key = np.concatenate(found)
     # The per-pair filters are skipped when they cannot reject anything (the common case).
-    if not np.all(moves[rows]):
-        keep = np.flatnonzero(np.take(moves, i) | np.take(moves, j))
-        i, j = np.take(i, keep), np.take(j, keep)
-    shared = np.bitwise_and.reduce(from_[rows]) & np.bitwise_and.reduce(into[rows])
-    if shared == 0:
-        fi, fj = np.take(from_, i), np.take(from_, j)
-        keep = np.flatnonzero((fi & np.take(into, j)) | (fj & np.take(into, i)))
-        i, j = np.take(i, keep), np.take(j, keep)
-    return _sorted_pairs(i, j, n)
+    still = not np.all(moves[rows])
+    masked = (np.bitwise_and.reduce(from_[rows]) & np.bitwise_and.reduce(into[rows])) == 0
+    if still or masked:
+        i, j = np.divmod(key, n)
+        keep = np.ones(len(key), dtype=bool)
+        if still:
+            keep &= np.take(moves, i) | np.take(moves, j)
+        if masked:
+            fi, fj = np.take(from_, i), np.take(from_, j)
+            keep &= ((fi & np.take(into, j)) | (fj & np.take(into, i))) != 0
+        key = key[keep]
+    key.sort()
+    return np.divmod(key, n)
 
 
 # ----------------------------------------------------------------- box overlap search
 
 
-def _all_box_pairs(lo: Float, hi: Float) -> tuple[Int, Int]:
-    """Every overlapping pair of a few boxes (3, n), by direct test."""
-    a, b = np.triu_indices(lo.shape[1], 1)
-    hit = np.all(lo[:, a] <= hi[:, b], axis=0) & np.all(lo[:, b] <= hi[:, a], axis=0)
-    return a[hit].astype(np.int64), b[hit].astype(np.int64)
-
-
-def _box_pairs(lo: Float, hi: Float) -> tuple[Int, Int]:
-    """Every pair of overlapping closed boxes lo, hi (3, n), once each, in either order.
+def _box_pairs(lo: Float, hi: Float, ids: Int, n: int, found: list[Int]) -> None:
+    """Append to ``found`` the pair keys (see :func:`_pair_keys`) of every pair of
+    overlapping closed boxes lo, hi (3, m), each once; ``ids`` (m,) are their indices.
 
     The boxes no larger than ``_CLASS_SPAN`` times the median size (at least half of them)
     form this level's class and are filed in a grid; every box, small or large, queries it.
     The larger boxes are then paired among themselves recursively, so each pair is found at
-    the level of its smaller box, and the recursion is at most log2(n) deep.
+    the level of its smaller box, and the recursion is at most log2(m) deep.
     """
-    n = lo.shape[1]
-    if n <= _BRUTE_MAX:
-        return _all_box_pairs(lo, hi)
+    m = lo.shape[1]
+    if m <= _BRUTE_MAX:
+        a, b = np.triu_indices(m, 1)
+        hit = np.all(lo[:, a] <= hi[:, b], axis=0) & np.all(lo[:, b] <= hi[:, a], axis=0)
+        found.append(_pair_keys(ids[a[hit]], ids[b[hit]], n))
+        return
     size = (hi - lo).max(axis=0)
     median = float(np.median(size))
     small = size <= _CLASS_SPAN * median
     rows = np.flatnonzero(small)
     flo = np.take(lo, rows, axis=1)
     fhi = np.take(hi, rows, axis=1)
-    grid = _Grid(flo, fhi, rows, _cell_edge(flo, fhi, lo, hi, small, median))
-    a, b = grid.query(lo, hi, half=small)
+    grid = _Grid(flo, fhi, np.take(ids, rows), _cell_edge(flo, fhi, lo, hi, small, median))
+    grid.query(lo, hi, ids, small, n, found)
     large = np.flatnonzero(~small)
     if len(large) > 1:
-        la, lb = _box_pairs(np.take(lo, large, axis=1), np.take(hi, large, axis=1))
-        a = np.concatenate([a, np.take(large, la)])
-        b = np.concatenate([b, np.take(large, lb)])
-    return a, b
+        take = np.take
+        _box_pairs(take(lo, large, axis=1), take(hi, large, axis=1), take(ids, large), n, found)
 
 
 def _grid_axes(lo: Float, hi: Float) -> Int:
@@ -385,11 +382,12 @@ class _Grid:
             return np.take(self.starts, key)
         return np.searchsorted(self.keys, key, side="left")
 
-    def query(self, lo: Float, hi: Float, half: Bool) -> tuple[Int, Int]:
-        """Pairs (query column, filed id) of overlapping boxes, for query boxes lo, hi (3, m).
+    def query(self, lo: Float, hi: Float, ids: Int, half: Bool, n: int, found: list[Int]) -> None:
+        """Append to ``found`` the pair keys of each query box lo, hi (3, m) with index
+        ``ids`` (m,) and each filed box it overlaps.
 
         A ``half`` query sees only filed boxes whose lower corner along the first grid axis
-        is above its own, or level with it and of larger id: applied to the filed boxes
+        is above its own, or level with it and of larger index: applied to the filed boxes
         themselves, that finds each pair among them once.
         """
         lo = lo[self.axes]
@@ -406,26 +404,22 @@ class _Grid:
         inner0 = np.maximum(own + 1, 0)
         inner1 = np.minimum(top - 1, last)
         cored = np.all(inner0 <= inner1, axis=0)
-        found: list[tuple[Int, Int]] = []
         for is_half, is_cored in ((True, True), (True, False), (False, True), (False, False)):
             rows = np.flatnonzero(seen & (half == is_half) & (cored == is_cored))
             if len(rows) == 0:
                 continue
-            queries = _Queries(rows, np.take(lo, rows, axis=1), np.take(hi, rows, axis=1))
+            take = np.take
+            queries = _Queries(take(ids, rows), take(lo, rows, axis=1), take(hi, rows, axis=1))
             span = _Span(
                 np.clip(bottom[:, rows], 0, last).astype(np.int64),
                 np.clip(top[:, rows], 0, last).astype(np.int64),
                 inner0[:, rows].astype(np.int64) if is_cored else None,
                 inner1[:, rows].astype(np.int64) if is_cored else None,
             )
-            found += self._lookup(queries, span, is_half)
-        if not found:
-            return _empty_pairs()
-        return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
+            self._lookup(queries, span, is_half, n, found)
 
-    def _lookup(self, queries: _Queries, span: _Span, half: bool) -> list[tuple[Int, Int]]:
+    def _lookup(self, queries: _Queries, span: _Span, half: bool, n: int, found: list[Int]) -> None:
         """Find the filed boxes in each query's cells; test them, except in its inner cells."""
-        found = []
         width = span.c1 - span.c0 + 1
         columns = width[0] * width[1]
         # A query covering at least as many columns as there are boxes scans them all.
@@ -433,7 +427,7 @@ class _Grid:
         wide = np.flatnonzero(scan)
         if len(wide):
             count = np.full(len(wide), len(self.keys), dtype=np.int64)
-            found += self._test(queries, wide, np.zeros_like(count), count, half)
+            self._test(queries, wide, np.zeros_like(count), count, half, n, found)
         narrow = np.flatnonzero(~scan)
         for s, e in _chunks(columns[narrow], _CHUNK):
             which = np.repeat(narrow[s:e], columns[narrow[s:e]])
@@ -448,7 +442,7 @@ class _Grid:
                 start = self._find(base + z0)
                 count = self._find(base + z1 + 1) - start
                 full = np.flatnonzero(count)
-                found += self._test(queries, which[full], start[full], count[full], half)
+                self._test(queries, which[full], start[full], count[full], half, n, found)
                 continue
             # Split each column into below / inner / above the query's inner cells; the
             # inner slice is empty unless the column itself is inner along x and y.
@@ -462,20 +456,25 @@ class _Grid:
             if len(direct):
                 count = at[2][direct] - at[1][direct]
                 t = _expand(at[1][direct], count)
-                qid = np.take(queries.rows, np.repeat(which[direct], count))
-                found.append((qid, np.take(self.ids, t)))
+                qid = np.repeat(np.take(queries.ids, which[direct]), count)
+                found.append(_pair_keys(qid, np.take(self.ids, t), n))
             which = np.concatenate([which, which])
             start = np.concatenate([at[0], at[2]])
             count = np.concatenate([at[1] - at[0], at[3] - at[2]])
             full = np.flatnonzero(count)
-            found += self._test(queries, which[full], start[full], count[full], half)
-        return found
+            self._test(queries, which[full], start[full], count[full], half, n, found)
 
     def _test(
-        self, queries: _Queries, which: Int, start: Int, count: Int, half: bool
-    ) -> list[tuple[Int, Int]]:
+        self,
+        queries: _Queries,
+        which: Int,
+        start: Int,
+        count: Int,
+        half: bool,
+        n: int,
+        found: list[Int],
+    ) -> None:
         """Exact box test of query ``which[k]`` against filed boxes start[k]:start[k]+count[k]."""
-        out = []
         for s, e in _chunks(count, _CHUNK):
             t = _expand(start[s:e], count[s:e])
             q = np.repeat(which[s:e], count[s:e])
@@ -486,22 +485,21 @@ class _Grid:
             idx = np.flatnonzero(hit)
             q = np.take(q, idx)
             t = np.take(t, idx)
-            qid = np.take(queries.rows, q)
+            qid = np.take(queries.ids, q)
             tid = np.take(self.ids, t)
             if half:
                 lo_t = np.take(self.lo[0], t)
                 lo_q = np.take(queries.lo[0], q)
                 keep = np.flatnonzero((lo_t > lo_q) | ((lo_t == lo_q) & (tid > qid)))
                 qid, tid = np.take(qid, keep), np.take(tid, keep)
-            out.append((qid, tid))
-        return out
+            found.append(_pair_keys(qid, tid, n))
 
 
 class _Queries:
-    """Query boxes lo, hi (3, m) in grid axis order, and their columns in the caller's."""
+    """Query boxes lo, hi (3, m) in grid axis order, and their indices (m,)."""
 
-    def __init__(self, rows: Int, lo: Float, hi: Float) -> None:
-        self.rows = rows
+    def __init__(self, ids: Int, lo: Float, hi: Float) -> None:
+        self.ids = ids
         self.lo = lo
         self.hi = hi
 
