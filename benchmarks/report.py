@@ -66,6 +66,7 @@ def detail_table(results: Sequence[SizeResult]) -> str:
         ("box side", None),
         ("plugin candidate pairs", f"{PLUGIN} candidates"),
         ("plugin rounds", f"{PLUGIN} rounds"),
+        ("plugin frames at the round cap", f"{PLUGIN} capped"),
         ("plugin contacts", f"{PLUGIN} contacts"),
         ("traverser entries", f"{TRAVERSER} entries"),
         ("bullet manifolds", f"{BULLET} manifolds"),
@@ -78,7 +79,12 @@ def detail_table(results: Sequence[SizeResult]) -> str:
         cells = [f"{r.side:.1f}"]
         for _label, key in keys[1:]:
             value = r.stats.get(key or "")
-            cells.append("-" if value is None else f"{value:,.0f}")
+            if value is None:
+                cells.append("-")
+            elif key == f"{PLUGIN} capped":
+                cells.append(f"{100 * value:.0f}%")
+            else:
+                cells.append(f"{value:,.0f}")
         lines.append(f"| {r.n:,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

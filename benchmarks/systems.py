@@ -35,6 +35,7 @@ from panda3d.core import (
 )
 
 from panda3d_ccd import ContinuousCollision
+from panda3d_ccd._tolerance import MAX_ROUNDS
 
 from .scene import MovingSpheres
 
@@ -215,6 +216,9 @@ class PluginSystem(System):
     def after(self, current: Float) -> None:
         self._count("candidates", self.ccd.candidate_count)
         self._count("rounds", self.ccd.rounds)
+        # The solver stops at MAX_ROUNDS and holds what is unresolved (it warns): a pass
+        # cut short is cheaper than a finished one, so the share of such frames is shown.
+        self._count("capped", self.ccd.rounds >= MAX_ROUNDS)
         self._count("contacts", len(self.ccd.contacts))
         # Rewound nodes go back to the generator's positions (previous transform kept), so
         # the other systems see the same motion.
@@ -276,9 +280,11 @@ class BulletSystem(System):
             body.setDeactivationEnabled(False)
             body.setCcdMotionThreshold(scene.radius)
             body.setCcdSweptSphereRadius(0.9 * scene.radius)
-            self.bullet.attachRigidBody(body)
             body_np = self.root.attachNewNode(body)
+            # Placed before it joins the world: bodies attached at the origin all overlap
+            # there, and Bullet's pair cache grows quadratically before they move apart.
             body_np.setPos(*start[i])
+            self.bullet.attachRigidBody(body)
             self.bodies.append(body_np)
         if world.walls is not None:
             for normal, point in scene.wall_planes():

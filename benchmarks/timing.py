@@ -107,7 +107,8 @@ def time_size(
         world.destroy()
     for system in active:
         for key, values in system.stats.items():
-            result.stats[f"{system.name} {key}"] = float(np.median(values[warmup:] or values))
+            summary = np.mean if key == "capped" else np.median
+            result.stats[f"{system.name} {key}"] = float(summary(values[warmup:] or values))
     for name, values in result.samples.items():
         if name not in result.ms:
             result.ms[name] = float(np.median(values))
