@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES
+from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES, SLOP_REL
 from .broadphase import sphere_pairs, sphere_plane_pairs
 from .sweep import (
     sphere_plane_overlap,
@@ -165,13 +165,34 @@ class _Paths:
         return body[order], t0[order], t1[order], x0[order], x1[order]
 
 
+def _slop(*points: Float) -> Float:
+    """(k,) penetration too shallow to count as a contact, for pairs near these points.
+
+    Panda3D stores positions in float32: a ball moved along a tilted floor by setPos
+    arrives up to ~1e-7 of its coordinates inside it. Counting that as an approach would
+    stop the ball (it would stick); ignoring contacts that could never sink deeper than
+    this keeps every overlap within it.
+    """
+    scale = np.ones(len(points[0]))
+    for p in points:
+        scale = np.maximum(scale, np.abs(p).max(axis=1))
+    return SLOP_REL * scale
+
+
 def _segment_toi(paths: _Paths, radius: Float, i: Int, j: Int) -> Float:
-    """Times of impact of sphere pairs on their current segments, from the later start on."""
+    """Times of impact of sphere pairs on their current segments, from the later start on.
+    Pairs whose deepest approach on the segments stays within the slop do not count."""
     start = np.maximum(paths.ts[i], paths.ts[j])
-    s = sphere_sphere_toi(
-        paths.at(i, start), paths.xe[i], radius[i], paths.at(j, start), paths.xe[j], radius[j]
-    )
-    return start + s * (1.0 - start)
+    a0, b0 = paths.at(i, start), paths.at(j, start)
+    a1, b1 = paths.xe[i], paths.xe[j]
+    s = sphere_sphere_toi(a0, a1, radius[i], b0, b1, radius[j])
+    p = a0 - b0
+    v = (a1 - a0) - (b1 - b0)
+    vv = np.einsum("ij,ij->i", v, v)
+    u = np.divide(-np.einsum("ij,ij->i", p, v), vv, out=np.zeros(len(p)), where=vv > 0)
+    closest = np.linalg.norm(p + np.clip(u, 0.0, 1.0)[:, None] * v, axis=1)
+    shallow = radius[i] + radius[j] - closest <= _slop(a0, b0)
+    return np.where(shallow, np.inf, start + s * (1.0 - start))
 
 
 def _plane_offset_at(off0: Float, off1: Float, t: Float) -> Float:
@@ -186,9 +207,14 @@ def _segment_plane_toi(paths: _Paths, radius: Float, i: Int, k: Int, planes: Any
     off_start = _plane_offset_at(off0[k], off1[k], start)
     # A translating plane is a fixed plane in the frame of the plane: move the sphere's end
     # by the plane's displacement along its normal instead.
+    c0 = paths.at(i, start)
     end = paths.xe[i] + n * (off1[k] - off_start)[:, None]
-    s = sphere_plane_toi(paths.at(i, start), end, radius[i], n, off_start)
-    return start + s * (1.0 - start)
+    s = sphere_plane_toi(c0, end, radius[i], n, off_start)
+    deepest = np.minimum(
+        np.einsum("ij,ij->i", n, c0) + off_start, np.einsum("ij,ij->i", n, end) + off_start
+    )
+    shallow = radius[i] - deepest <= _slop(c0, end)
+    return np.where(shallow, np.inf, start + s * (1.0 - start))
 
 
 def solve(
@@ -203,6 +229,7 @@ def solve(
     plane_offset0: Float | None = None,
     plane_offset1: Float | None = None,
     plane_mask: NDArray[np.int64] | None = None,
+    group: NDArray[np.int64] | None = None,
 ) -> PassResult:
     """Run one pass.
 
@@ -222,6 +249,8 @@ def solve(
         respond to contacts).
     plane_mask : (m,) int64
         Into masks of the planes.
+    group : (n,) int64, optional
+        Spheres of one group (the solids of one node) are never tested against each other.
     """
     n = len(p0)
     if plane_normal is None or len(plane_normal) == 0:
@@ -239,6 +268,9 @@ def solve(
     reach = np.where(slide, np.linalg.norm(p1 - p0, axis=1), 0.0)
 
     ci, cj = sphere_pairs(p0, p1, radius, from_mask, into_mask, moving=moving)
+    if group is not None:
+        apart = group[ci] != group[cj]
+        ci, cj = ci[apart], cj[apart]
     qi, qk = sphere_plane_pairs(
         p0,
         p1,
@@ -342,7 +374,8 @@ def solve(
     if boxes.grown.any():
         grown = np.flatnonzero(boxes.grown)
         xi, xj = boxes.pairs_with(grown, ~solid & finite, from_mask, into_mask)
-        ei, ej = np.concatenate([ei, xi]), np.concatenate([ej, xj])
+        key = _unique(np.concatenate([ei * n + ej, xi * n + xj]))
+        ei, ej = key // n, key % n
     sensor_hits = _sensor_hits(
         paths, radius, ei, ej, solid, qi[~plane_solid], qk[~plane_solid], planes
     )

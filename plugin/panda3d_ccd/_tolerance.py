@@ -11,6 +11,11 @@ TIME_EPS = 1e-12
 #: (largest of coordinate magnitude, radius and motion) are touching.
 DIST_REL_EPS = 1e-9
 
+#: Linear slop, relative to the coordinates' magnitude (at least 1): a contact that could
+#: never sink deeper than this does not count. Panda3D stores positions in float32
+#: (about 6e-8 relative), so motion along a surface reads as up to ~1e-7 into it.
+SLOP_REL = 1e-6
+
 #: Upper bound on the number of resolution rounds in one pass before the solver gives up,
 #: holds the unresolved colliders where they are safe and warns.
 MAX_ROUNDS = 64

@@ -92,6 +92,7 @@ def _finite_vec(name: str, value: Any) -> tuple[float, float, float]:
 @dataclass(eq=False)
 class _Sphere:
     uid: int
+    owner: int  # one id per registered node: events are keyed by node, as in Panda3D
     nodepath: NodePath
     radius: float
     center: tuple[float, float, float]
@@ -110,6 +111,7 @@ class _Sphere:
 @dataclass(eq=False)
 class _Plane:
     uid: int
+    owner: int
     nodepath: NodePath
     plane: LPlane
     into_mask: int
@@ -212,9 +214,7 @@ class ContinuousCollision:
         :meth:`teleport` after moving it anyway).
         """
         self._check_alive()
-        nodepath = _nodepath(nodepath)
-        if nodepath in self._by_node:
-            raise ValueError(f"nodepath {nodepath} is already registered")
+        nodepath = self._new_node(nodepath)
         self._register_sphere(
             nodepath, radius, center, from_mask, into_mask, response, static, solid=None
         )
@@ -229,9 +229,7 @@ class ContinuousCollision:
         """Register a solid half-space: ``plane`` (a panda3d.core.Plane) in nodepath's
         space, solid behind it. Planes are into-only; they move with their node."""
         self._check_alive()
-        nodepath = _nodepath(nodepath)
-        if nodepath in self._by_node:
-            raise ValueError(f"nodepath {nodepath} is already registered")
+        nodepath = self._new_node(nodepath)
         self._register_plane(nodepath, plane, into_mask, solid=None)
 
     def add_collision_node(self, nodepath: NodePath, *, response: str = "rewind") -> None:
@@ -242,8 +240,7 @@ class ContinuousCollision:
         node = nodepath.node()
         if not isinstance(node, CollisionNode):
             raise ValueError(f"nodepath {nodepath} is not a CollisionNode")
-        if nodepath in self._by_node:
-            raise ValueError(f"nodepath {nodepath} is already registered")
+        nodepath = self._new_node(nodepath)
         solids = [node.getSolid(i) for i in range(node.getNumSolids())]
         for solid in solids:
             if not isinstance(solid, (CollisionSphere, CollisionPlane)):
@@ -274,6 +271,18 @@ class ContinuousCollision:
             else:
                 self._register_plane(nodepath, solid.getPlane(), into_mask, solid=solid)
 
+    def _new_node(self, nodepath: Any) -> NodePath:
+        """Validate a node for registration; returns the plugin's own copy of the NodePath
+        (the game's removeNode() empties the game's copy, never the plugin's)."""
+        nodepath = _nodepath(nodepath)
+        if nodepath in self._by_node:
+            raise ValueError(f"nodepath {nodepath} is already registered")
+        return NodePath(nodepath)
+
+    def _owner(self, nodepath: NodePath) -> int:
+        entries = self._by_node.get(nodepath)
+        return entries[0].owner if entries else self._uid + 1
+
     def _next_uid(self) -> int:
         self._uid += 1
         return self._uid
@@ -299,8 +308,10 @@ class ContinuousCollision:
             raise ValueError(
                 f"response must be one of 'rewind', 'slide', 'sensor', got {response!r}"
             )
+        owner = self._owner(nodepath)
         sphere = _Sphere(
             uid=self._next_uid(),
+            owner=owner,
             nodepath=nodepath,
             radius=r,
             center=_finite_vec("center", center),
@@ -320,8 +331,10 @@ class ContinuousCollision:
         normal = plane.getNormal()
         if not all(math.isfinite(c) for c in (*normal, plane[3])) or normal.length() == 0:
             raise ValueError(f"plane must have a finite, non-zero normal, got {plane}")
+        owner = self._owner(nodepath)
         entry = _Plane(
             uid=self._next_uid(),
+            owner=owner,
             nodepath=nodepath,
             plane=LPlane(plane),
             into_mask=_mask("into_mask", into_mask),
@@ -334,10 +347,15 @@ class ContinuousCollision:
     def remove(self, nodepath: NodePath) -> None:
         """Forget every collider of nodepath; its open contacts get their out events now."""
         self._check_alive()
+        if isinstance(nodepath, NodePath) and nodepath.isEmpty():
+            # The game called removeNode() first: that node left the scene, so dropping
+            # every collider that left it is exactly this request.
+            self._drop_removed(warn=False)
+            return
         entries = self._by_node.pop(nodepath, None)
         if entries is None:
             raise ValueError(f"nodepath {nodepath} is not registered")
-        self._forget({e.uid for e in entries})
+        self._forget({e.owner for e in entries})
 
     def teleport(self, nodepath: NodePath) -> None:
         """The next pass does not sweep nodepath's jump: it starts from where it is then."""
@@ -347,11 +365,14 @@ class ContinuousCollision:
             raise ValueError(f"nodepath {nodepath} is not registered")
         self._teleported.update(e.uid for e in entries)
 
-    def _forget(self, uids: set[int]) -> None:
-        self._state.spheres = [s for s in self._state.spheres if s.uid not in uids]
-        self._state.planes = [p for p in self._state.planes if p.uid not in uids]
-        self._teleported -= uids
-        events = self._pairs.close(lambda key: key[0] in uids or key[1] in uids)
+    def _forget(self, owners: set[int]) -> None:
+        """Drop the colliders of these nodes; their open pairs get out events now."""
+        self._state.spheres = [s for s in self._state.spheres if s.owner not in owners]
+        self._state.planes = [p for p in self._state.planes if p.owner not in owners]
+        self._teleported = {
+            e.uid for e in (*self._state.spheres, *self._state.planes) if e.uid in self._teleported
+        }
+        events = self._pairs.close(lambda key: key[0] in owners or key[1] in owners)
         send_events(self._messenger, self._patterns, events)
 
     # ------------------------------------------------------------------ events
@@ -405,10 +426,14 @@ class ContinuousCollision:
         _collect["Read"].start()
         p0, p1, radius, transforms = self._read_all(spheres)
         plane_n, off0, off1 = self._read_planes(planes)
+        self._teleported.clear()
         _collect["Read"].stop()
 
         _collect["Broad and narrow phase"].start()
         valid = np.all(np.isfinite(p1), axis=1) & np.all(np.isfinite(p0), axis=1)
+        # The solids of one node are registered together, so they sit side by side.
+        owner = np.array([s.owner for s in spheres], np.int64)
+        group = np.concatenate([[0], np.cumsum(owner[1:] != owner[:-1])]) if len(owner) else owner
         result = _solver.solve(
             p0,
             p1,
@@ -420,7 +445,10 @@ class ContinuousCollision:
             plane_offset0=off0,
             plane_offset1=off1,
             plane_mask=np.array([p.into_mask for p in planes], np.int64),
+            group=group,
         )
+        if len(group) and group[-1] + 1 < len(group):
+            result = _compound(result, group)
         _collect["Broad and narrow phase"].stop()
         if result.capped:
             notify.warning(
@@ -434,31 +462,39 @@ class ContinuousCollision:
         self._write_back(spheres, transforms, p0, p1, result, valid)
         _collect["Write back"].stop()
 
-        _collect["Events"].start()
         touches = self._touches(spheres, planes, result.hits)
         self._contacts = [enter for _key, enter, _exit in touches]
         events = self._pairs.advance(touches)
-        # State is committed before any handler runs: a handler that raises cannot leave
-        # the plugin half-updated.
-        send_events(self._messenger, self._patterns, events)
-        _collect["Events"].stop()
-
         _count_colliders.setLevel(len(spheres) + len(planes))
         _count_candidates.setLevel(result.candidates)
         _count_contacts.setLevel(len(self._contacts))
         if self._debug is not None:
             self._debug.update(spheres, p0, result)
-        return self.contacts
+        contacts = self.contacts
+        # State is committed before any handler runs: a handler that raises cannot leave
+        # the plugin half-updated, and the next pass is correct.
+        _collect["Events"].start()
+        try:
+            for event in events:
+                _kind, contact = event
+                # A handler may remove() a node (or destroy() everything): its pairs were
+                # closed then, with out events; later events of this frame for it are void.
+                if contact.from_np in self._by_node and contact.into_np in self._by_node:
+                    send_events(self._messenger, self._patterns, [event])
+        finally:
+            _collect["Events"].stop()
+        return contacts
 
-    def _drop_removed(self) -> None:
+    def _drop_removed(self, warn: bool = True) -> None:
         """Nodes removed from the scene behind the plugin's back: dropped, pairs closed."""
         top = self._render.getTop()
         gone = [
             nodepath for nodepath in self._by_node if nodepath.isEmpty() or nodepath.getTop() != top
         ]
         for nodepath in gone:
-            notify.warning(f"{nodepath} left the scene graph without remove(); dropped")
-            self._forget({e.uid for e in self._by_node.pop(nodepath)})
+            if warn:
+                notify.warning(f"{nodepath} left the scene graph without remove(); dropped")
+            self._forget({e.owner for e in self._by_node.pop(nodepath)})
 
     def _net(self, nodepath: NodePath) -> TransformState:
         return nodepath.getTransform(self._render)
@@ -511,7 +547,6 @@ class ContinuousCollision:
                 start[k] = self._center(prev, s)
             else:
                 start[k] = s.prev_center
-        self._teleported.clear()
         finite = np.isfinite(end).all(axis=1) & np.isfinite(radius)
         for k in np.flatnonzero(~finite):
             s = spheres[k]
@@ -539,7 +574,8 @@ class ContinuousCollision:
         off1 = np.empty(len(planes))
         for k, p in enumerate(planes):
             cur = self._world_plane(p)
-            prev = p.prev_world if p.prev_world is not None else cur
+            teleported = p.uid in self._teleported or p.prev_world is None
+            prev = cur if teleported else p.prev_world
             normal[k] = cur[:3]
             off1[k] = cur[3]
             # The plane's start offset measured along its current normal: exact for a
@@ -608,10 +644,12 @@ class ContinuousCollision:
     def _touches(
         self, spheres: list[_Sphere], planes: list[_Plane], hits: _solver.Hits
     ) -> list[tuple[tuple[int, int], Contact, Contact | None]]:
-        """One (key, enter contact, exit contact or None) per allowed direction of a hit."""
+        """One (key, enter contact, exit contact or None) per allowed direction of a hit;
+        for each (from node, into node) only the earliest (hits come in time order)."""
         dt = self._clock.getDt()
         frame = (self._clock.getFrameTime() - dt, dt, 1.0 / dt if dt > 0 else 0.0)
         out = []
+        seen: set[tuple[int, int]] = set()
         for row in range(len(hits.t)):
             a = spheres[hits.a[row]]
             directions: list[tuple[Any, Any, float]] = []
@@ -640,13 +678,17 @@ class ContinuousCollision:
                 hits.exit_pos_b[row],
             )
             for frm, into, sign in directions:
+                key = (frm.owner, into.owner)
+                if key in seen:
+                    continue
+                seen.add(key)
                 enter = self._contact(frm, into, sign, a, float(hits.speed[row]), frame, *enter_at)
                 leave = None
                 if not np.isnan(exit_at[0]):
                     leave = self._contact(
                         frm, into, sign, a, float(hits.speed[row]), frame, *exit_at
                     )
-                out.append(((frm.uid, into.uid), enter, leave))
+                out.append((key, enter, leave))
         return out
 
     def _contact(
@@ -716,6 +758,17 @@ class ContinuousCollision:
     def _check_alive(self) -> None:
         if self._destroyed:
             raise RuntimeError("this ContinuousCollision was destroyed; create a new one")
+
+
+def _compound(result: _solver.PassResult, group: np.ndarray) -> _solver.PassResult:
+    """A node with several spheres stops when its first sphere does: drop the contacts
+    its other spheres would have made after that moment (the node never got there)."""
+    node_stop = np.ones(int(group[-1]) + 1)
+    np.minimum.at(node_stop, group, result.t_stop)
+    hits = result.hits
+    keep = hits.t <= node_stop[group[hits.a]]
+    keep &= hits.b_plane | (hits.t <= node_stop[group[np.where(hits.b_plane, 0, hits.b)]])
+    return result._replace(hits=_solver.Hits(*(col[keep] for col in hits)))
 
 
 def _slerp(q0: LQuaternion, q1: LQuaternion, t: float) -> LQuaternion:
