@@ -1,0 +1,760 @@
+"""The demo level, shared by the windowed app, the screenshot and the headless run.
+
+The arena is a square room on the plane z = 0: four walls and the floor are planes, the
+pillars are static spheres, the targets move on fixed circles and lines, pickups are
+sensors, and every mover (the player ball, bouncing balls, the cannon's projectiles) keeps
+its centre at height :data:`HEIGHT`, so the game is planar while the collision is 3D.
+
+Each frame, in task order:
+
+==========  =====  =========================================================================
+task        sort   what it does
+==========  =====  =========================================================================
+update      10     spawn, run the script, move every mover by its velocity (setFluidPos),
+                   compute the frame's expected hits (:mod:`demo.truth`)
+timer       24     start the collision system's stopwatch
+collision   25     the system under test: its events reach the level's handlers, which
+                   bounce balls (reflect the velocity about ``entry.getSurfaceNormal``),
+                   score target hits and collect pickups
+timer       26     stop the stopwatch
+audit       27     compare expected hits with the events received: caught, missed,
+                   tunnelled; retire spent projectiles
+==========  =====  =========================================================================
+"""
+
+from __future__ import annotations
+
+import colorsys
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from direct.showbase.DirectObject import DirectObject
+from panda3d.core import (
+    AmbientLight,
+    ClockObject,
+    DirectionalLight,
+    LPlane,
+    LPoint3,
+    LVector3,
+    NodePath,
+    TransparencyAttrib,
+)
+
+from . import geometry
+from .systems import SYSTEMS, TASK_SORT, CollisionSystem
+from .truth import expected_hits, went_into
+
+__all__ = ["Body", "Level", "Stats", "HALF", "HEIGHT", "PATTERN"]
+
+#: Half the side of the square arena (the walls are at x, y = +-HALF).
+HALF = 30.0
+#: Height of every sphere centre above the floor.
+HEIGHT = 1.0
+#: Event name pattern of both systems: e.g. ``ball-into-wall``.
+PATTERN = "%fn-into-%in"
+
+# Collide-mask bits, by what a body is (into) and what it hits (from).
+WALL, PILLAR, TARGET, BALL, PICKUP = 1, 2, 4, 8, 16
+INTO = {"wall": WALL, "floor": WALL, "pillar": PILLAR, "target": TARGET, "ball": BALL,
+        "player": BALL, "pickup": PICKUP, "projectile": 0}
+FROM = {"projectile": WALL | PILLAR | TARGET | PICKUP,
+        "ball": WALL | PILLAR | TARGET | BALL,
+        "player": WALL | PILLAR | TARGET | BALL | PICKUP}
+MOVERS = ("player", "ball", "projectile")
+
+PROJECTILE_SPEED = 420.0  # units per second: 7 units a frame at 60 Hz
+PROJECTILE_RADIUS = 0.3
+PROJECTILE_LIFE = 1.6  # seconds
+MAX_PROJECTILES = 120
+PLAYER_SPEED = 16.0
+BALL_MAX_SPEED = 60.0
+PLAYER_RADIUS = 0.95
+PILLAR_RADIUS = 1.6
+TARGET_RADIUS = 1.3
+PICKUP_RADIUS = 0.8
+PICKUPS = 8
+CANNON = (0.0, -HALF + 2.5)
+MUZZLE = 2.2  # distance of the muzzle from the cannon's pivot
+FIRE_EVERY = 4  # frames between shots while firing
+
+PILLARS = [(-20.0, -14.0), (20.0, -14.0), (-12.0, 13.0), (12.0, 13.0), (-22.0, 23.0),
+           (22.0, 23.0), (0.0, 25.0), (-6.0, -5.0), (6.0, -5.0)]
+# Targets: (centre x, centre y, radius x, radius y, angular speed, phase); an ellipse, or a
+# line when one radius is 0.
+TARGETS = [(0.0, 4.0, 6.0, 6.0, 2.4, 0.0), (-19.0, 1.0, 4.5, 6.5, -3.0, 1.0),
+           (19.0, 1.0, 4.5, 6.5, 3.0, 2.0), (0.0, -15.0, 13.0, 0.0, 2.0, 0.5),
+           (0.0, 19.0, 9.0, 0.0, 9.0, 1.5), (-13.0, 24.0, 0.0, 3.5, 14.0, 0.0),
+           (13.0, 24.0, 0.0, 3.5, -14.0, 0.0)]
+PALETTE = {
+    "floor_light": (0.36, 0.40, 0.48, 1.0),
+    "floor_dark": (0.28, 0.31, 0.38, 1.0),
+    "wall": (0.62, 0.70, 0.78, 1.0),
+    "pillar": (0.93, 0.86, 0.70, 1.0),
+    "target": (0.95, 0.28, 0.25, 1.0),
+    "target_ring": (0.98, 0.96, 0.92, 1.0),
+    "player": (0.15, 0.55, 1.0, 1.0),
+    "halo": (0.55, 0.85, 1.0, 1.0),
+    "pickup": (1.0, 0.84, 0.10, 1.0),
+    "projectile": (1.0, 0.95, 0.45, 1.0),
+    "cannon": (0.50, 0.54, 0.60, 1.0),
+    "barrel": (0.95, 0.45, 0.10, 1.0),
+}
+
+
+@dataclass(eq=False)
+class Body:
+    """One object of the level: its node, its collider, and the game's state for it."""
+
+    uid: int
+    kind: str
+    np: NodePath
+    radius: float = 0.0
+    plane: LPlane | None = None
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    # This frame's straight path (centre at its start and, by velocity, at its end).
+    p0: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    p1: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    t_hit: float = 2.0  # earliest contact time the game put it back to (traverser mode)
+    born: float = 0.0
+    dead: bool = False
+    collected: bool = False
+    flash: float = 0.0
+    path: tuple[float, ...] = ()
+    clock: float = 0.0  # a target's own time along its path: it stalls while blocked
+    visual: NodePath | None = None
+
+    @property
+    def is_mover(self) -> bool:
+        return self.kind in MOVERS
+
+    @property
+    def sensor(self) -> bool:
+        return self.kind == "pickup"
+
+    @property
+    def static(self) -> bool:
+        return self.kind in ("pillar", "pickup")
+
+    @property
+    def response(self) -> str:
+        return {"player": "slide", "pickup": "sensor"}.get(self.kind, "rewind")
+
+    @property
+    def from_mask(self) -> int:
+        return FROM.get(self.kind, 0)
+
+    @property
+    def into_mask(self) -> int:
+        return INTO[self.kind]
+
+
+@dataclass
+class Stats:
+    """Running counts for one collision system."""
+
+    frames: int = 0
+    contacts: int = 0
+    caught: int = 0
+    missed: int = 0
+    excused: int = 0  # the truth's straight path no longer applied (a body was stopped earlier)
+    tunnelled: set[int] = field(default_factory=set)
+    seconds: float = 0.0
+    last_ms: float = 0.0
+    score: int = 0
+
+    @property
+    def mean_ms(self) -> float:
+        return 1000.0 * self.seconds / self.frames if self.frames else 0.0
+
+
+class Level:
+    """The arena, its objects and the game logic, driven by tasks on ``base.taskMgr``.
+
+    Parameters
+    ----------
+    base : ShowBase
+    seed : int
+        Seed of every random choice (ball placement, colours, pickups).
+    balls : int
+        Bouncing balls at the start.
+    system : str
+        ``"plugin"`` or ``"traverser"``.
+    autofire, autopilot : bool
+        The scripted cannon and the scripted player (headless runs use both).
+    """
+
+    def __init__(
+        self,
+        base: Any,
+        *,
+        seed: int = 7,
+        balls: int = 60,
+        system: str = "plugin",
+        autofire: bool = True,
+        autopilot: bool = True,
+    ) -> None:
+        if system not in SYSTEMS:
+            raise ValueError(f"system must be one of {sorted(SYSTEMS)}, got {system!r}")
+        self.base = base
+        self.render: NodePath = base.render
+        self.clock = ClockObject.getGlobalClock()
+        self.seed = seed
+        self.initial_balls = balls
+        self.autofire = autofire
+        self.autopilot = autopilot
+        self.firing = False  # trigger held (space or mouse)
+        self.steer = np.zeros(3)  # player input, unit-free direction in the xy plane
+        self.aim: float | None = None  # cannon heading (degrees) chosen by the user
+        self.stats = {name: Stats() for name in SYSTEMS}
+        self.on_frame: list[Callable[[], None]] = []  # called after each audit (the HUD)
+        self._uid = 0
+        self._templates = {
+            "sphere": geometry.sphere(1.0),
+            "small": geometry.sphere(1.0, rings=6, segments=10),
+            "pickup": geometry.box(1.0, 1.0, 1.0),
+            "shadow": geometry.disc(1.0),
+        }
+        shadow = self._templates["shadow"]
+        shadow.setColor(0, 0, 0, 0.38)
+        shadow.setTransparency(TransparencyAttrib.MAlpha)
+        shadow.setLightOff(1)
+        shadow.setDepthWrite(False)
+        shadow.setBin("transparent", 0)
+        self.root = self.render.attachNewNode("demo-level")
+        self._build_scenery()
+        self.system: CollisionSystem = SYSTEMS[system](base, PATTERN)
+        self.debug = False
+        self._populate()
+        self._events = DirectObject()
+        self._accept_events()
+        self._tasks = [
+            base.taskMgr.add(self._update, "demo-update", sort=10),
+            base.taskMgr.add(self._timer_start, "demo-timer-start", sort=TASK_SORT - 1),
+            base.taskMgr.add(self._timer_stop, "demo-timer-stop", sort=TASK_SORT + 1),
+            base.taskMgr.add(self._audit, "demo-audit", sort=TASK_SORT + 2),
+        ]
+
+    # ------------------------------------------------------------------ building
+    def _build_scenery(self) -> None:
+        """Lights, floor, wall blocks and the cannon: what never changes."""
+        ambient = AmbientLight("ambient")
+        ambient.setColor((0.42, 0.42, 0.48, 1))
+        sun = DirectionalLight("sun")
+        sun.setColor((0.85, 0.82, 0.75, 1))
+        self._lights = [self.root.attachNewNode(ambient), self.root.attachNewNode(sun)]
+        self._lights[1].setHpr(35, -62, 0)
+        for light in self._lights:
+            self.root.setLight(light)
+        floor = geometry.tiled_floor(HALF, 4.0, PALETTE["floor_light"], PALETTE["floor_dark"])
+        floor.reparentTo(self.root)
+        for x, y, sx, sy in ((HALF + 0.6, 0, 1.2, 2 * HALF + 2.4), (-HALF - 0.6, 0, 1.2,
+                             2 * HALF + 2.4), (0, HALF + 0.6, 2 * HALF, 1.2),
+                             (0, -HALF - 0.6, 2 * HALF, 1.2)):
+            block = geometry.box(sx, sy, 2.0)
+            block.reparentTo(self.root)
+            block.setPos(x, y, 1.0)
+            block.setColor(PALETTE["wall"])
+        self.cannon = self.root.attachNewNode("cannon")
+        self.cannon.setPos(CANNON[0], CANNON[1], 0)
+        base_block = geometry.cylinder(1.5, 1.2)
+        base_block.reparentTo(self.cannon)
+        base_block.setColor(PALETTE["cannon"])
+        self.barrel = geometry.cylinder(0.45, MUZZLE)
+        self.barrel.reparentTo(self.cannon)
+        self.barrel.setPos(0, 0, HEIGHT)
+        self.barrel.setP(-90)  # the cylinder's axis from +z to +y
+        self.barrel.setColor(PALETTE["barrel"])
+
+    def _populate(self) -> None:
+        """Every body of a fresh level, registered with the current system."""
+        self.rng = np.random.default_rng(self.seed)
+        self.time = 0.0
+        self.frame = 0
+        self.bodies: dict[int, Body] = {}
+        self._by_kind: dict[str, list[Body]] = {k: [] for k in INTO}
+        self._contacts: list[tuple[int, int, float, bool]] = []
+        self._expected: list[tuple[Body, Body, float, bool]] = []
+        self._next_shot = 0
+        self._cannon_heading = 0.0
+        for normal in ((1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0)):
+            point = LPoint3(*(-HALF * c for c in normal))
+            self._add(self._body("wall", self.root.attachNewNode("wall"),
+                                 plane=LPlane(LVector3(*normal), point)))
+        self._add(self._body("floor", self.root.attachNewNode("floor"),
+                             plane=LPlane(LVector3(0, 0, 1), LPoint3(0, 0, 0))))
+        for x, y in PILLARS:
+            node = self.root.attachNewNode("pillar")
+            node.setPos(x, y, HEIGHT)
+            column = geometry.cylinder(PILLAR_RADIUS, 4.5, segments=24)
+            column.reparentTo(node)
+            column.setZ(-HEIGHT)
+            column.setColor(PALETTE["pillar"])
+            self._add(self._body("pillar", node, radius=PILLAR_RADIUS))
+        for spec in TARGETS:
+            node = self.root.attachNewNode("target")
+            node.setPos(*self._target_pos(spec, 0.0))
+            visual = self._templates["sphere"].copyTo(node)
+            visual.setScale(TARGET_RADIUS)
+            visual.setColor(PALETTE["target"])
+            ring = geometry.cylinder(TARGET_RADIUS * 1.04, 0.5, segments=24)
+            ring.reparentTo(node)
+            ring.setZ(-0.25)
+            ring.setColor(PALETTE["target_ring"])
+            self._shadow(node, TARGET_RADIUS)
+            body = self._body("target", node, radius=TARGET_RADIUS, visual=visual)
+            body.path = spec
+            self._add(body)
+        player = self.root.attachNewNode("player")
+        player.setPos(0, -20, HEIGHT)
+        visual = self._templates["sphere"].copyTo(player)
+        visual.setScale(PLAYER_RADIUS)
+        visual.setColor(PALETTE["player"])
+        halo = geometry.disc(PLAYER_RADIUS * 1.6, segments=28)
+        halo.reparentTo(player)
+        halo.setPos(0, 0, 0.03 - HEIGHT)
+        halo.setColor(PALETTE["halo"])
+        halo.setLightOff(1)
+        self.player = self._add(self._body("player", player, radius=PLAYER_RADIUS, visual=visual))
+        for _ in range(PICKUPS):
+            node = self.root.attachNewNode("pickup")
+            node.setPos(*self._free_spot(PICKUP_RADIUS))
+            visual = self._templates["pickup"].copyTo(node)
+            visual.setScale(PICKUP_RADIUS * 1.1)
+            visual.setHpr(0, 45, 45)
+            visual.setColor(PALETTE["pickup"])
+            self._add(self._body("pickup", node, radius=PICKUP_RADIUS, visual=visual))
+        self.spawn_balls(self.initial_balls)
+
+    def _shadow(self, node: NodePath, radius: float) -> None:
+        """A soft dark disc on the floor under a sphere: it reads as standing on it."""
+        shadow = self._templates["shadow"].copyTo(node)
+        shadow.setPos(0.25 * radius, 0.15 * radius, 0.02 - HEIGHT)
+        shadow.setScale(radius * 1.05)
+
+    def _body(self, kind: str, node: NodePath, **kwargs: Any) -> Body:
+        self._uid += 1
+        body = Body(uid=self._uid, kind=kind, np=node, born=self.time, **kwargs)
+        node.setPythonTag("body", body)
+        return body
+
+    def _add(self, body: Body) -> Body:
+        self.bodies[body.uid] = body
+        self._by_kind[body.kind].append(body)
+        self.system.add(body)
+        return body
+
+    def _retire(self, body: Body) -> None:
+        self.system.remove(body)
+        del self.bodies[body.uid]
+        self._by_kind[body.kind].remove(body)
+        body.np.clearPythonTag("body")
+        body.np.removeNode()
+
+    @staticmethod
+    def _target_pos(spec: tuple[float, ...], t: float) -> tuple[float, float, float]:
+        cx, cy, rx, ry, omega, phase = spec
+        a = omega * t + phase
+        if rx == 0 or ry == 0:  # a line: back and forth
+            return (cx + rx * math.sin(a), cy + ry * math.sin(a), HEIGHT)
+        return (cx + rx * math.cos(a), cy + ry * math.sin(a), HEIGHT)
+
+    @staticmethod
+    def _target_velocity(spec: tuple[float, ...], t: float) -> np.ndarray:
+        """d/dt of :meth:`_target_pos`, units per second."""
+        cx, cy, rx, ry, omega, phase = spec
+        a = omega * t + phase
+        if rx == 0 or ry == 0:
+            return np.array([rx * omega * math.cos(a), ry * omega * math.cos(a), 0.0])
+        return np.array([-rx * omega * math.sin(a), ry * omega * math.cos(a), 0.0])
+
+    def _occupied(self) -> tuple[np.ndarray, np.ndarray]:
+        """(k, 3) centres and (k,) clearance radii of everything a new body must avoid."""
+        centres, radii = [], []
+        for body in self.bodies.values():
+            if body.plane is not None:
+                continue
+            centres.append(tuple(body.np.getPos(self.render)))
+            radii.append(body.radius)
+        for spec in TARGETS:  # keep clear of the targets' whole paths, sampled
+            for t in np.linspace(0, 2 * math.pi / abs(spec[4]), 24, endpoint=False):
+                centres.append(self._target_pos(spec, float(t)))
+                radii.append(TARGET_RADIUS + 0.5)
+        centres.append((CANNON[0], CANNON[1], HEIGHT))
+        radii.append(MUZZLE + 1.0)
+        return np.array(centres, float).reshape(-1, 3), np.array(radii, float)
+
+    def _free_spot(self, radius: float, taken: list[tuple[np.ndarray, float]] | None = None
+                   ) -> tuple[float, float, float]:
+        """A random centre at HEIGHT where a sphere of radius overlaps nothing."""
+        centres, radii = self._occupied()
+        if taken:
+            centres = np.vstack([centres, [c for c, _ in taken]])
+            radii = np.concatenate([radii, [r for _, r in taken]])
+        for _ in range(1000):
+            x, y = self.rng.uniform(-HALF + radius + 0.5, HALF - radius - 0.5, 2)
+            p = np.array([x, y, HEIGHT])
+            if np.all(np.linalg.norm(centres - p, axis=1) > radii + radius + 0.05):
+                return (float(x), float(y), HEIGHT)
+        raise RuntimeError("the arena is full: no free spot for another ball")
+
+    # ------------------------------------------------------------------ spawning
+    def spawn_balls(self, count: int) -> None:
+        """Add ``count`` bouncing balls at free random spots with random velocities."""
+        centres, radii = self._occupied()
+        placed = 0
+        tries = 0
+        while placed < count:
+            tries += 1
+            if tries > 200 * (count + 10):
+                raise RuntimeError("the arena is full: no free spot for another ball")
+            radius = float(self.rng.uniform(0.45, 0.8))
+            x, y = self.rng.uniform(-HALF + radius + 0.2, HALF - radius - 0.2, 2)
+            p = np.array([x, y, HEIGHT])
+            if not np.all(np.linalg.norm(centres - p, axis=1) > radii + radius + 0.05):
+                continue
+            centres = np.vstack([centres, p])
+            radii = np.append(radii, radius)
+            speed = float(self.rng.uniform(20.0, 50.0))
+            heading = float(self.rng.uniform(0, 2 * math.pi))
+            hue = float(self.rng.uniform(0, 1))
+            node = self.root.attachNewNode("ball")
+            node.setPos(float(x), float(y), HEIGHT)
+            visual = self._templates["small" if count > 100 else "sphere"].copyTo(node)
+            visual.setScale(radius)
+            visual.setColor(*colorsys.hsv_to_rgb(hue, 0.55, 0.95), 1.0)
+            self._shadow(node, radius)
+            body = self._body("ball", node, radius=radius, visual=visual)
+            body.velocity = np.array([speed * math.cos(heading), speed * math.sin(heading), 0.0])
+            self._add(body)
+            placed += 1
+
+    def _fire(self) -> None:
+        if len(self._by_kind["projectile"]) >= MAX_PROJECTILES:
+            return
+        heading = math.radians(self._cannon_heading)
+        direction = np.array([-math.sin(heading), math.cos(heading), 0.0])
+        start = np.array([CANNON[0], CANNON[1], HEIGHT]) + direction * MUZZLE
+        node = self.root.attachNewNode("projectile")
+        node.setPos(*start)
+        visual = self._templates["small"].copyTo(node)
+        visual.setScale(PROJECTILE_RADIUS)
+        visual.setColor(PALETTE["projectile"])
+        visual.setLightOff(1)
+        body = self._body("projectile", node, radius=PROJECTILE_RADIUS, visual=visual)
+        body.velocity = direction * PROJECTILE_SPEED
+        self._add(body)
+
+    # ------------------------------------------------------------------ per frame
+    def _script(self) -> None:
+        """The fixed script: the cannon sweeps and fires; the player drives figure eights."""
+        if self.autofire and self.aim is None:
+            self._cannon_heading = 62.0 * math.sin(0.9 * self.time)
+        if self.autopilot:
+            t = self.time
+            self.steer = np.array([math.cos(0.45 * t), math.sin(0.9 * t), 0.0])
+
+    def _update(self, task: Any) -> int:
+        dt = self.clock.getDt()
+        self.time += dt
+        self.frame += 1
+        self._contacts.clear()
+        self._script()
+        if self.aim is not None:
+            self._cannon_heading = self.aim
+        self.cannon.setH(self._cannon_heading)
+
+        for pickup in self._by_kind["pickup"]:
+            if pickup.collected:
+                pickup.collected = False
+                pickup.np.setPos(*self._free_spot(PICKUP_RADIUS))
+                self.system.teleport(pickup)
+            if pickup.visual is not None:
+                pickup.visual.setH(pickup.visual.getH() + 120 * dt)
+        if (self.autofire or self.firing) and self.frame >= self._next_shot:
+            self._fire()
+            self._next_shot = self.frame + FIRE_EVERY
+
+        for target in self._by_kind["target"]:
+            target.p0 = np.array(target.np.getPos(self.render), float)
+            target.clock += dt
+            target.p1 = _f32(np.array(self._target_pos(target.path, target.clock)))
+            target.velocity = self._target_velocity(target.path, target.clock)
+            target.np.setFluidPos(*target.p1)
+            if target.flash > 0 and target.visual is not None:
+                target.flash -= dt
+                glow = 1.0 + 2.0 * max(target.flash, 0.0) / 0.2
+                target.visual.setColorScale(glow, glow, glow * 0.6, 1)
+
+        steer = self.steer.copy()
+        length = float(np.linalg.norm(steer))
+        self.player.velocity = steer / length * PLAYER_SPEED if length > 0 else np.zeros(3)
+        movers = self._movers()
+        for body in movers:
+            body.t_hit = 2.0
+            body.p0 = np.array(body.np.getPos(self.render), float)
+            # The node stores float32: the truth uses exactly what the system will read.
+            body.p1 = _f32(body.p0 + body.velocity * dt)
+            body.np.setFluidPos(*body.p1)
+        self._compute_expected(movers)
+        return task.cont
+
+    def _movers(self) -> list[Body]:
+        return [*self._by_kind["player"], *self._by_kind["ball"], *self._by_kind["projectile"]]
+
+    def _compute_expected(self, movers: list[Body]) -> None:
+        obstacles = [*self._by_kind["pillar"], *self._by_kind["target"], *self._by_kind["pickup"]]
+        planes = [*self._by_kind["wall"], *self._by_kind["floor"]]
+        for body in obstacles:
+            if body.kind != "target":
+                body.p0 = body.p1 = np.array(body.np.getPos(self.render), float)
+        exp = expected_hits(
+            _rows([b.p0 for b in movers]),
+            _rows([b.p1 for b in movers]),
+            np.array([b.radius for b in movers]),
+            np.array([b.from_mask for b in movers], np.int64),
+            np.array([b.into_mask for b in movers], np.int64),
+            _rows([b.p0 for b in obstacles]),
+            _rows([b.p1 for b in obstacles]),
+            np.array([b.radius for b in obstacles]),
+            np.array([b.into_mask for b in obstacles], np.int64),
+            np.array([b.sensor for b in obstacles], bool),
+            _rows([list(p.plane.getNormal()) for p in planes]),
+            np.array([p.plane[3] for p in planes]),
+            np.array([p.into_mask for p in planes], np.int64),
+        )
+        tables = (obstacles, planes, movers)
+        self._expected = [
+            (movers[m], tables[kind][o], float(t), bool(sensor))
+            for m, o, kind, t, sensor in zip(exp.mover, exp.other, exp.kind, exp.t, exp.sensor)
+        ]
+
+    def _timer_start(self, task: Any) -> int:
+        self._t0 = time.perf_counter()
+        return task.cont
+
+    def _timer_stop(self, task: Any) -> int:
+        stats = self.stats[self.system.name]
+        elapsed = time.perf_counter() - self._t0
+        stats.seconds += elapsed
+        stats.last_ms = 1000.0 * elapsed
+        stats.frames += 1
+        return task.cont
+
+    def _audit(self, task: Any) -> int:
+        """Score the frame: every expected hit is caught, excused or missed; then check
+        where the movers really are."""
+        stats = self.stats[self.system.name]
+        reported = set()
+        # uid -> when its straight path stopped applying: at its first contact, or where
+        # the system stopped it (without a contact, too: a capped pass holds everything).
+        changed: dict[int, float] = {}
+        for a, b, t, sensor in self._contacts:
+            reported.add((a, b))
+            reported.add((b, a))
+            if not sensor:
+                changed[a] = min(changed.get(a, 2.0), min(t, 1.0))
+        moved = [*self._movers(), *self._by_kind["target"]]
+        covered = _covered(
+            _rows([b.p0 for b in moved]),
+            _rows([b.p1 for b in moved]),
+            _rows([tuple(b.np.getPos(self.render)) for b in moved]),
+        )
+        for body, part in zip(moved, covered):
+            if part < 1.0:
+                changed[body.uid] = min(changed.get(body.uid, 2.0), float(part))
+            if body.kind == "target":  # it only went that far along its path
+                body.clock -= (1.0 - float(part)) * self.clock.getDt()
+        for mover, other, t, sensor in self._expected:
+            if (mover.uid, other.uid) in reported:
+                stats.caught += 1
+            elif min(changed.get(mover.uid, 2.0), changed.get(other.uid, 2.0)) < t - 1e-9:
+                stats.excused += 1
+            else:
+                stats.missed += 1
+                if not sensor:
+                    stats.tunnelled.add(mover.uid)
+        movers = self._movers()
+        for body in self._went_through(movers):
+            stats.tunnelled.add(body.uid)
+        for body in movers:
+            pos = body.np.getPos(self.render)
+            outside = abs(pos[0]) > HALF or abs(pos[1]) > HALF or pos[2] < 0
+            if outside:
+                stats.tunnelled.add(body.uid)
+            expired = body.kind == "projectile" and self.time - body.born > PROJECTILE_LIFE
+            if body.kind != "player" and (outside or body.dead or expired):
+                self._retire(body)
+            elif outside:  # the player is put back in the middle
+                body.np.setPos(0, -20, HEIGHT)
+                self.system.teleport(body)
+        for callback in self.on_frame:
+            callback()
+        return task.cont
+
+    def _went_through(self, movers: list[Body]) -> list[Body]:
+        """Balls and projectiles whose real move this frame went deep into a pillar, or
+        that end it deep inside a target (at least half inside): they tunnelled, whether or
+        not an event was sent."""
+        movers = [b for b in movers if b.kind != "player"]
+        if not movers:
+            return []
+        p0 = _rows([b.p0 for b in movers])
+        q = _rows([tuple(b.np.getPos(self.render)) for b in movers])
+        radius = np.array([b.radius for b in movers])
+        pillars = self._by_kind["pillar"]
+        bad = went_into(p0, q, radius, _rows([b.p0 for b in pillars]),
+                        np.array([b.radius for b in pillars]))
+        targets = self._by_kind["target"]
+        if targets:
+            centres = _rows([tuple(b.np.getPos(self.render)) for b in targets])
+            reach = radius[:, None] / 2 + np.array([b.radius for b in targets])[None, :]
+            gap = np.linalg.norm(q[:, None, :] - centres[None, :, :], axis=2)
+            bad |= np.any(gap < reach, axis=1)
+        return [b for b, flag in zip(movers, bad) if flag]
+
+    # ------------------------------------------------------------------ event handlers
+    def _accept_events(self) -> None:
+        accept = self._events.accept
+        for mover in MOVERS:
+            for into in ("wall", "pillar", "ball", "player"):
+                accept(f"{mover}-into-{into}", self._on_bounce)
+        accept("ball-into-target", self._on_bounce)
+        accept("player-into-target", self._on_bounce)
+        accept("projectile-into-target", self._on_target_hit)
+        accept("projectile-into-pickup", self._on_pickup)
+        accept("player-into-pickup", self._on_pickup)
+
+    def _bodies(self, entry: Any) -> tuple[Body | None, Body | None]:
+        a = entry.getFromNodePath().getNetPythonTag("body")
+        b = entry.getIntoNodePath().getNetPythonTag("body")
+        return a, b
+
+    def _record(self, entry: Any, a: Body, b: Body) -> None:
+        self._contacts.append((a.uid, b.uid, float(entry.getT()), b.sensor))
+        self.stats[self.system.name].contacts += 1
+
+    def _on_bounce(self, entry: Any) -> None:
+        """A mover hit something solid: bounce it (reflect its velocity about the normal)."""
+        a, b = self._bodies(entry)
+        if a is None or b is None:
+            return
+        self._record(entry, a, b)
+        self.system.place_at_contact(a, entry)
+        if a.kind == "player":
+            return  # the player's velocity is the steering; the plugin slides it
+        normal = np.array(entry.getSurfaceNormal(self.render), float)
+        normal[2] = 0.0  # a planar game: bounce within the plane
+        length = float(np.linalg.norm(normal))
+        if length == 0:
+            return
+        normal /= length
+        if b.kind == "ball":
+            # Equal masses: swap the velocity components along the normal, once per pair
+            # (the b-into-a event that follows finds them already separating).
+            closing = float(np.dot(a.velocity - b.velocity, normal))
+            if closing < 0:
+                a.velocity = a.velocity - closing * normal
+                b.velocity = b.velocity + closing * normal
+            return
+        # Walls, pillars, targets and the player do not give way: reflect the velocity
+        # relative to theirs.
+        closing = float(np.dot(a.velocity - b.velocity, normal))
+        if closing < 0:
+            a.velocity = a.velocity - 2.0 * closing * normal
+            # Keep balls lively but bounded, unless slowing it down would let the (moving)
+            # obstacle catch up with it again.
+            speed = float(np.linalg.norm(a.velocity))
+            if a.kind == "ball" and speed > BALL_MAX_SPEED:
+                slower = a.velocity * (BALL_MAX_SPEED / speed)
+                if float(np.dot(slower - b.velocity, normal)) > 0:
+                    a.velocity = slower
+
+    def _on_target_hit(self, entry: Any) -> None:
+        """A projectile hit a target: score, flash the target, spend the projectile."""
+        a, b = self._bodies(entry)
+        if a is None or b is None:
+            return
+        self._record(entry, a, b)
+        self.system.place_at_contact(a, entry)
+        if not a.dead:
+            a.dead = True
+            b.flash = 0.2
+            self.stats[self.system.name].score += 1
+
+    def _on_pickup(self, entry: Any) -> None:
+        """A projectile or the player went through a pickup: collect it (it respawns)."""
+        a, b = self._bodies(entry)
+        if a is None or b is None:
+            return
+        self._record(entry, a, b)
+        b.collected = True
+
+    # ------------------------------------------------------------------ controls
+    def switch_system(self) -> str:
+        """Swap the plugin for the traverser or back, on the same scene; the new name."""
+        name = "traverser" if self.system.name == "plugin" else "plugin"
+        self.system.destroy()
+        self.system = SYSTEMS[name](self.base, PATTERN)
+        for body in self.bodies.values():
+            self.system.add(body)
+        self.system.set_debug(self.debug)
+        return name
+
+    def set_debug(self, on: bool) -> None:
+        self.debug = on
+        self.system.set_debug(on)
+
+    def reset(self) -> None:
+        """Start over: same seed, same system, fresh counters."""
+        for body in list(self.bodies.values()):
+            self._retire(body)
+        self.stats = {name: Stats() for name in SYSTEMS}
+        self._populate()
+
+    @property
+    def cannon_heading(self) -> float:
+        return self._cannon_heading
+
+    def count(self, kind: str) -> int:
+        """How many bodies of a kind ("ball", "projectile", ...) the level holds."""
+        return len(self._by_kind[kind])
+
+    def of_kind(self, kind: str) -> list[Body]:
+        """The bodies of a kind (a copy of the list)."""
+        return list(self._by_kind[kind])
+
+    def destroy(self) -> None:
+        for task in self._tasks:
+            self.base.taskMgr.remove(task)
+        self._events.ignoreAll()
+        self.system.destroy()
+        self.root.removeNode()
+        self.bodies.clear()
+
+
+def _covered(p0: np.ndarray, p1: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """(n,) how much of each straight move p0 -> p1 a body that ended at q made, in [0, 1].
+
+    p0, p1, q : (n, 3) float64. Exactly 1 where q is p1 (the positions went through the same
+    float32 node, so equality is exact).
+    """
+    step = p1 - p0
+    length2 = np.einsum("ij,ij->i", step, step)
+    part = np.divide(np.einsum("ij,ij->i", q - p0, step), length2,
+                     out=np.zeros(len(p0)), where=length2 > 0)
+    part = np.clip(part, 0.0, 1.0)
+    part[np.all(q == p1, axis=1)] = 1.0
+    return part
+
+
+def _rows(items: list[Any]) -> np.ndarray:
+    """(n, 3) float64 from n 3-sequences (also for n = 0)."""
+    return np.array(items, float).reshape(-1, 3)
+
+
+def _f32(v: np.ndarray) -> np.ndarray:
+    return v.astype(np.float32).astype(np.float64)
