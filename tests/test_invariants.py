@@ -36,11 +36,6 @@ from panda3d_ccd import ContinuousCollision, sphere_sphere_toi
 
 REL = 1e-6
 KIND = {"into": "in", "again": "again", "out": "out"}
-SENSOR_DUPLICATE = pytest.mark.xfail(
-    strict=True, raises=ValueError,
-    reason="BUG: a sensor pair is listed twice when a slide's deflected path leaves its "
-    "swept box; step() raises 'touches lists key ... more than once in one frame' "
-    "(see test_component.test_slide_deflected_out_of_its_box_through_a_sensor)")
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -280,7 +275,8 @@ def _place(rng, radii, half):
     return placed
 
 
-MIXES = {"rewind+sensor": [0.7, 0.0, 0.3], "all": [0.4, 0.4, 0.2]}
+MIXES = {"rewind+sensor": [0.7, 0.0, 0.3], "rewind+slide": [0.5, 0.5, 0.0],
+         "all": [0.4, 0.4, 0.2]}
 
 
 @pytest.mark.parametrize(
@@ -289,9 +285,11 @@ MIXES = {"rewind+sensor": [0.7, 0.0, 0.3], "all": [0.4, 0.4, 0.2]}
         (1, 50, 40, "rewind+sensor"),
         (2, 120, 25, "rewind+sensor"),
         (3, 200, 15, "rewind+sensor"),
-        pytest.param(1, 50, 40, "all", marks=SENSOR_DUPLICATE),
-        pytest.param(2, 120, 25, "all", marks=SENSOR_DUPLICATE),
-        pytest.param(3, 200, 15, "all", marks=SENSOR_DUPLICATE),
+        (4, 80, 30, "rewind+slide"),
+        (5, 200, 15, "rewind+slide"),
+        (1, 50, 40, "all"),
+        (2, 120, 25, "all"),
+        (3, 200, 15, "all"),
     ],
 )
 def test_random_scene_invariants_on_every_frame(base, recorder, seed, count, frames, mix):
@@ -534,7 +532,11 @@ def test_two_bodies_first_contact_is_exact_and_never_missed(
         tol = 1e-6 * scale
         inside = np.flatnonzero(gap < -tol)
         if len(contacts) == 0:
-            assert not np.isfinite(analytic)
+            # Exact closest approach on the frame: no more than a touch (the plugin ignores
+            # contacts that could not sink deeper than its slop, 1e-6 of the coordinates).
+            d0, dv = A0 - B0, (A1 - A0) - (B1 - B0)
+            s_min = np.clip(-(d0 @ dv) / (dv @ dv), 0.0, 1.0) if dv @ dv > 0 else 0.0
+            assert np.linalg.norm(d0 + s_min * dv) >= big_r - tol, "missed"
             assert len(inside) == 0, f"missed: sampled overlap at t={s[inside[0]]}"
             return
         # Both directions (default masks), at the first contact's time.
@@ -710,9 +712,6 @@ TILTED = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a sphere resting on a tilted plane and moved along "
-                   "it by setPos sticks: float32 rounding of the node position reads as motion "
-                   "into the plane (sweep tolerances assume float64 inputs)")
 @pytest.mark.parametrize(("normal", "origin"), TILTED[1:])
 def test_resting_on_a_tilted_floor_slides_freely(base, ccd, recorder, normal, origin):
     _slide_along_floor(base, ccd, recorder, normal, origin)
