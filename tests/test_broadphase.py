@@ -101,10 +101,10 @@ def brute_plane_pairs(p0, p1, radius, normals, offsets, smask, pmask, moving, pm
             length = float(np.linalg.norm(normals[k]))
             nrm = np.asarray(normals[k], float) / length
             o0, o1 = offsets[k] / length, off1[k] / length
-            d0 = float(nrm @ p0[i]) + o0
-            d1 = float(nrm @ p1[i]) + o1
+            d0 = p0[i][0] * nrm[0] + p0[i][1] * nrm[1] + p0[i][2] * nrm[2] + o0
+            d1 = p1[i][0] * nrm[0] + p1[i][1] * nrm[1] + p1[i][2] * nrm[2] + o1
             scale = max(np.abs(p0[i]).max(), np.abs(p1[i]).max(), radius[i], abs(o0), abs(o1))
-            if min(d0, d1) > radius[i] + DIST_REL_EPS * scale:
+            if min(d0, d1) - radius[i] > DIST_REL_EPS * scale:
                 continue
             if int(smask[i]) & int(pmask[k]) == 0:
                 continue
