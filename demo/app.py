@@ -35,7 +35,7 @@ __all__ = ["DemoApp", "KEYS_LINE"]
 
 KEYS_LINE = (
     "WASD/arrows move   space/mouse fire   F autofire   C plugin/traverser   "
-    "D debug   B +500 balls   R reset   Esc quit"
+    "Shift+D debug   B +500 balls   R reset   Esc quit"
 )
 TRAIL_TAIL = (1.0, 0.35, 0.05, 0.0)
 TRAIL_HEAD = (1.0, 1.0, 0.7, 1.0)
@@ -191,7 +191,8 @@ class DemoApp(DirectObject):
             self.accept(key, self._press, [key])
             self.accept(f"{key}-up", self._release, [key])
         self.accept("c", self.level.switch_system)
-        self.accept("d", self._toggle_debug)
+        # Plain d steers (WASD), so the debug view is on capital D.
+        self.accept("shift-d", self._toggle_debug)
         self.accept("f", self._toggle_autofire)
         self.accept("b", self.level.spawn_balls, [500])
         self.accept("r", self.level.reset)
@@ -222,7 +223,7 @@ class DemoApp(DirectObject):
     def _mouse_heading(self) -> float | None:
         """Cannon heading (degrees) toward the point under the mouse, or None."""
         watcher = self.base.mouseWatcherNode
-        if not watcher.hasMouse():
+        if watcher is None or not watcher.hasMouse():
             return None
         near, far = LPoint3(), LPoint3()
         self.base.camLens.extrude(watcher.getMouse(), near, far)
