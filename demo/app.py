@@ -116,7 +116,7 @@ class DemoApp(DirectObject):
     def _build_hud(self) -> None:
         top_left = self.base.a2dTopLeft
         self._panel = DirectFrame(parent=top_left, frameColor=(0.02, 0.03, 0.06, 0.62),
-                                  frameSize=(0.0, 1.12, -0.43, 0.0), pos=(0.02, 0, -0.02))
+                                  frameSize=(0.0, 1.3, -0.43, 0.0), pos=(0.02, 0, -0.02))
         self._panel.setTransparency(TransparencyAttrib.MAlpha)
         white, grey = (1, 1, 1, 1), (0.78, 0.82, 0.9, 1)
         self._title = self._text(top_left, (0.05, -0.08), 0.055, (1, 0.85, 0.35, 1))
@@ -136,17 +136,19 @@ class DemoApp(DirectObject):
             f"collision: {SYSTEM_TITLES[current]}   (C switches)"
             + ("   autofire" if level.autofire else "")
         )
-        rows = ["             caught  missed  tunnelled"]
+        rows = ["             caught  missed  tunnelled  ms/frame"]
         for name in ("plugin", "traverser"):
             s = level.stats[name]
             mark = ">" if name == current else " "
-            rows.append(f"{mark} {name:<10}{s.caught:>7}{s.missed:>8}{len(s.tunnelled):>11}")
+            ms = f"{s.recent_ms:10.2f}"
+            rows.append(
+                f"{mark} {name:<10}{s.caught:>7}{s.missed:>8}{len(s.tunnelled):>11}{ms}"
+            )
         self._table.setText("\n".join(rows))
-        stats = level.stats[current]
         fps = self.clock.getAverageFrameRate()
         self._info.setText(
             f"{fps:5.1f} fps   {level.system.colliders} colliders   "
-            f"{current} {stats.last_ms:5.2f} ms/frame   score {stats.score}"
+            f"{level.count('ball')} balls   score {level.stats[current].score}"
         )
         self._draw_trails()
 

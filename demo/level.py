@@ -164,6 +164,7 @@ class Stats:
     tunnelled: set[int] = field(default_factory=set)
     seconds: float = 0.0
     last_ms: float = 0.0
+    recent_ms: float = 0.0  # smoothed over roughly the last 20 frames
     score: int = 0
 
     @property
@@ -387,13 +388,9 @@ class Level:
         radii.append(MUZZLE + 1.0)
         return np.array(centres, float).reshape(-1, 3), np.array(radii, float)
 
-    def _free_spot(self, radius: float, taken: list[tuple[np.ndarray, float]] | None = None
-                   ) -> tuple[float, float, float]:
+    def _free_spot(self, radius: float) -> tuple[float, float, float]:
         """A random centre at HEIGHT where a sphere of radius overlaps nothing."""
         centres, radii = self._occupied()
-        if taken:
-            centres = np.vstack([centres, [c for c, _ in taken]])
-            radii = np.concatenate([radii, [r for _, r in taken]])
         for _ in range(1000):
             x, y = self.rng.uniform(-HALF + radius + 0.5, HALF - radius - 0.5, 2)
             p = np.array([x, y, HEIGHT])
@@ -541,6 +538,8 @@ class Level:
         elapsed = time.perf_counter() - self._t0
         stats.seconds += elapsed
         stats.last_ms = 1000.0 * elapsed
+        weight = 0.05 if stats.frames else 1.0
+        stats.recent_ms += weight * (stats.last_ms - stats.recent_ms)
         stats.frames += 1
         return task.cont
 
