@@ -17,9 +17,21 @@ collision   25     the system under test: its events reach the level's handlers,
                    bounce balls (reflect the velocity about ``entry.getSurfaceNormal``),
                    score target hits and collect pickups
 timer       26     stop the stopwatch
-audit       27     compare expected hits with the events received: caught, missed,
-                   tunnelled; retire spent projectiles
+audit       27     compare expected hits with the events received; check where the
+                   movers ended; retire spent projectiles
 ==========  =====  =========================================================================
+
+How the audit counts, per system (``Level.stats[name]``):
+
+- *caught*: a hit the ground truth expects (each mover's earliest hit along its straight
+  path, and every pickup it passes) for which the system sent an event;
+- *excused*: no event, but the straight path no longer applied by then: one of the two
+  bodies had already been stopped or deflected earlier in the frame (by a contact the truth
+  does not model, such as a chain of ball collisions, or by the system holding it);
+- *missed*: no event and no excuse;
+- *tunnelled*: objects that had a missed solid hit, ended a frame outside the walls, moved
+  deep into a pillar or ended deep inside a target (at least half inside), with or without
+  an event.
 """
 
 from __future__ import annotations
