@@ -267,7 +267,9 @@ def solve(
     # margin against them outright; against spheres the broad phase is extended per round.
     reach = np.where(slide, np.linalg.norm(p1 - p0, axis=1), 0.0)
 
-    ci, cj = sphere_pairs(p0, p1, radius, from_mask, into_mask, moving=moving)
+    # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
+    # the broad phase keeps them; solids drop them below: they cannot start a contact.
+    ci, cj = sphere_pairs(p0, p1, radius, from_mask, into_mask)
     if group is not None:
         apart = group[ci] != group[cj]
         ci, cj = ci[apart], cj[apart]
@@ -279,12 +281,13 @@ def solve(
         planes.off0,
         from_mask,
         planes.mask,
-        moving=moving,
-        plane_moving=planes.off0 != planes.off1,
         plane_offsets1=planes.off1,
     )
-    pair_solid = solid[ci] & solid[cj]
-    plane_solid = solid[qi]
+    plane_moving = planes.off0 != planes.off1
+    pair_sensor = ~(solid[ci] & solid[cj])
+    pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
+    plane_sensor = ~solid[qi]
+    plane_solid = ~plane_sensor & (moving[qi] | plane_moving[qk])
     pi, pk = qi[plane_solid], qk[plane_solid]
 
     paths = _Paths(np.where(finite[:, None], p0, 0.0), np.where(finite[:, None], p1, 0.0))
@@ -308,6 +311,8 @@ def solve(
         t_min = min(t_s.min(initial=np.inf), t_p.min(initial=np.inf))
         if rounds == MAX_ROUNDS:
             capped, t_hold = True, t_min
+            unresolved = np.concatenate([pairs.i[pend_s], pairs.j[pend_s], pi[pend_p]])
+            held = _reach(unresolved, pairs.i, pairs.j, still)
             break
         rounds += 1
         a_s, b_s, a_p = pairs.i[pend_s], pairs.j[pend_s], pi[pend_p]
@@ -368,16 +373,16 @@ def solve(
 
     solid_hits = _first_per_pair(_concat_hits(hits))
     if capped:
-        solid_hits = _hold(paths, solid, t_hold, t_stop, solid_hits)
+        solid_hits = _hold(paths, held, t_hold, t_stop, solid_hits)
 
-    ei, ej = ci[~pair_solid], cj[~pair_solid]
+    ei, ej = ci[pair_sensor], cj[pair_sensor]
     if boxes.grown.any():
         grown = np.flatnonzero(boxes.grown)
         xi, xj = boxes.pairs_with(grown, ~solid & finite, from_mask, into_mask)
         key = _unique(np.concatenate([ei * n + ej, xi * n + xj]))
         ei, ej = key // n, key % n
     sensor_hits = _sensor_hits(
-        paths, radius, ei, ej, solid, qi[~plane_solid], qk[~plane_solid], planes
+        paths, radius, ei, ej, solid, qi[plane_sensor], qk[plane_sensor], planes
     )
     end = np.where(finite[:, None], paths.xe, p1)
     moved = finite & np.any(end != p1, axis=1)
@@ -757,30 +762,51 @@ def _respond(
     return uniq
 
 
-def _hold(paths: _Paths, solid: Bool, t_hold: float, t_stop: Float, hits: Hits) -> Hits:
-    """Iteration cap reached: stop every solid body where it was at t_hold, when no contact
-    was yet unresolved, so nothing is left overlapping; drop the contacts after it."""
-    body, t0, t1, x0, x1 = paths.segments()
-    # Segments of one body are contiguous in time: clip them at t_hold.
-    keep = solid[body] & (t0 <= t_hold)
-    body, t0, t1, x0, x1 = body[keep], t0[keep], t1[keep], x0[keep], x1[keep]
+def _reach(seeds: Int, i: Int, j: Int, still: Bool) -> Bool:
+    """(n,) the seeds and every body a change of theirs could reach through the pairs,
+    passing on only through bodies that can still change (a still one never does)."""
+    mark = np.zeros(len(still), bool)
+    mark[seeds] = True
+    while True:
+        spread_i = mark[i] & ~still[i]
+        spread_j = mark[j] & ~still[j]
+        grown = mark.copy()
+        grown[j[spread_i]] = True
+        grown[i[spread_j]] = True
+        if np.array_equal(grown, mark):
+            return mark
+        mark = grown
+
+
+def _hold(paths: _Paths, held: Bool, t_hold: float, t_stop: Float, hits: Hits) -> Hits:
+    """Iteration cap reached: stop the held bodies (those the unresolved contacts could
+    reach) where they were at t_hold, when nothing was unresolved yet, so nothing is left
+    overlapping; drop their contacts after it. Every other body keeps its resolved path."""
+    idx = np.flatnonzero(held)
+    current = (idx, paths.ts[idx].copy(), np.ones(len(idx)), paths.xs[idx], paths.xe[idx])
+    body, t0, t1, x0, x1 = (np.concatenate(col) for col in zip(*paths.log, current))
+    mine = held[body]
+    keep = ~mine | (t0 <= t_hold)
+    body, t0, t1, x0, x1, mine = body[keep], t0[keep], t1[keep], x0[keep], x1[keep], mine[keep]
+    cut = mine & (t1 > t_hold)
     span = t1 - t0
     frac = np.divide(t_hold - t0, span, out=np.zeros_like(span), where=span > 0)
-    cut = t1 > t_hold
     x1 = np.where(cut[:, None], x0 + np.clip(frac, 0.0, 1.0)[:, None] * (x1 - x0), x1)
-    t1 = np.minimum(t1, t_hold)
+    t1 = np.where(cut, t_hold, t1)
     paths.log = [(body, t0, t1, x0, x1)]
-    held = np.flatnonzero(solid)
-    # Sorted by (body, t0): the last row of each body ends at t_hold.
+    # Each held body's last row (by start time) now ends where it was at t_hold.
+    order = np.lexsort((t0, body))
     last = np.full(len(paths.xs), -1)
-    last[body] = np.arange(len(body))
-    pos = x1[last[held]]
-    paths.xs[held] = pos
-    paths.xe[held] = pos
-    paths.ts[held] = t_hold
-    t_stop[held] = np.minimum(t_stop[held], t_hold)
-    early = hits.t <= t_hold
-    return Hits(*(col[early] for col in hits))
+    last[body[order]] = order
+    pos = x1[last[idx]]
+    paths.xs[idx] = pos
+    paths.xe[idx] = pos
+    paths.ts[idx] = t_hold
+    t_stop[idx] = np.minimum(t_stop[idx], t_hold)
+    late = (hits.t > t_hold) & (
+        held[hits.a] | (~hits.b_plane & held[np.where(hits.b_plane, 0, hits.b)])
+    )
+    return Hits(*(col[~late] for col in hits))
 
 
 def _sensor_hits(

@@ -186,6 +186,11 @@ class ContinuousCollision:
         self._pairs = PairTracker()
         self._contacts: list[Contact] = []
         self._teleported: set[int] = set()
+        self._unsent_in: set[tuple[int, int]] = set()
+        # Node ids outlive remove() for the rest of a frame's events (see _forget).
+        self._owner_of: dict[NodePath, int] = {}
+        self._node_of: dict[int, NodePath] = {}
+        self._forgotten: set[int] = set()
         self._debug: Any = None
         self._destroyed = False
         self.task_name = task_name
@@ -281,7 +286,10 @@ class ContinuousCollision:
 
     def _owner(self, nodepath: NodePath) -> int:
         entries = self._by_node.get(nodepath)
-        return entries[0].owner if entries else self._uid + 1
+        owner = entries[0].owner if entries else self._uid + 1
+        self._owner_of[nodepath] = owner
+        self._node_of[owner] = nodepath
+        return owner
 
     def _next_uid(self) -> int:
         self._uid += 1
@@ -372,8 +380,24 @@ class ContinuousCollision:
         self._teleported = {
             e.uid for e in (*self._state.spheres, *self._state.planes) if e.uid in self._teleported
         }
+        unsent = self._unsent_in
         events = self._pairs.close(lambda key: key[0] in owners or key[1] in owners)
+        if unsent:
+            events = [e for e in events if self._key(e[1]) not in unsent]
+            self._forgotten |= owners  # their keys are needed until the frame's events end
+        else:
+            self._purge(owners)
         send_events(self._messenger, self._patterns, events)
+
+    def _purge(self, owners: set[int]) -> None:
+        for owner in owners:
+            self._owner_of.pop(self._node_of.pop(owner, None), None)
+
+    def _key(self, contact: Contact) -> tuple[int, int] | None:
+        """The (from, into) node key of a contact of this frame, if still known."""
+        frm = self._owner_of.get(contact.from_np)
+        into = self._owner_of.get(contact.into_np)
+        return None if frm is None or into is None else (frm, into)
 
     # ------------------------------------------------------------------ events
     def add_in_pattern(self, pattern: str) -> None:
@@ -474,14 +498,22 @@ class ContinuousCollision:
         # State is committed before any handler runs: a handler that raises cannot leave
         # the plugin half-updated, and the next pass is correct.
         _collect["Events"].start()
+        # A handler may remove() a node (or destroy() everything): its open pairs are
+        # closed then, and this frame's later events for it are void. A pair whose "in"
+        # is among those never had it sent, so it gets no "out" either.
+        key_of = {id(enter): key for key, enter, _exit in touches}
+        self._unsent_in = {key_of[id(c)] for kind, c in events if kind == "in"}
         try:
             for event in events:
-                _kind, contact = event
-                # A handler may remove() a node (or destroy() everything): its pairs were
-                # closed then, with out events; later events of this frame for it are void.
+                kind, contact = event
                 if contact.from_np in self._by_node and contact.into_np in self._by_node:
+                    if kind == "in":
+                        self._unsent_in.discard(key_of[id(contact)])
                     send_events(self._messenger, self._patterns, [event])
         finally:
+            self._unsent_in = set()
+            self._purge(self._forgotten)
+            self._forgotten = set()
             _collect["Events"].stop()
         return contacts
 
