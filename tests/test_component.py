@@ -625,9 +625,11 @@ def test_teleport_a_plane(base, ccd):
     ccd.add_sphere(probe, 1.0, response="sensor")
     plane.setZ(10)  # jumps past the probe, which is inside the solid from the frame's start
     ccd.teleport(plane)
-    probe.setZ(0.5)  # (a probe that did not move at all would not be tested, see below)
     (c,) = ccd.step()
-    assert c.t == 0.0  # swept, the floor would reach it at 9 / 20.5
+    assert c.t == 0.0  # swept, the floor would reach it at 9 / 20
+    probe.setZ(0.5)
+    (c,) = ccd.step()
+    assert c.t == 0.0
 
 
 # ---------------------------------------------------------------------------- rewind
@@ -1080,6 +1082,26 @@ def test_remove_node_inside_a_handler(base, ccd, recorder, listener):
     assert ccd.colliders == 1
 
 
+@pytest.mark.xfail(strict=True, reason="BUG: destroy() inside an event handler sends out "
+                   "events for pairs whose in event of this frame was voided: ball1-out-floor "
+                   "and ball2-out-floor arrive without their ins (remove() got this right)")
+def test_destroy_inside_a_handler(base, make_ccd, recorder, listener):
+    render = base.render
+    ccd = make_ccd()
+    floor(ccd, render)
+    balls = []
+    for k, z in enumerate([3.0, 5.0, 7.0]):
+        ball = node(render, f"ball{k}", (3 * k, 0, z))
+        ccd.add_sphere(ball, 1.0)
+        balls.append(ball)
+    listener.accept("ball0-into-floor", lambda c: ccd.destroy())  # the first of three hits
+    for ball in balls:
+        ball.setZ(-5)
+    ccd.step()
+    assert recorder.names() == ["ball0-into-floor", "ball0-out-floor"]
+    assert base.taskMgr.getTasksNamed("panda3d-ccd") == []
+
+
 def test_destroy_sends_out_events(base, make_ccd, recorder):
     render = base.render
     ccd = make_ccd()
@@ -1230,6 +1252,25 @@ def test_a_sliding_node_with_several_solids_stays_out_of_the_walls(base, ccd):
     assert_vec(pos(body, render), (5, 0, 1))
     assert [(c.into_np.getName(), c.t) for c in contacts] == [
         ("wall", pytest.approx(5 / 12, abs=1e-9)), ("floor", pytest.approx(0.5, abs=1e-9))]
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a registered child of a registered parent is "
+                   "solved as an independent body: when the parent is stopped first, the child "
+                   "still runs its own path, reports a contact the hierarchy never reached "
+                   "(turret into wall at t=0.45, after the tank stopped at 0.4) and is written "
+                   "back in world space, which moves it off its mount (local x 0 -> 0.5)")
+def test_a_registered_child_stays_on_its_stopped_parent(base, ccd, recorder):
+    render = base.render
+    wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
+    tank = node(render, "tank")
+    ccd.add_sphere(tank, 1.0)
+    turret = node(tank, "turret", (0, 0, 3))
+    ccd.add_sphere(turret, 0.5)
+    tank.setX(10)
+    contacts = ccd.step()
+    assert_vec(pos(tank, render), (4, 0, 0))
+    assert_vec(turret.getPos(), (0, 0, 3))
+    assert [(c.from_np.getName(), c.t) for c in contacts] == [("tank", pytest.approx(0.4))]
 
 
 def test_no_collision_between_the_solids_of_one_node(base, ccd, recorder):
