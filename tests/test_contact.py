@@ -15,6 +15,7 @@ from panda3d.core import (
     LVector3,
     NodePath,
 )
+
 from panda3d_ccd.contact import Contact
 
 

@@ -20,6 +20,7 @@ from panda3d.core import (
     NodePath,
     PandaNode,
 )
+
 from panda3d_ccd._events import (
     KINDS,
     EventPatterns,
