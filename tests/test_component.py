@@ -1082,9 +1082,6 @@ def test_remove_node_inside_a_handler(base, ccd, recorder, listener):
     assert ccd.colliders == 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: destroy() inside an event handler sends out "
-                   "events for pairs whose in event of this frame was voided: ball1-out-floor "
-                   "and ball2-out-floor arrive without their ins (remove() got this right)")
 def test_destroy_inside_a_handler(base, make_ccd, recorder, listener):
     render = base.render
     ccd = make_ccd()

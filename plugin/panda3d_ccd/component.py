@@ -782,6 +782,8 @@ class ContinuousCollision:
         self._taskmgr.remove(self._task)
         self.hide_debug()
         events = self._pairs.close_all()
+        if self._unsent_in:  # destroyed by a handler: pairs whose "in" was never sent
+            events = [e for e in events if self._key(e[1]) not in self._unsent_in]
         self._state = _State()
         self._by_node.clear()
         self._contacts = []
