@@ -1201,9 +1201,6 @@ def test_a_node_stopped_by_one_solid_reports_no_later_contact(base, ccd, recorde
     assert recorder.names() == ["body-into-floor"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: once a node with several solids has stopped, "
-                   "contacts that others make with it later in the frame are dropped: D is "
-                   "stopped by N's second solid (correctly) but no contact or event says so")
 def test_a_stopped_multi_solid_node_is_still_hit(base, ccd, recorder):
     render = base.render
     wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
@@ -1226,10 +1223,6 @@ def test_a_stopped_multi_solid_node_is_still_hit(base, ccd, recorder):
     assert sorted(recorder.names()) == ["D-into-N", "N-into-D", "N-into-wall"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the solids of a 'slide' CollisionNode slide "
-                   "independently and the node takes the answer of the one with the largest "
-                   "correction: here the upper sphere slides down the wall and the node follows "
-                   "it, leaving the lower sphere 3 units inside the floor")
 def test_a_sliding_node_with_several_solids_stays_out_of_the_walls(base, ccd):
     render = base.render
     floor(ccd, render)

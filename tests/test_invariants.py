@@ -430,10 +430,7 @@ def test_random_scene_invariants_on_every_frame(base, recorder, seed, count, fra
 
 @pytest.mark.parametrize("responses", [
     ["rewind"],
-    pytest.param(["rewind", "slide"], marks=pytest.mark.xfail(
-        strict=True, reason="BUG: a 'slide' CollisionNode with several solids can end with a "
-        "solid inside a wall (see test_component."
-        "test_a_sliding_node_with_several_solids_stays_out_of_the_walls)")),
+    ["rewind", "slide"],
 ])
 def test_random_scene_of_collision_nodes_with_several_solids(base, recorder, responses):
     """Bodies made of one to three spheres (CollisionNodes, rigid), in a box: nothing leaves

@@ -230,6 +230,7 @@ def solve(
     plane_offset1: Float | None = None,
     plane_mask: NDArray[np.int64] | None = None,
     group: NDArray[np.int64] | None = None,
+    plane_group: NDArray[np.int64] | None = None,
 ) -> PassResult:
     """Run one pass.
 
@@ -250,7 +251,10 @@ def solve(
     plane_mask : (m,) int64
         Into masks of the planes.
     group : (n,) int64, optional
-        Spheres of one group (the solids of one node) are never tested against each other.
+        Rigid groups (the solids of one node): a group's spheres are never tested against
+        each other, and a contact of one stops or deflects them all alike.
+    plane_group : (m,) int64, optional
+        The group of each plane: never tested against the spheres of its own group.
     """
     n = len(p0)
     if plane_normal is None or len(plane_normal) == 0:
@@ -270,9 +274,6 @@ def solve(
     # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
     # the broad phase keeps them; solids drop them below: they cannot start a contact.
     ci, cj = sphere_pairs(p0, p1, radius, from_mask, into_mask)
-    if group is not None:
-        apart = group[ci] != group[cj]
-        ci, cj = ci[apart], cj[apart]
     qi, qk = sphere_plane_pairs(
         p0,
         p1,
@@ -283,6 +284,13 @@ def solve(
         planes.mask,
         plane_offsets1=planes.off1,
     )
+    if group is not None:
+        apart = group[ci] != group[cj]
+        ci, cj = ci[apart], cj[apart]
+        if plane_group is not None:
+            apart = group[qi] != plane_group[qk]
+            qi, qk = qi[apart], qk[apart]
+    rigid = _Rigid(n, group)
     plane_moving = planes.off0 != planes.off1
     pair_sensor = ~(solid[ci] & solid[cj])
     pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
@@ -312,7 +320,7 @@ def solve(
         if rounds == MAX_ROUNDS:
             capped, t_hold = True, t_min
             unresolved = np.concatenate([pairs.i[pend_s], pairs.j[pend_s], pi[pend_p]])
-            held = _reach(unresolved, pairs.i, pairs.j, still)
+            held = rigid.spread_any(_reach(unresolved, pairs.i, pairs.j, still))
             break
         rounds += 1
         a_s, b_s, a_p = pairs.i[pend_s], pairs.j[pend_s], pi[pend_p]
@@ -320,17 +328,22 @@ def solve(
         np.minimum.at(first, a_s, t_s)
         np.minimum.at(first, b_s, t_s)
         np.minimum.at(first, a_p, t_p)
+        soonest = rigid.spread_min(first)
+        if not rigid.trivial:
+            active = rigid.members(_unique(rigid.group[active]))[0]
         near = pairs.pairs_of(active[~still[active]])
-        free = ~_blocked(
-            pairs.i[near], pairs.j[near], pairs.toi[near], first, still, pairs.earliest[near]
+        free = ~rigid.spread_any(
+            _blocked(
+                pairs.i[near], pairs.j[near], pairs.toi[near], soonest, still, pairs.earliest[near]
+            )
         )
         # A stationary body is never changed by a contact, so it need not be "first".
         acc_s = (
-            (still[a_s] | (t_s == first[a_s]))
-            & (still[b_s] | (t_s == first[b_s]))
+            (still[a_s] | (t_s == soonest[a_s]))
+            & (still[b_s] | (t_s == soonest[b_s]))
             & ((t_s == t_min) | (free[a_s] & free[b_s]))
         )
-        acc_p = (t_p == first[a_p]) & ((t_p == t_min) | free[a_p])
+        acc_p = (t_p == soonest[a_p]) & ((t_p == t_min) | free[a_p])
         first[active] = np.inf
 
         a_s, b_s, t_s = a_s[acc_s], b_s[acc_s], t_s[acc_s]
@@ -346,11 +359,12 @@ def solve(
         when = np.concatenate([t_s, t_s, t_p])
         push = np.concatenate([hs.normal, -hs.normal, hp.normal])
         keep = ~still[body]
-        changed = _respond(paths, body[keep], when[keep], push[keep], slide, slides, t_stop)
+        changed = _respond(paths, rigid, body[keep], when[keep], push[keep], slide, slides, t_stop)
         still[changed] = paths.stationary_of(changed)
 
         # A deflected path may leave the box the broad phase covered: find its new pairs.
         changed = _extend_deflected(
+            rigid,
             changed,
             still,
             paths,
@@ -523,6 +537,7 @@ class _PairSet:
 
 
 def _extend_deflected(
+    rigid: _Rigid,
     changed: Int,
     still: Bool,
     paths: _Paths,
@@ -551,6 +566,7 @@ def _extend_deflected(
     stop = np.zeros(len(paths.xs), bool)
     stop[i[late_j & np.isin(i, bodies)]] = True
     stop[j[late_i & np.isin(j, bodies)]] = True
+    stop = rigid.spread_any(stop)  # a rigid group stops as one
     halt = np.flatnonzero(stop)
     paths.xe[halt] = paths.xs[halt]
     t_stop[halt] = paths.ts[halt]
@@ -712,30 +728,34 @@ def _plane_hits(paths: _Paths, a: Int, k: Int, t: Float, planes: Any) -> Hits:
 
 def _respond(
     paths: _Paths,
+    rigid: _Rigid,
     body: Int,
     when: Float,
     push: Float,
     slide: Bool,
     slides: Int,
     t_stop: Float,
-) -> Bool:
-    """Stop (rewind) or deflect (slide) the bodies of accepted contacts; returns the sorted
-    indices of the bodies whose paths changed."""
+) -> Int:
+    """Stop (rewind) or deflect (slide) the bodies of accepted contacts, each rigid group
+    as one: its spheres take the same displacement. Returns the sorted indices of the
+    spheres whose paths changed."""
     if len(body) == 0:
         return np.zeros(0, np.int64)
-    # All accepted contacts of one body share its time (each was its earliest).
-    uniq, first_row = np.unique(body, return_index=True)
+    # All accepted contacts of one group share its time (each was its earliest).
+    group = rigid.group[body]
+    uniq, first_row = np.unique(group, return_index=True)
+    lead = body[first_row]
     t = when[first_row]
-    at_t = paths.at(uniq, t)
-    remaining = paths.xe[uniq] - at_t
-    slides[uniq] += 1
-    deflect = slide[uniq] & (slides[uniq] <= MAX_SLIDES)
+    at_t = paths.at(lead, t)
+    remaining = paths.xe[lead] - at_t
+    slides[lead] += 1
+    deflect = slide[lead] & (slides[lead] <= MAX_SLIDES)
     # Remove the motion into each contact normal, one contact rank at a time (several
-    # contacts of one body at the same instant are rare: a corner).
-    order = np.argsort(body, kind="stable")
-    sorted_body = body[order]
-    rank = np.arange(len(body)) - np.searchsorted(sorted_body, sorted_body)
-    slot = np.searchsorted(uniq, sorted_body)
+    # contacts of one group at the same instant are rare: a corner).
+    order = np.argsort(group, kind="stable")
+    sorted_group = group[order]
+    rank = np.arange(len(group)) - np.searchsorted(sorted_group, sorted_group)
+    slot = np.searchsorted(uniq, sorted_group)
     latest = np.zeros_like(remaining)
     for r in range(int(rank.max()) + 1):
         rows = rank == r
@@ -747,19 +767,70 @@ def _respond(
     # Deflected twice at one instant and sent back into the first surface: a wedge. Keep
     # only the motion along the crease of the two surfaces (parallel ones: none at all),
     # as a fluid pusher does, instead of bouncing between them until MAX_SLIDES.
-    previous = paths.normal[uniq]
-    wedged = (paths.normal_t[uniq] == t) & (np.einsum("ij,ij->i", remaining, previous) < 0)
+    previous = paths.normal[lead]
+    wedged = (paths.normal_t[lead] == t) & (np.einsum("ij,ij->i", remaining, previous) < 0)
     if wedged.any():
         crease = np.cross(previous[wedged], latest[wedged])
         along = _unit(crease, np.zeros_like(crease))
         keep = np.einsum("ij,ij->i", remaining[wedged], along)
         remaining[wedged] = along * keep[:, None]
-    paths.normal[uniq] = latest
-    paths.normal_t[uniq] = t
-    new_end = np.where(deflect[:, None], at_t + remaining, at_t)
-    t_stop[uniq[~deflect]] = t[~deflect]
-    paths.restart(uniq, t, at_t, new_end)
-    return uniq
+    displacement = np.where(deflect[:, None], remaining, 0.0)
+    members, slot = rigid.members(uniq)
+    t_m = t[slot]
+    at_m = paths.at(members, t_m)
+    paths.normal[members] = latest[slot]
+    paths.normal_t[members] = t_m
+    slides[members] = slides[lead][slot]
+    stopped = ~deflect[slot]
+    t_stop[members[stopped]] = t_m[stopped]
+    paths.restart(members, t_m, at_m, at_m + displacement[slot])
+    return members
+
+
+class _Rigid:
+    """Spheres that move as one body (the solids of one node): a contact of one stops or
+    deflects them all, so they wait for the group's earliest contact, together."""
+
+    def __init__(self, n: int, group: NDArray[np.int64] | None) -> None:
+        self.trivial = group is None or len(np.unique(group)) == len(group)
+        if self.trivial:
+            self.group = np.arange(n)
+            return
+        order = np.argsort(group, kind="stable")
+        ordered = group[order]
+        first = np.ones(n, bool)
+        first[1:] = ordered[1:] != ordered[:-1]
+        self.group = np.empty(n, np.int64)
+        self.group[order] = np.cumsum(first) - 1
+        self._order = order
+        self._start = np.append(np.flatnonzero(first), n)
+
+    def members(self, groups: Int) -> tuple[Int, Int]:
+        """Sorted spheres of the sorted unique groups, and each one's index in groups."""
+        if self.trivial:
+            return groups, np.arange(len(groups))
+        lo = self._start[groups]
+        count = self._start[groups + 1] - lo
+        slot = np.repeat(np.arange(len(groups)), count)
+        rows = np.repeat(lo - (np.cumsum(count) - count), count) + np.arange(int(count.sum()))
+        members = self._order[rows]
+        order = np.argsort(members, kind="stable")
+        return members[order], slot[order]
+
+    def spread_min(self, values: Float) -> Float:
+        """Each sphere's value replaced by the smallest of its group."""
+        if self.trivial:
+            return values
+        low = np.full(int(self.group.max()) + 1, np.inf)
+        np.minimum.at(low, self.group, values)
+        return low[self.group]
+
+    def spread_any(self, flags: Bool) -> Bool:
+        if self.trivial:
+            return flags
+        hit = np.zeros(int(self.group.max()) + 1, bool)
+        hit[self.group[flags]] = True
+        return hit[self.group]
 
 
 def _reach(seeds: Int, i: Int, j: Int, still: Bool) -> Bool:

@@ -255,6 +255,12 @@ class ContinuousCollision:
                 )
         if not solids:
             raise ValueError(f"{nodepath} holds no collision solids")
+        tangible = {s.isTangible() for s in solids if isinstance(s, CollisionSphere)}
+        if len(tangible) > 1:
+            raise ValueError(
+                f"{nodepath} mixes tangible and intangible spheres; a node moves as one body, "
+                "so put the intangible ones (sensors) on a node of their own"
+            )
         from_mask = node.getFromCollideMask().getWord()
         into_mask = node.getIntoCollideMask().getWord()
         for solid in solids:
@@ -455,9 +461,6 @@ class ContinuousCollision:
 
         _collect["Broad and narrow phase"].start()
         valid = np.all(np.isfinite(p1), axis=1) & np.all(np.isfinite(p0), axis=1)
-        # The solids of one node are registered together, so they sit side by side.
-        owner = np.array([s.owner for s in spheres], np.int64)
-        group = np.concatenate([[0], np.cumsum(owner[1:] != owner[:-1])]) if len(owner) else owner
         result = _solver.solve(
             p0,
             p1,
@@ -469,10 +472,9 @@ class ContinuousCollision:
             plane_offset0=off0,
             plane_offset1=off1,
             plane_mask=np.array([p.into_mask for p in planes], np.int64),
-            group=group,
+            group=np.array([s.owner for s in spheres], np.int64),
+            plane_group=np.array([p.owner for p in planes], np.int64),
         )
-        if len(group) and group[-1] + 1 < len(group):
-            result = _compound(result, group)
         _collect["Broad and narrow phase"].stop()
         if result.capped:
             notify.warning(
@@ -792,17 +794,6 @@ class ContinuousCollision:
     def _check_alive(self) -> None:
         if self._destroyed:
             raise RuntimeError("this ContinuousCollision was destroyed; create a new one")
-
-
-def _compound(result: _solver.PassResult, group: np.ndarray) -> _solver.PassResult:
-    """A node with several spheres stops when its first sphere does: drop the contacts
-    its other spheres would have made after that moment (the node never got there)."""
-    node_stop = np.ones(int(group[-1]) + 1)
-    np.minimum.at(node_stop, group, result.t_stop)
-    hits = result.hits
-    keep = hits.t <= node_stop[group[hits.a]]
-    keep &= hits.b_plane | (hits.t <= node_stop[group[np.where(hits.b_plane, 0, hits.b)]])
-    return result._replace(hits=_solver.Hits(*(col[keep] for col in hits)))
 
 
 def _slerp(q0: LQuaternion, q1: LQuaternion, t: float) -> LQuaternion:
