@@ -15,7 +15,7 @@ import panda3d
 from . import report
 from .correctness import measure_correctness
 from .memory import measure_memory
-from .profiling import profile_plugin
+from .profiling import phase_table, profile_plugin
 from .scene import fast_pairs
 from .systems import PluginOptions
 from .timing import PLUGIN, SizeResult, time_size
@@ -203,8 +203,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             plugin=plugin,
             walls=args.walls,
         )
-        sections.append("## Profile of the plugin's pass\n\n```\n" + listing.rstrip() + "\n```")
+        phases = phase_table(
+            args.profile_n,
+            frames=args.profile_frames,
+            warmup=2,
+            seed=args.seed,
+            plugin=plugin,
+            walls=args.walls,
+        )
+        sections.append(
+            "## Profile of the plugin's pass\n\n"
+            + phases
+            + "\n\n```\n"
+            + listing.rstrip()
+            + "\n```"
+        )
         record["profile"] = listing
+        record["phases"] = phases
 
     if not args.no_plot:
         png = args.out / "time_per_frame.png"
