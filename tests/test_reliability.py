@@ -1,0 +1,986 @@
+"""Reliability: hostile input at the door, node lifecycle at run time, determinism.
+
+* **At the door**: every bad argument raises ValueError with a sentence that names the
+  argument and the value, and leaves nothing half registered.
+* **At run time**: a node whose transform stops being finite, a node removed behind the
+  plugin's back, an event handler that raises, destroy() with contacts open, reparenting,
+  scaling and teleporting mid-game: the plugin survives, warns once through Panda3D's
+  notify system, and loses nothing else.
+* **Determinism**: the same scene and inputs give the same contacts in the same order,
+  bit for bit, in two fresh ShowBases and in a fresh interpreter.
+
+Node positions are float32 in Panda3D's pip build: expected values are computed from the
+positions read back from the nodes, so they are exactly what the plugin saw.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+from panda3d.core import (
+    BitMask32,
+    ClockObject,
+    CollisionBox,
+    CollisionCapsule,
+    CollisionInvSphere,
+    CollisionLine,
+    CollisionNode,
+    CollisionParabola,
+    CollisionPlane,
+    CollisionPolygon,
+    CollisionRay,
+    CollisionSegment,
+    CollisionSphere,
+    LParabola,
+    LPlane,
+    LPoint3,
+    LVector3,
+    NodePath,
+    loadPrcFileData,
+)
+
+from panda3d_ccd import ContinuousCollision, sphere_sphere_toi
+
+UP = LPlane(LVector3(0, 0, 1), LPoint3(0, 0, 0))
+INF = math.inf
+
+
+# ---------------------------------------------------------------------------- helpers
+def node(parent, name, pos=(0, 0, 0)):
+    np_ = parent.attachNewNode(name)
+    np_.setPos(*pos)
+    return np_
+
+
+def collision_node(parent, name, *solids):
+    np_ = parent.attachNewNode(CollisionNode(name))
+    for solid in solids:
+        np_.node().addSolid(solid)
+    return np_
+
+
+def world(np_, render):
+    return np.array(tuple(np_.getPos(render)), dtype=np.float64)
+
+
+def names(recorder):
+    return recorder.names()
+
+
+def involving(recorder, word):
+    return [n for n in recorder.names() if word in n.split("-")[::2]]
+
+
+@pytest.fixture
+def warnings_seen(monkeypatch):
+    """Every message the component sends to its notify category's warning()."""
+    from panda3d_ccd import component
+
+    seen: list[str] = []
+    monkeypatch.setattr(component.notify, "warning", seen.append)
+    return seen
+
+
+def balanced(event_names):
+    """Per (from, into) pair, the stream is in (again)* out, ..., and ends closed.
+    Returns the list of violations (empty when balanced)."""
+    state: dict[tuple[str, str], bool] = {}
+    bad = []
+    for name in event_names:
+        f, kind, i = name.split("-")
+        key = (f, i)
+        if kind == "into":
+            if state.get(key):
+                bad.append(f"{name}: second in")
+            state[key] = True
+        else:
+            if not state.get(key):
+                bad.append(f"{name}: without an in")
+            if kind == "out":
+                state[key] = False
+    bad += [f"{f}/{i} left open" for (f, i), is_open in state.items() if is_open]
+    return bad
+
+
+# ============================================================================ at the door
+def _twice(first, second):
+    """Register with ``first``, then return the call that registers the same node again."""
+
+    def setup(ccd, render):
+        ball = node(render, "ball")
+        first(ccd, ball)
+        return (lambda: second(ccd, render.find("ball"))), None  # an equal NodePath
+
+    return setup
+
+
+def _fresh(call):
+    """A fresh node under render, and the failing call on it."""
+
+    def setup(ccd, render):
+        ball = node(render, "ball")
+        return (lambda: call(ccd, ball)), ball
+
+    return setup
+
+
+def _cnode(*solids, response="rewind"):
+    def setup(ccd, render):
+        np_ = collision_node(render, "mixed", *solids)
+        return (lambda: ccd.add_collision_node(np_, response=response)), np_
+
+    return setup
+
+
+def _removed(call):
+    def setup(ccd, render):
+        gone = node(render, "gone")
+        gone.removeNode()
+        return (lambda: call(ccd, gone)), None
+
+    return setup
+
+
+def _empty(call):
+    return lambda ccd, render: ((lambda: call(ccd, NodePath())), None)
+
+
+def _add_sphere(**kwargs):
+    radius = kwargs.pop("radius", 1.0)
+    return lambda ccd, np_: ccd.add_sphere(np_, radius, **kwargs)
+
+
+def _add_plane(plane=UP, **kwargs):
+    return lambda ccd, np_: ccd.add_plane(np_, plane, **kwargs)
+
+
+def _add_cnode(ccd, np_):
+    ccd.add_collision_node(np_)
+
+
+def _with_sphere(ccd, np_):
+    ccd.add_sphere(np_, 1.0)
+
+
+def _with_plane(ccd, np_):
+    ccd.add_plane(np_, UP)
+
+
+def _unsupported(solid, name, marks=()):
+    return pytest.param(
+        _cnode(CollisionSphere(0, 0, 0, 1), solid),
+        rf"^render/mixed holds a {name}; panda3d-ccd sweeps only CollisionSphere and "
+        r"CollisionPlane$",
+        id=f"solid-{name}",
+        marks=marks,
+    )
+
+
+_RADIUS = r"^radius must be finite and >= 0, got "
+_EMPTY = r"^nodepath is empty \(NodePath\(\) or a removed node\)$"
+_TWICE = r"^nodepath render/ball is already registered$"
+_NORMAL = r"^plane must have a finite, non-zero normal, got "
+_RESPONSE = r"^response must be one of 'rewind', 'slide', 'sensor', got "
+_FITS = r" must fit in 32 bits \(0 to 2\*\*32 - 1\), got "
+_KIND = r" must be a BitMask32 or an int, got "
+_MASKS = [
+    (-1, _FITS + "-1$"),
+    (2**32, _FITS + "4294967296$"),
+    (2**64, _FITS + "18446744073709551616$"),
+    (np.int64(-1), _FITS + r"np\.int64\(-1\)$"),
+    (1.0, _KIND + r"1\.0$"),
+    (math.nan, _KIND + "nan$"),
+    ("1", _KIND + "'1'$"),
+    (True, _KIND + "True$"),
+    (None, _KIND + "None$"),
+]
+
+DOOR = [
+    # Radius: negative, NaN or infinite (zero is valid: see the tracer test).
+    pytest.param(_fresh(_add_sphere(radius=-1.0)), _RADIUS + r"-1\.0$", id="radius--1"),
+    pytest.param(_fresh(_add_sphere(radius=-1e-300)), _RADIUS + r"-1e-300$", id="radius-tiny"),
+    pytest.param(_fresh(_add_sphere(radius=math.nan)), _RADIUS + "nan$", id="radius-nan"),
+    pytest.param(_fresh(_add_sphere(radius=INF)), _RADIUS + "inf$", id="radius-inf"),
+    pytest.param(_fresh(_add_sphere(radius=-INF)), _RADIUS + "-inf$", id="radius--inf"),
+    pytest.param(_fresh(_add_sphere(radius=None)), r"^radius must be a number, got None$",
+                 id="radius-None"),
+    pytest.param(
+        _fresh(_add_sphere(radius="2")), r"^radius must be a number, got '2'$", id="radius-str",
+        marks=pytest.mark.xfail(strict=True, reason="BUG: a str radius '2' is accepted as 2.0 "
+                                "(float() parses it), while a str mask is refused"),
+    ),
+    pytest.param(
+        _fresh(_add_sphere(radius=True)), r"^radius must be a number, got True$",
+        id="radius-bool",
+        marks=pytest.mark.xfail(strict=True, reason="BUG: radius=True is accepted as 1.0, "
+                                "while mask=True is refused"),
+    ),
+    pytest.param(
+        _cnode(CollisionSphere(0, 0, 0, INF)), _RADIUS + "inf$", id="cnode-radius-inf"
+    ),
+    # Centre.
+    pytest.param(_fresh(_add_sphere(center=(0, math.nan, 0))),
+                 r"^center must be finite, got \(0, nan, 0\)$", id="center-nan"),
+    pytest.param(_fresh(_add_sphere(center=(INF, 0, 0))),
+                 r"^center must be finite, got \(inf, 0, 0\)$", id="center-inf"),
+    pytest.param(_fresh(_add_sphere(center=(0, 0))),
+                 r"^center must be three numbers, got \(0, 0\)$", id="center-short"),
+    # Empty or removed NodePath, or not a NodePath at all.
+    pytest.param(_empty(_add_sphere()), _EMPTY, id="empty-sphere"),
+    pytest.param(_empty(_add_plane()), _EMPTY, id="empty-plane"),
+    pytest.param(_empty(_add_cnode), _EMPTY, id="empty-cnode"),
+    pytest.param(_removed(_add_sphere()), _EMPTY, id="removed-sphere"),
+    pytest.param(_removed(_add_plane()), _EMPTY, id="removed-plane"),
+    pytest.param(lambda ccd, render: ((lambda: ccd.add_sphere("ball", 1.0)), None),
+                 r"^nodepath must be a NodePath, got 'ball'$", id="not-a-nodepath"),
+    pytest.param(lambda ccd, render: ((lambda: ccd.add_plane(None, UP)), None),
+                 r"^nodepath must be a NodePath, got None$", id="plane-on-None"),
+    pytest.param(_fresh(_add_cnode), r"^nodepath render/ball is not a CollisionNode$",
+                 id="cnode-plain-node"),
+    pytest.param(_cnode(), r"^render/mixed holds no collision solids$", id="cnode-empty"),
+    # A node registered twice, in every combination of kinds.
+    pytest.param(_twice(_with_sphere, _add_sphere()), _TWICE, id="twice-sphere-sphere"),
+    pytest.param(_twice(_with_sphere, _add_plane()), _TWICE, id="twice-sphere-plane"),
+    pytest.param(_twice(_with_plane, _add_sphere()), _TWICE, id="twice-plane-sphere"),
+    pytest.param(_twice(_with_plane, _add_plane()), _TWICE, id="twice-plane-plane"),
+    # Plane: zero or non-finite normal (or offset), or not a Plane.
+    pytest.param(_fresh(_add_plane(LPlane(0, 0, 0, 1))), _NORMAL + r"LPlane\(0 0 0 1\)",
+                 id="plane-zero-normal"),
+    pytest.param(_fresh(_add_plane(LPlane(math.nan, 0, 1, 0))), _NORMAL + r"LPlane\(nan 0 1 0\)",
+                 id="plane-nan-normal"),
+    pytest.param(_fresh(_add_plane(LPlane(INF, 0, 0, 0))), _NORMAL + r"LPlane\(inf 0 0 0\)",
+                 id="plane-inf-normal"),
+    pytest.param(_fresh(_add_plane(LPlane(0, 0, 1, -INF))), _NORMAL + r"LPlane\(0 0 1 -inf\)",
+                 id="plane-inf-offset"),
+    pytest.param(_fresh(_add_plane((0, 0, 1, 0))),
+                 r"^plane must be a panda3d.core.Plane, got \(0, 0, 1, 0\)$", id="plane-tuple"),
+    pytest.param(_cnode(CollisionPlane(LPlane(0, 0, 0, 1))), _NORMAL + r"LPlane\(0 0 0 1\)",
+                 id="cnode-zero-plane"),
+    # Unknown response.
+    pytest.param(_fresh(_add_sphere(response="bounce")), _RESPONSE + "'bounce'$",
+                 id="response-bounce"),
+    pytest.param(_fresh(_add_sphere(response="REWIND")), _RESPONSE + "'REWIND'$",
+                 id="response-case"),
+    pytest.param(_fresh(_add_sphere(response=None)), _RESPONSE + "None$", id="response-None"),
+    pytest.param(_cnode(CollisionSphere(0, 0, 0, 1), response="bounce"),
+                 _RESPONSE + "'bounce'$", id="cnode-response-bounce"),
+    pytest.param(
+        _cnode(CollisionPlane(UP), response="bounce"), _RESPONSE + "'bounce'$",
+        id="cnode-planes-only-response-bounce",
+        marks=pytest.mark.xfail(strict=True, reason="BUG: add_collision_node validates "
+                                "response only when it registers a tangible sphere: a node of "
+                                "planes (or of intangible spheres) accepts response='bounce'"),
+    ),
+    # A CollisionNode holding a solid the plugin cannot sweep: the message names it.
+    _unsupported(CollisionBox(LPoint3(0, 0, 0), 1, 1, 1), "CollisionBox"),
+    _unsupported(CollisionCapsule(0, 0, 0, 0, 0, 1, 0.5), "CollisionCapsule"),
+    _unsupported(CollisionRay(0, 0, 0, 0, 0, 1), "CollisionRay"),
+    _unsupported(CollisionSegment(0, 0, 0, 1, 0, 0), "CollisionSegment"),
+    _unsupported(CollisionLine(0, 0, 0, 1, 0, 0), "CollisionLine"),
+    _unsupported(CollisionParabola(LParabola(), 0, 1), "CollisionParabola"),
+    _unsupported(
+        CollisionPolygon(LPoint3(0, 0, 0), LPoint3(1, 0, 0), LPoint3(0, 1, 0)),
+        "CollisionPolygon",
+        marks=pytest.mark.xfail(strict=True, reason="BUG: CollisionPolygon subclasses "
+                                "CollisionPlane, so a finite triangle is accepted as an "
+                                "infinite solid half-space"),
+    ),
+    _unsupported(
+        CollisionInvSphere(0, 0, 0, 5),
+        "CollisionInvSphere",
+        marks=pytest.mark.xfail(strict=True, reason="BUG: CollisionInvSphere subclasses "
+                                "CollisionSphere, so an inverse sphere (solid outside, hollow "
+                                "inside) is accepted as a solid ball"),
+    ),
+]
+for _which in ("from_mask", "into_mask"):
+    for _value, _message in _MASKS:
+        DOOR.append(pytest.param(_fresh(_add_sphere(**{_which: _value})), f"^{_which}{_message}",
+                                 id=f"sphere-{_which}-{_value!r}"))
+for _value, _message in _MASKS:
+    DOOR.append(pytest.param(_fresh(_add_plane(into_mask=_value)), f"^into_mask{_message}",
+                             id=f"plane-into_mask-{_value!r}"))
+
+
+@pytest.mark.parametrize(("setup", "message"), DOOR)
+def test_bad_input_is_refused_at_the_door(base, ccd, setup, message):
+    """ValueError naming the argument and the value; nothing registered; the node (if
+    fresh) can be registered correctly right after."""
+    call, fresh = setup(ccd, base.render)
+    before = ccd.colliders
+    with pytest.raises(ValueError, match=message):
+        call()
+    assert ccd.colliders == before
+    if fresh is not None:
+        ccd.add_sphere(fresh, 1.0)  # not half registered: no "already registered"
+        assert ccd.colliders == before + 1
+    ccd.step()  # and the component still runs
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: add_collision_node registers solids one by one "
+                   "and validates each as it goes: a bad later solid raises after the earlier "
+                   "ones were registered, so the node stays half registered")
+@pytest.mark.parametrize("second", ["bad-radius", "bad-response"])
+def test_a_collision_node_is_registered_all_or_nothing(base, ccd, second):
+    first = CollisionPlane(UP)
+    if second == "bad-radius":
+        solids, response = (first, CollisionSphere(0, 0, 0, INF)), "rewind"
+    else:
+        solids, response = (first, CollisionSphere(0, 0, 0, 1)), "bounce"
+    np_ = collision_node(base.render, "mixed", *solids)
+    with pytest.raises(ValueError):
+        ccd.add_collision_node(np_, response=response)
+    assert ccd.colliders == 0
+    ccd.add_sphere(np_, 1.0)
+
+
+def test_good_edge_values_are_accepted(base, ccd):
+    render = base.render
+    ccd.add_sphere(node(render, "a"), 0.0)  # a point
+    ccd.add_sphere(node(render, "b"), 1e-300, from_mask=0, into_mask=2**32 - 1)
+    ccd.add_sphere(node(render, "c"), 1e30, from_mask=np.uint32(5), into_mask=BitMask32.allOn())
+    ccd.add_plane(node(render, "d"), LPlane(0, 0, 1e-3, 0), into_mask=0)  # normalised
+    assert ccd.colliders == 4
+    ccd.step()
+
+
+def test_a_zero_radius_tracer_hits_its_target(base, ccd, recorder):
+    """Radius 0 is a point, such as a tracer bullet: it stops exactly on the surface."""
+    render = base.render
+    target = node(render, "target")
+    ccd.add_sphere(target, 1.0, static=True)
+    tracer = node(render, "tracer", (-10, 0.5, 0))
+    ccd.add_sphere(tracer, 0)
+    a0 = world(tracer, render)
+    tracer.setPos(10, 0.5, 0)
+    a1 = world(tracer, render)
+    b = world(target, render)
+    contacts = ccd.step()
+    expected = sphere_sphere_toi(a0[None], a1[None], 0.0, b[None], b[None], 1.0)[0]
+    assert expected == pytest.approx((10 - math.sqrt(0.75)) / 20, abs=1e-15)
+    assert sorted((c.from_np.getName(), c.into_np.getName(), c.t) for c in contacts) == [
+        ("target", "tracer", expected), ("tracer", "target", expected)]
+    assert sorted(names(recorder)) == ["target-into-tracer", "tracer-into-target"]
+    end = world(tracer, render)
+    assert tuple(end) == pytest.approx((-math.sqrt(0.75), 0.5, 0), abs=1e-6)
+    assert np.linalg.norm(end - b) == pytest.approx(1.0, abs=1e-6)  # on the surface
+    assert tuple(contacts[0].point) == pytest.approx(tuple(end), abs=1e-6)
+
+
+# ============================================================================ at run time
+# ---------------------------------------------------------------- non-finite transforms
+def test_panda3d_itself_refuses_nan_but_lets_inf_through():
+    """Why the tests below use infinities: Panda3D (1.10, assertions on in the pip build)
+    raises AssertionError on setPos(nan) itself, so a NaN reaches the plugin only through an
+    infinity (setScale(inf) puts NaN in the matrix, inf - inf in a composition)."""
+    render = NodePath("render")
+    np_ = render.attachNewNode("n")
+    with pytest.raises(AssertionError, match=r"!pos\.is_nan\(\)"):
+        np_.setPos(math.nan, 0, 0)
+    with pytest.raises(AssertionError, match=r"!scale\.is_nan\(\)"):
+        np_.setScale(math.nan)
+    np_.setScale(INF)
+    mat = np_.getTransform(render).getMat()
+    assert any(math.isnan(mat[r][c]) for r in range(4) for c in range(4))
+    np_.setScale(1)
+    np_.setPos(INF, 0, 0)
+    assert np_.getPos(render)[0] == INF
+
+
+def _break_pos(bad, holder):
+    bad.setPos(INF, 0, 0)
+
+
+def _break_x(bad, holder):
+    bad.setX(-INF)
+
+
+def _break_scale(bad, holder):
+    bad.setScale(INF)
+
+
+def _break_parent_scale(bad, holder):
+    holder.setScale(INF)
+
+
+def _break_parent_pos(bad, holder):
+    holder.setPos(0, INF, 0)
+
+
+def _break_rotated_parent(bad, holder):
+    holder.setH(30)
+    bad.setPos(INF, 0, 0)
+
+
+def _break_by_composition(bad, holder):
+    holder.setPos(INF, 0, 0)
+    bad.setPos(-INF, 0, 0)  # inf - inf: the net position is NaN
+
+
+def _restore(bad, holder, pos):
+    holder.setPosHprScale((0, 0, 0), (0, 0, 0), (1, 1, 1))
+    bad.setScale(1)
+    bad.setPos(*pos)
+
+
+_ASSERTS_IN_COMPOSE = pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="BUG: a net transform that composes to NaN (a rotated parent and a child at inf, "
+    "or inf - inf) makes getTransform(render) raise Panda3D's AssertionError inside "
+    "ccd.step(): the plugin reads it unguarded instead of skipping the node",
+)
+BREAKS = [
+    pytest.param(_break_pos, (0, 0, 0), id="setPos(inf)"),
+    pytest.param(_break_x, (0, 0, 0), id="setX(-inf)"),
+    pytest.param(_break_scale, (0, 0, 0), id="setScale(inf)"),
+    pytest.param(_break_scale, (1, 0, 0), id="setScale(inf)-off-centre"),
+    pytest.param(_break_parent_scale, (0, 0, 0), id="parent-setScale(inf)",
+                 marks=_ASSERTS_IN_COMPOSE),
+    pytest.param(_break_parent_pos, (0, 0, 0), id="parent-setPos(inf)"),
+    pytest.param(_break_rotated_parent, (0, 0, 0), id="rotated-parent-child-inf",
+                 marks=_ASSERTS_IN_COMPOSE),
+    pytest.param(_break_by_composition, (0, 0, 0), id="inf-minus-inf",
+                 marks=_ASSERTS_IN_COMPOSE),
+]
+
+
+def _bullet_scene(ccd, render):
+    """A bullet that will cross a target in the next pass (unrelated to the bad node)."""
+    target = node(render, "target", (0, -20, 0))
+    ccd.add_sphere(target, 1.0)
+    bullet = node(render, "bullet", (-10, -20, 0))
+    ccd.add_sphere(bullet, 0.1)
+    return bullet, target
+
+
+def _fire(bullet, render, x=10.0):
+    """Move the bullet across the target; returns its expected time of impact."""
+    a0 = world(bullet, render)
+    bullet.setX(render, x)
+    a1 = world(bullet, render)
+    b = np.array([0.0, -20.0, 0.0])
+    return sphere_sphere_toi(a0[None], a1[None], 0.1, b[None], b[None], 1.0)[0]
+
+
+@pytest.mark.parametrize(("breaks", "center"), BREAKS)
+def test_a_non_finite_node_is_skipped_with_one_warning(
+    base, ccd, recorder, warnings_seen, breaks, center
+):
+    render = base.render
+    bullet, target = _bullet_scene(ccd, render)
+    holder = node(render, "holder")
+    bad = node(holder, "bad", (0, 20, 0))
+    ccd.add_sphere(bad, 1.0, center=center)
+    post = node(render, "post", (center[0], 30, 0))
+    ccd.add_sphere(post, 1.0, static=True)
+    ccd.step()
+    assert names(recorder) == [] and warnings_seen == []
+
+    # The pass where it goes bad: skipped, one warning, everyone else's contacts found.
+    breaks(bad, holder)
+    t = _fire(bullet, render)
+    contacts = ccd.step()
+    assert len(warnings_seen) == 1
+    assert warnings_seen[0].startswith("render/holder/bad has a non-finite transform")
+    assert sorted((c.from_np.getName(), c.into_np.getName(), c.t) for c in contacts) == [
+        ("bullet", "target", t), ("target", "bullet", t)]
+    assert sorted(names(recorder)) == ["bullet-into-target", "target-into-bullet"]
+    assert tuple(bullet.getPos(render)) == pytest.approx((-1.1, -20, 0), abs=1e-6)
+
+    # Many frames later it is still bad: still one warning, never an event about it.
+    for k in range(30):
+        _fire(bullet, render, x=-10.0 if k % 2 else 10.0)
+        ccd.step()
+    assert len(warnings_seen) == 1
+    assert involving(recorder, "bad") == []
+
+    # It comes back beyond the post: a teleport, not a sweep from anywhere.
+    _restore(bad, holder, (0, 40, 0))
+    recorder.clear()
+    assert ccd.step() == []
+    assert names(recorder) == []
+    assert tuple(bad.getPos(render)) == (0, 40, 0)
+    # From there on it is swept again: back through the post, stopped at it.
+    bad.setPos(0, 20, 0)
+    (hit, _) = ccd.step()
+    assert {hit.from_np.getName(), hit.into_np.getName()} == {"bad", "post"}
+    assert hit.t == pytest.approx(0.4, abs=1e-12)
+    assert tuple(bad.getPos(render)) == pytest.approx((0, 32, 0), abs=1e-6)
+    assert len(warnings_seen) == 1
+
+    # Bad again later: warned again, once.
+    breaks(bad, holder)
+    for _ in range(5):
+        ccd.step()
+    assert len(warnings_seen) == 2
+    assert warnings_seen[1] == warnings_seen[0]
+
+
+def test_a_node_bad_at_registration_is_skipped_until_finite(base, ccd, recorder, warnings_seen):
+    render = base.render
+    bad = node(render, "bad", (INF, 0, 0))
+    ccd.add_sphere(bad, 1.0)
+    wall = node(render, "wall", (5, 0, 0))
+    ccd.add_sphere(wall, 1.0)
+    for _ in range(3):
+        ccd.step()
+    assert len(warnings_seen) == 1 and names(recorder) == []
+    bad.setPos(10, 0, 0)  # appears beyond the wall: not swept from inf
+    ccd.step()
+    assert names(recorder) == [] and tuple(bad.getPos(render)) == (10, 0, 0)
+
+
+def test_an_open_pair_of_a_node_that_goes_bad_stays_balanced(
+    base, ccd, recorder, warnings_seen
+):
+    render = base.render
+    zone = node(render, "zone")
+    ccd.add_sphere(zone, 3.0, response="sensor")
+    ball = node(render, "ball", (10, 0, 0))
+    ccd.add_sphere(ball, 1.0)
+    ball.setPos(1, 0, 0)
+    ccd.step()
+    ccd.step()
+    assert sorted(names(recorder)) == ["ball-again-zone", "ball-into-zone",
+                                       "zone-again-ball", "zone-into-ball"]
+    ball.setPos(INF, 0, 0)
+    ccd.step()
+    ball.setPos(0, 0, 0)
+    ccd.step()
+    ccd.destroy()
+    assert balanced(names(recorder)) == []
+    assert len(warnings_seen) == 1
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="BUG: a plane whose node goes "
+                   "non-finite is marked bad with offsets -inf, which the broad phase then "
+                   "refuses: every ccd.step() raises 'offsets must be finite, got -inf'")
+def test_a_non_finite_plane_is_skipped_with_one_warning(base, ccd, recorder, warnings_seen):
+    render = base.render
+    bullet, target = _bullet_scene(ccd, render)
+    floor_np = node(render, "floor")
+    ccd.add_plane(floor_np, UP)
+    ccd.step()
+    floor_np.setPos(0, 0, INF)
+    t = _fire(bullet, render)
+    contacts = ccd.step()
+    assert [c.t for c in contacts] == [t, t]
+    assert len(warnings_seen) == 1
+    assert warnings_seen[0].startswith("render/floor has a non-finite transform")
+    for _ in range(10):
+        ccd.step()
+    assert len(warnings_seen) == 1 and involving(recorder, "floor") == []
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a plane that comes back from a non-finite "
+                   "transform is swept from its last finite position (a sphere resumes as "
+                   "teleported); also blocked by the broad-phase ValueError above")
+def test_a_plane_resumes_as_teleported(base, ccd, recorder, warnings_seen):
+    render = base.render
+    floor_np = node(render, "floor")
+    ccd.add_plane(floor_np, UP)
+    ball = node(render, "ball", (0, 0, 5))
+    ccd.add_sphere(ball, 1.0)
+    ccd.step()
+    floor_np.setPos(0, 0, INF)
+    try:
+        ccd.step()
+    except ValueError:
+        pass  # the bug above; this test is about the next pass
+    floor_np.setPos(0, 0, 10)  # back above the ball: not swept through it
+    assert ccd.step() == []
+    assert names(recorder) == []
+
+
+# ---------------------------------------------------------------- removed behind our back
+def _remove_node(ball, holder):
+    ball.removeNode()
+
+
+def _remove_parent(ball, holder):
+    holder.removeNode()
+
+
+@pytest.mark.parametrize("removal", [_remove_node, _remove_parent],
+                         ids=["removeNode", "parent-removeNode"])
+def test_a_node_removed_from_the_scene_is_dropped(base, ccd, recorder, warnings_seen, removal):
+    render = base.render
+    bullet, target = _bullet_scene(ccd, render)
+    zone = node(render, "zone")
+    ccd.add_sphere(zone, 3.0, response="sensor")
+    holder = node(render, "holder")
+    ball = node(holder, "ball", (10, 0, 0))
+    ccd.add_sphere(ball, 1.0)
+    ball.setPos(1, 0, 0)
+    ccd.step()
+    ccd.step()  # the pair is open and stays open while the ball is inside
+    assert sorted(names(recorder)) == ["ball-again-zone", "ball-into-zone",
+                                       "zone-again-ball", "zone-into-ball"]
+    colliders = ccd.colliders
+    stream = names(recorder)
+    recorder.clear()
+
+    removal(ball, holder)
+    t = _fire(bullet, render)
+    contacts = ccd.step()
+    assert sorted(names(recorder)[:2]) == ["ball-out-zone", "zone-out-ball"]
+    assert sorted(names(recorder)[2:]) == ["bullet-into-target", "target-into-bullet"]
+    assert [c.t for c in contacts] == [t, t]
+    assert ccd.colliders == colliders - 1
+    # Named by its path as it is now (detached: "ball", or "holder/ball").
+    assert len(warnings_seen) == 1
+    assert re.fullmatch(r"(holder/)?ball left the scene graph without remove\(\); dropped",
+                        warnings_seen[0]), warnings_seen
+
+    stream += names(recorder)
+    recorder.clear()
+    for _ in range(5):
+        ccd.step()
+    assert involving(recorder, "ball") == [] and len(warnings_seen) == 1
+    ccd.destroy()
+    assert balanced(stream + names(recorder)) == []
+
+
+def test_remove_after_remove_node_is_silent_and_balanced(base, ccd, recorder, warnings_seen):
+    render = base.render
+    zone = node(render, "zone")
+    ccd.add_sphere(zone, 3.0, response="sensor")
+    ball = node(render, "ball", (10, 0, 0))
+    ccd.add_sphere(ball, 1.0)
+    ball.setPos(1, 0, 0)
+    ccd.step()
+    ball.removeNode()
+    ccd.remove(ball)  # the game's own NodePath is empty now
+    assert sorted(names(recorder)[2:]) == ["ball-out-zone", "zone-out-ball"]
+    ccd.step()
+    assert warnings_seen == []
+    assert ccd.colliders == 1
+
+
+# ---------------------------------------------------------------- a handler that raises
+class HandlerBug(Exception):
+    pass
+
+
+def _boom(contact):
+    raise HandlerBug("handler bug")
+
+
+@pytest.mark.parametrize("driver", ["ccd.step", "taskMgr.step"])
+def test_a_raising_handler_reaches_the_game_and_the_next_pass_is_correct(
+    base, ccd, recorder, listener, driver
+):
+    render = base.render
+    node_floor = node(render, "floor")
+    ccd.add_plane(node_floor, UP)
+    ball = node(render, "ball", (0, 0, 5))
+    ccd.add_sphere(ball, 1.0)
+    listener.accept("ball-into-floor", _boom)
+    ball.setZ(-5)
+    with pytest.raises(HandlerBug, match="handler bug"):
+        if driver == "ccd.step":
+            ccd.step()
+        else:
+            base.taskMgr.step()
+    # Committed before the handler ran: written back, the pair is open.
+    assert tuple(ball.getPos(render)) == pytest.approx((0, 0, 1), abs=1e-6)
+    assert names(recorder) == ["ball-into-floor"]
+    if driver == "taskMgr.step":
+        # Panda3D finishes the interrupted frame (the tasks sorted after ours) first.
+        base.taskMgr.step()
+        assert names(recorder) == ["ball-into-floor"]
+    step = ccd.step if driver == "ccd.step" else base.taskMgr.step
+    ball.setZ(-3)  # still pressing into the floor: again, not a second in
+    step()
+    assert tuple(ball.getPos(render)) == pytest.approx((0, 0, 1), abs=1e-6)
+    step()  # at rest: out
+    assert names(recorder) == ["ball-into-floor", "ball-again-floor", "ball-out-floor"]
+    ccd.destroy()
+    assert names(recorder) == ["ball-into-floor", "ball-again-floor", "ball-out-floor"]
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: when a handler raises, the rest of that "
+                   "frame's events are never sent, yet their pairs are tracked as open: the "
+                   "next pass sends 'out' events for pairs whose 'in' was never sent (Panda3D's "
+                   "own CollisionHandlerEvent queues events, so a raising handler loses none)")
+def test_a_raising_handler_loses_no_other_event(base, ccd, recorder, listener):
+    render = base.render
+    ccd.add_plane(node(render, "floor"), UP)
+    balls = [node(render, f"b{k}", (5 * k, 0, 3 + k)) for k in range(3)]
+    for ball in balls:
+        ccd.add_sphere(ball, 1.0)
+    listener.accept("b0-into-floor", _boom)  # the earliest of three landings
+    for ball in balls:
+        ball.setZ(-5)
+    with pytest.raises(HandlerBug):
+        ccd.step()
+    ccd.step()
+    ccd.step()
+    ccd.destroy()
+    sent = names(recorder)
+    assert balanced(sent) == []
+    for k in range(3):
+        assert sent.count(f"b{k}-into-floor") == 1 and sent.count(f"b{k}-out-floor") == 1
+
+
+# ---------------------------------------------------------------- destroy
+AFTER_DESTROY = {
+    "add_sphere": lambda ccd, r: ccd.add_sphere(node(r, "late"), 1.0),
+    "add_plane": lambda ccd, r: ccd.add_plane(node(r, "late"), UP),
+    "add_collision_node": lambda ccd, r: ccd.add_collision_node(
+        collision_node(r, "late", CollisionSphere(0, 0, 0, 1))),
+    "step": lambda ccd, r: ccd.step(),
+    "remove": lambda ccd, r: ccd.remove(r.find("ball")),
+    "remove-empty": lambda ccd, r: ccd.remove(NodePath()),
+    "teleport": lambda ccd, r: ccd.teleport(r.find("ball")),
+    "show_debug": lambda ccd, r: ccd.show_debug(),
+}
+
+
+@pytest.mark.parametrize("call", AFTER_DESTROY.values(), ids=AFTER_DESTROY.keys())
+def test_destroy_with_open_contacts(base, make_ccd, recorder, call):
+    render = base.render
+    before = sorted(str(c) for c in render.getChildren())
+    ccd = make_ccd()
+    ccd.show_debug()
+    ccd.add_plane(node(render, "floor"), UP)
+    zone = node(render, "zone", (20, 0, 3))
+    ccd.add_sphere(zone, 2.0, response="sensor")
+    ball = node(render, "ball", (0, 0, 5))
+    ccd.add_sphere(ball, 1.0)
+    other = node(render, "other", (20, 0, 10))
+    ccd.add_sphere(other, 1.0)
+    ball.setZ(-5)
+    other.setZ(4)  # into the zone and stays there
+    ccd.step()
+    assert sorted(names(recorder)) == ["ball-into-floor", "other-into-zone", "zone-into-other"]
+    recorder.clear()
+
+    ccd.destroy()
+    assert sorted(names(recorder)) == ["ball-out-floor", "other-out-zone", "zone-out-other"]
+    assert base.taskMgr.getTasksNamed("panda3d-ccd") == []
+    game_nodes = {"render/floor", "render/zone", "render/ball", "render/other"}
+    assert sorted(str(c) for c in render.getChildren()) == sorted([*before, *game_nodes])
+    assert ccd.contacts == [] and ccd.colliders == 0
+    recorder.clear()
+    ccd.destroy()  # twice: harmless, nothing sent again
+    with pytest.raises(RuntimeError, match=r"^this ContinuousCollision was destroyed; create a "
+                       r"new one$"):
+        call(ccd, render)
+    ball.setZ(-50)
+    base.taskMgr.step()
+    assert names(recorder) == []
+    assert tuple(ball.getPos(render)) == (0, 0, -50)  # nothing touches the nodes any more
+
+
+# ---------------------------------------------------------------- reparent, scale, teleport
+def _wall_scene(ccd, render):
+    wall = node(render, "wall")
+    ccd.add_plane(wall, LPlane(LVector3(-1, 0, 0), LPoint3(10, 0, 0)))  # solid beyond x = 10
+    ball = node(render, "ball")
+    ccd.add_sphere(ball, 1.0)
+    far = node(render, "far", (20, 0, 0))
+    ccd.step()
+    return ball, far
+
+
+def test_wrt_reparent_keeps_the_world_position_and_is_not_swept(base, ccd, recorder):
+    render = base.render
+    ball, far = _wall_scene(ccd, render)
+    ball.wrtReparentTo(far)
+    assert ccd.step() == []
+    assert tuple(ball.getPos()) == (-20, 0, 0) and tuple(ball.getPos(render)) == (0, 0, 0)
+    far.setX(30)  # the new parent moves: swept with it
+    (c,) = ccd.step()
+    assert c.t == pytest.approx(0.9, abs=1e-12)
+    assert tuple(ball.getPos(render)) == pytest.approx((9, 0, 0), abs=1e-6)
+    assert names(recorder) == ["ball-into-wall"]
+
+
+def test_reparent_to_a_moved_parent_is_swept(base, ccd, recorder):
+    render = base.render
+    ball, far = _wall_scene(ccd, render)
+    ball.reparentTo(far)  # the world position jumps from 0 to 20, through the wall
+    (c,) = ccd.step()
+    assert c.t == pytest.approx(0.45, abs=1e-12)
+    assert ball.getParent() == far
+    assert tuple(ball.getPos(render)) == pytest.approx((9, 0, 0), abs=1e-6)
+    assert names(recorder) == ["ball-into-wall"]
+
+
+def test_reparent_then_teleport_is_not_swept(base, ccd, recorder):
+    render = base.render
+    ball, far = _wall_scene(ccd, render)
+    ball.reparentTo(far)
+    ccd.teleport(ball)
+    assert ccd.step() == []
+    assert tuple(ball.getPos(render)) == (20, 0, 0) and names(recorder) == []
+
+
+@pytest.mark.parametrize(("scale", "radius"), [((2, 2, 2), 2.0), ((0.5, 0.5, 0.5), 0.5),
+                                               ((1, 3, 1), 3.0), ((-2, 1, 1), 2.0)])
+def test_the_world_radius_follows_the_net_scale_each_pass(base, ccd, scale, radius):
+    render = base.render
+    ccd.add_plane(node(render, "floor"), UP)
+    parent = node(render, "parent")
+    ball = node(parent, "ball", (0, 0, 10))
+    ccd.add_sphere(ball, 1.0)
+    ccd.step()
+    ball.setScale(*scale)
+    ball.setZ(-10)
+    (c,) = ccd.step()
+    assert c.t == pytest.approx((10 - radius) / 20, abs=1e-12)
+    assert ball.getZ(render) == pytest.approx(radius, abs=1e-6)
+    # The parent's scale counts too, and a new scale applies from the next pass on.
+    ball.setScale(1)
+    ball.setZ(10)
+    ccd.teleport(ball)
+    ccd.step()
+    parent.setScale(0.25)  # world radius 0.25, and the world position 10 -> 2.5 ...
+    ball.setZ(-10)  # ... -> -2.5: one sweep from 10 (where the plugin left it) to -2.5
+    (c,) = ccd.step()
+    assert c.t == pytest.approx((10 - 0.25) / 12.5, abs=1e-12)
+    assert ball.getZ(render) == pytest.approx(0.25, abs=1e-6)
+
+
+def test_teleport_mid_game_covers_every_move_until_the_next_pass(base, ccd, recorder):
+    render = base.render
+    ball, far = _wall_scene(ccd, render)
+    ball.setX(5)
+    ccd.teleport(ball)
+    ball.setX(30)  # a second move before the pass: still not swept
+    assert ccd.step() == [] and tuple(ball.getPos(render)) == (30, 0, 0)
+    ball.setX(0)  # the next move is swept again (from inside the wall, out of it: no hit)
+    assert ccd.step() == []
+    ball.setX(30)
+    (c,) = ccd.step()
+    assert c.t == pytest.approx(9 / 30, abs=1e-12)
+    assert names(recorder) == ["ball-into-wall"]
+
+
+# ============================================================================ determinism
+@contextmanager
+def fresh_showbase():
+    """A ShowBase of its own (not the shared fixture's), destroyed afterwards."""
+    loadPrcFileData("", "window-type none\naudio-library-name null")
+    from direct.showbase.ShowBase import ShowBase
+
+    assert getattr(builtins, "base", None) is None
+    showbase = ShowBase()
+    try:
+        yield showbase
+    finally:
+        showbase.destroy()
+
+
+class _Log:
+    def __init__(self):
+        self.sent = []
+
+    def send(self, name, sentArgs=None, taskChain=None):  # noqa: N803 (Messenger's name)
+        self.sent.append((name, sentArgs[0]))
+
+
+def _exact(value):
+    """Floats as hex strings: equal strings are bitwise equal floats."""
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return float.hex(value)
+    return [float.hex(float(v)) for v in value]
+
+
+def record_scene(seed: int, count: int = 40, frames: int = 25) -> list:
+    """Run a random scene (six walls; rewind, slide and sensor spheres; fast and slow;
+    a teleport and a removal now and then) in a fresh ShowBase, with its own 60 Hz clock;
+    return every event and every final position, floats as hex strings."""
+    rng = np.random.default_rng(seed)
+    out: list = []
+    with fresh_showbase() as showbase:
+        render = showbase.render
+        clock = ClockObject(ClockObject.MNonRealTime)
+        clock.setFrameRate(60)
+        log = _Log()
+        ccd = ContinuousCollision(showbase, messenger=log, clock=clock)
+        ccd.add_in_pattern("%fn-into-%in")
+        ccd.add_again_pattern("%fn-again-%in")
+        ccd.add_out_pattern("%fn-out-%in")
+        half = 20.0
+        for axis in range(3):
+            for sign in (1.0, -1.0):
+                normal = [0.0, 0.0, 0.0]
+                normal[axis] = sign
+                point = [0.0, 0.0, 0.0]
+                point[axis] = -sign * half
+                wall = node(render, f"wall{axis}{int(sign)}")
+                ccd.add_plane(wall, LPlane(LVector3(*normal), LPoint3(*point)))
+        kinds = rng.choice(["rewind", "slide", "sensor"], size=count, p=[0.45, 0.4, 0.15])
+        radii = rng.uniform(0.3, 1.5, count)
+        grid = np.stack(np.meshgrid(*[np.arange(-15, 16, 4.0)] * 3), -1).reshape(-1, 3)
+        spots = grid[rng.permutation(len(grid))[:count]]
+        balls = []
+        for k in range(count):
+            ball = node(render, f"s{k}", spots[k])
+            ccd.add_sphere(ball, float(radii[k]), response=str(kinds[k]))
+            balls.append(ball)
+        alive = list(range(count))
+        for frame in range(frames):
+            for k in alive:
+                speed = rng.choice([0.5, 5.0, 500.0], p=[0.6, 0.3, 0.1])
+                v = rng.normal(size=3)
+                p = np.array(tuple(balls[k].getPos(render)))
+                balls[k].setPos(*(p + v / np.linalg.norm(v) * speed))
+            if frame % 7 == 3:
+                k = alive[int(rng.integers(len(alive)))]
+                balls[k].setPos(*rng.uniform(-half + 2, half - 2, 3))
+                ccd.teleport(balls[k])
+            if frame % 9 == 5:
+                k = alive.pop(int(rng.integers(len(alive))))
+                ccd.remove(balls[k])
+            clock.tick()
+            log.sent.clear()
+            contacts = ccd.step()
+            out.append([
+                [name, _exact(c.t), _exact(c.time), _exact(c.point), _exact(c.normal),
+                 _exact(c.from_pos), _exact(c.into_pos), _exact(c.approach_speed)]
+                for name, c in log.sent
+            ])
+            out.append([c.from_np.getName() + ">" + c.into_np.getName() for c in contacts])
+            out.append([_exact(tuple(balls[k].getPos(render))) for k in alive])
+            # Sensors are never stopped: bring strays back (a teleport, so not swept).
+            for k in alive:
+                if np.any(np.abs(np.array(tuple(balls[k].getPos(render)))) > half):
+                    balls[k].setPos(*rng.uniform(-half + 2, half - 2, 3))
+                    ccd.teleport(balls[k])
+        log.sent.clear()
+        ccd.destroy()
+        out.append([name for name, _ in log.sent])
+    return out
+
+
+def test_same_scene_same_contacts_bit_for_bit_in_process():
+    first = record_scene(11)
+    second = record_scene(11)
+    assert sum(len(frame) for frame in first[0::3]) > 50  # a busy scene
+    assert first == second
+    assert record_scene(12) != first  # and the record does depend on the scene
+
+
+def test_same_scene_same_contacts_bit_for_bit_in_a_fresh_interpreter():
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import sys, json; sys.path.insert(0, {here!r}); import test_reliability as t; "
+            "print(json.dumps(t.record_scene(11)))")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120, check=True)
+    other = json.loads(done.stdout.strip().splitlines()[-1])
+    assert other == record_scene(11)
