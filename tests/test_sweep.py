@@ -421,6 +421,28 @@ def test_sphere_sphere_overlap_graze_either_way():
     assert all(map(math.isnan, pair)) or pair == pytest.approx((0.5, 0.5), abs=1e-7)
 
 
+def test_overlap_of_tiny_relative_motion_does_not_overflow():
+    """Regression: a relative motion of ~1e-154 put the roots beyond the float range, and
+    the overflow escaped as a RuntimeWarning (an error here). They never meet: nan, nan."""
+    enter, leave = sphere_sphere_overlap(
+        (0, 0, 0),
+        (0, 0, 4.99143167e-154),
+        0.0,
+        (0, 4, 1.99657267e-151),
+        (0, 4, 2.0015641e-151),
+        0.0,
+    )
+    assert math.isnan(_one(enter)) and math.isnan(_one(leave))
+    # The same in a half-space 3 below a sphere that creeps 1e-310 towards it.
+    enter, leave = sphere_plane_overlap((0, 0, 0), (0, 0, -1e-310), 1.0, UP, 4.0)
+    assert math.isnan(_one(enter)) and math.isnan(_one(leave))
+    # Starting inside and creeping: inside for the whole frame.
+    enter, leave = sphere_sphere_overlap(
+        (0, 0, 0), (0, 0, 1e-300), 1.0, (0, 0.5, 0), (0, 0.5, 0), 1.0
+    )
+    assert (_one(enter), _one(leave)) == (0.0, 1.0)
+
+
 # (id, c0, c1, r, normal, offset, enter, exit)
 PLANE_OVERLAPS = [
     ("from front, ends inside", (0, 0, 5), (0, 0, -3), 1, UP, 0, 0.5, 1.0),

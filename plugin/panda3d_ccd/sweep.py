@@ -219,7 +219,9 @@ def sphere_sphere_overlap(
     sq = np.sqrt(np.where(real, disc, 0.0))
     # Roots of a t^2 + 2 b t + c: q = -(b + sign(b) sqrt(disc)), roots q / a and c / q.
     q = -(half_b + np.copysign(sq, half_b))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # A tiny relative motion puts the roots beyond the float range: inf is the right answer
+    # (they never meet, or they stay inside all frame), the overflow warning is not.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         r1 = np.where(real, q / np.where(moving, a, 1.0), np.nan)
         r2 = np.where(real & (q != 0), c / np.where(q != 0, q, 1.0), np.nan)
     lo = np.fmin(r1, r2)
@@ -321,7 +323,7 @@ def sphere_plane_overlap(
     enter = np.full(gap0.shape, np.nan)
     leave = np.full(gap0.shape, np.nan)
     hit = (gap0 < 0) | (gap1 < 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         cross = np.where(dn != 0, -gap0 / np.where(dn != 0, dn, 1.0), np.nan)
     enter[hit] = np.where(gap0[hit] < 0, 0.0, cross[hit])
     leave[hit] = np.where(gap1[hit] < 0, 1.0, cross[hit])
