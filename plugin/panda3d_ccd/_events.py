@@ -371,9 +371,7 @@ class PairTracker:
     def __init__(self) -> None:
         self._open: dict[Hashable, Contact] = {}
 
-    def advance(
-        self, touches: Iterable[tuple[Hashable, Contact, Contact | None]]
-    ) -> list[Event]:
+    def advance(self, touches: Iterable[tuple[Hashable, Contact, Contact | None]]) -> list[Event]:
         """Record one frame of contacts and return its events, in the order to send them.
 
         Parameters

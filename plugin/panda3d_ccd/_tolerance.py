@@ -18,7 +18,7 @@ SLOP_REL = 1e-6
 
 #: Upper bound on the number of resolution rounds in one pass before the solver gives up,
 #: holds the unresolved colliders where they are safe and warns.
-MAX_ROUNDS = 64
+MAX_ROUNDS = 256
 
 #: How many times one `slide` collider may be deflected within a single pass.
 MAX_SLIDES = 8
