@@ -71,6 +71,12 @@ def _mask(name: str, value: Any) -> int:
     return int(value)
 
 
+def _response(value: Any) -> int:
+    if not isinstance(value, str) or value not in RESPONSES:
+        raise ValueError(f"response must be one of 'rewind', 'slide', 'sensor', got {value!r}")
+    return RESPONSES[value]
+
+
 def _nodepath(value: Any) -> NodePath:
     if not isinstance(value, NodePath):
         raise ValueError(f"nodepath must be a NodePath, got {value!r}")
@@ -220,9 +226,11 @@ class ContinuousCollision:
         """
         self._check_alive()
         nodepath = self._new_node(nodepath)
-        self._register_sphere(
-            nodepath, radius, center, from_mask, into_mask, response, static, solid=None
+        owner = self._next_uid()
+        sphere = self._make_sphere(
+            owner, nodepath, radius, center, from_mask, into_mask, response, static, None
         )
+        self._commit(nodepath, owner, [sphere])
 
     def add_plane(
         self,
@@ -235,12 +243,15 @@ class ContinuousCollision:
         space, solid behind it. Planes are into-only; they move with their node."""
         self._check_alive()
         nodepath = self._new_node(nodepath)
-        self._register_plane(nodepath, plane, into_mask, solid=None)
+        owner = self._next_uid()
+        self._commit(nodepath, owner, [self._make_plane(owner, nodepath, plane, into_mask, None)])
 
     def add_collision_node(self, nodepath: NodePath, *, response: str = "rewind") -> None:
         """Register every CollisionSphere and CollisionPlane of a CollisionNode, with the
-        node's own from/into collide masks. Any other solid is refused (ValueError)."""
+        node's own from/into collide masks, as one rigid body. Intangible spheres are
+        sensors. Any other solid is refused (ValueError), and then nothing is registered."""
         self._check_alive()
+        _response(response)
         nodepath = _nodepath(nodepath)
         node = nodepath.node()
         if not isinstance(node, CollisionNode):
@@ -248,14 +259,16 @@ class ContinuousCollision:
         nodepath = self._new_node(nodepath)
         solids = [node.getSolid(i) for i in range(node.getNumSolids())]
         for solid in solids:
-            if not isinstance(solid, (CollisionSphere, CollisionPlane)):
+            # Exact types: CollisionPolygon derives from CollisionPlane (it is finite) and
+            # CollisionInvSphere from CollisionSphere (it is hollow).
+            if type(solid) not in (CollisionSphere, CollisionPlane):
                 raise ValueError(
                     f"{nodepath} holds a {type(solid).__name__}; panda3d-ccd sweeps only "
                     "CollisionSphere and CollisionPlane"
                 )
         if not solids:
             raise ValueError(f"{nodepath} holds no collision solids")
-        tangible = {s.isTangible() for s in solids if isinstance(s, CollisionSphere)}
+        tangible = {s.isTangible() for s in solids if type(s) is CollisionSphere}
         if len(tangible) > 1:
             raise ValueError(
                 f"{nodepath} mixes tangible and intangible spheres; a node moves as one body, "
@@ -263,24 +276,30 @@ class ContinuousCollision:
             )
         from_mask = node.getFromCollideMask().getWord()
         into_mask = node.getIntoCollideMask().getWord()
+        owner = self._next_uid()
+        entries: list[Any] = []
         for solid in solids:
-            if isinstance(solid, CollisionSphere):
-                if solid.isTangible() is False and response != "sensor":
-                    kind = "sensor"
-                else:
-                    kind = response
-                self._register_sphere(
-                    nodepath,
-                    solid.getRadius(),
-                    tuple(solid.getCenter()),
-                    from_mask,
-                    into_mask,
-                    kind,
-                    False,
-                    solid=solid,
+            if type(solid) is CollisionSphere:
+                kind = response if solid.isTangible() else "sensor"
+                center = tuple(solid.getCenter())
+                entries.append(
+                    self._make_sphere(
+                        owner,
+                        nodepath,
+                        solid.getRadius(),
+                        center,
+                        from_mask,
+                        into_mask,
+                        kind,
+                        False,
+                        solid,
+                    )
                 )
             else:
-                self._register_plane(nodepath, solid.getPlane(), into_mask, solid=solid)
+                entries.append(
+                    self._make_plane(owner, nodepath, solid.getPlane(), into_mask, solid)
+                )
+        self._commit(nodepath, owner, entries)
 
     def _new_node(self, nodepath: Any) -> NodePath:
         """Validate a node for registration; returns the plugin's own copy of the NodePath
@@ -290,19 +309,26 @@ class ContinuousCollision:
             raise ValueError(f"nodepath {nodepath} is already registered")
         return NodePath(nodepath)
 
-    def _owner(self, nodepath: NodePath) -> int:
-        entries = self._by_node.get(nodepath)
-        owner = entries[0].owner if entries else self._uid + 1
+    def _commit(self, nodepath: NodePath, owner: int, entries: list[Any]) -> None:
+        """Register a node's validated colliders, all at once."""
+        for entry in entries:
+            if isinstance(entry, _Sphere):
+                self._read_sphere(entry)
+                self._state.spheres.append(entry)
+            else:
+                entry.prev_world = self._world_plane(entry)
+                self._state.planes.append(entry)
+        self._by_node[nodepath] = entries
         self._owner_of[nodepath] = owner
         self._node_of[owner] = nodepath
-        return owner
 
     def _next_uid(self) -> int:
         self._uid += 1
         return self._uid
 
-    def _register_sphere(
+    def _make_sphere(
         self,
+        owner: int,
         nodepath: NodePath,
         radius: Any,
         center: Iterable[float],
@@ -311,42 +337,36 @@ class ContinuousCollision:
         response: str,
         static: bool,
         solid: Any,
-    ) -> None:
-        try:
-            r = float(radius)
-        except (TypeError, ValueError):
-            raise ValueError(f"radius must be a number, got {radius!r}") from None
+    ) -> _Sphere:
+        if isinstance(radius, bool) or not isinstance(
+            radius, (int, float, np.integer, np.floating)
+        ):
+            raise ValueError(f"radius must be a number, got {radius!r}")
+        r = float(radius)
         if not math.isfinite(r) or r < 0:
             raise ValueError(f"radius must be finite and >= 0, got {radius!r}")
-        if response not in RESPONSES:
-            raise ValueError(
-                f"response must be one of 'rewind', 'slide', 'sensor', got {response!r}"
-            )
-        owner = self._owner(nodepath)
-        sphere = _Sphere(
+        return _Sphere(
             uid=self._next_uid(),
             owner=owner,
             nodepath=nodepath,
             radius=r,
             center=_finite_vec("center", center),
-            response=RESPONSES[response],
+            response=_response(response),
             from_mask=_mask("from_mask", from_mask),
             into_mask=_mask("into_mask", into_mask),
             static=bool(static),
             solid=solid,
         )
-        self._read_sphere(sphere)
-        self._state.spheres.append(sphere)
-        self._by_node.setdefault(nodepath, []).append(sphere)
 
-    def _register_plane(self, nodepath: NodePath, plane: Any, into_mask: Any, solid: Any) -> None:
+    def _make_plane(
+        self, owner: int, nodepath: NodePath, plane: Any, into_mask: Any, solid: Any
+    ) -> _Plane:
         if not isinstance(plane, LPlane):
             raise ValueError(f"plane must be a panda3d.core.Plane, got {plane!r}")
         normal = plane.getNormal()
         if not all(math.isfinite(c) for c in (*normal, plane[3])) or normal.length() == 0:
             raise ValueError(f"plane must have a finite, non-zero normal, got {plane}")
-        owner = self._owner(nodepath)
-        entry = _Plane(
+        return _Plane(
             uid=self._next_uid(),
             owner=owner,
             nodepath=nodepath,
@@ -354,9 +374,6 @@ class ContinuousCollision:
             into_mask=_mask("into_mask", into_mask),
             solid=solid,
         )
-        entry.prev_world = self._world_plane(entry)
-        self._state.planes.append(entry)
-        self._by_node.setdefault(nodepath, []).append(entry)
 
     def remove(self, nodepath: NodePath) -> None:
         """Forget every collider of nodepath; its open contacts get their out events now."""
@@ -455,7 +472,7 @@ class ContinuousCollision:
 
         _collect["Read"].start()
         p0, p1, radius, transforms = self._read_all(spheres)
-        plane_n, off0, off1 = self._read_planes(planes)
+        planes, plane_n, off0, off1 = self._read_planes(planes)
         self._teleported.clear()
         _collect["Read"].stop()
 
@@ -505,13 +522,21 @@ class ContinuousCollision:
         # is among those never had it sent, so it gets no "out" either.
         key_of = {id(enter): key for key, enter, _exit in touches}
         self._unsent_in = {key_of[id(c)] for kind, c in events if kind == "in"}
+        # Panda3D's own handler queues its events, so one raising handler loses no other
+        # event: here too every event is delivered, then the first exception re-raised.
+        failure: BaseException | None = None
         try:
             for event in events:
                 kind, contact = event
                 if contact.from_np in self._by_node and contact.into_np in self._by_node:
                     if kind == "in":
                         self._unsent_in.discard(key_of[id(contact)])
-                    send_events(self._messenger, self._patterns, [event])
+                    try:
+                        send_events(self._messenger, self._patterns, [event])
+                    except Exception as exc:  # noqa: BLE001 - re-raised below
+                        failure = failure or exc
+            if failure is not None:
+                raise failure
         finally:
             self._unsent_in = set()
             self._purge(self._forgotten)
@@ -530,17 +555,26 @@ class ContinuousCollision:
                 notify.warning(f"{nodepath} left the scene graph without remove(); dropped")
             self._forget({e.owner for e in self._by_node.pop(nodepath)})
 
-    def _net(self, nodepath: NodePath) -> TransformState:
-        return nodepath.getTransform(self._render)
+    def _net(self, nodepath: NodePath) -> TransformState | None:
+        """The node's transform relative to render; None where Panda3D cannot compose it
+        (a NaN in the chain trips an assertion inside getTransform)."""
+        try:
+            ts = nodepath.getTransform(self._render)
+        except AssertionError:
+            return None
+        return None if ts.isInvalid() else ts
 
-    def _read_sphere(self, sphere: _Sphere) -> tuple[float, float, float]:
+    def _read_sphere(self, sphere: _Sphere) -> None:
         """Read a sphere's world centre (and radius) now; store it as its previous one."""
         ts = self._net(sphere.nodepath)
-        center = self._center(ts, sphere)
-        sphere.prev_center = center
-        sphere.prev_transform = ts
-        sphere.world_radius = sphere.radius * self._scale(ts)
-        return center
+        try:
+            if ts is None:
+                raise AssertionError
+            sphere.prev_center = self._center(ts, sphere)
+            sphere.world_radius = sphere.radius * self._scale(ts)
+            sphere.prev_transform = ts
+        except AssertionError:  # not finite: skipped (and warned) at the next pass
+            sphere.prev_center = (math.nan,) * 3
 
     @staticmethod
     def _scale(ts: TransformState) -> float:
@@ -569,14 +603,26 @@ class ContinuousCollision:
                 radius[k] = s.world_radius
                 continue
             ts = self._net(s.nodepath)
+            try:
+                if ts is None:
+                    raise AssertionError
+                center = self._center(ts, s)
+                scale = self._scale(ts)
+            except AssertionError:  # a NaN in the chain: Panda3D asserts on reading it
+                end[k] = start[k] = math.nan
+                radius[k] = math.nan
+                continue
             transforms[k] = ts
-            center = self._center(ts, s)
             end[k] = center
-            radius[k] = s.world_radius = s.radius * self._scale(ts)
+            radius[k] = s.world_radius = s.radius * scale
             if s.uid in self._teleported or s.bad:
                 start[k] = center
             elif respect_prev:
-                prev = s.nodepath.getPrevTransform(self._render)
+                try:
+                    prev = s.nodepath.getPrevTransform(self._render)
+                except AssertionError:
+                    start[k] = center  # a garbage previous transform: do not sweep from it
+                    continue
                 s.prev_transform = prev
                 start[k] = self._center(prev, s)
             else:
@@ -596,37 +642,50 @@ class ContinuousCollision:
         radius[~finite] = 0.0
         return start, end, radius, transforms
 
-    def _world_plane(self, entry: _Plane) -> tuple[float, float, float, float]:
-        world = entry.plane * self._net(entry.nodepath).getMat()
-        a, b, c, d = world
+    def _world_plane(self, entry: _Plane) -> tuple[float, float, float, float] | None:
+        """(a, b, c, d) of the plane in world space, unit normal; None if not finite."""
+        ts = self._net(entry.nodepath)
+        try:
+            if ts is None:
+                return None
+            a, b, c, d = entry.plane * ts.getMat()
+        except AssertionError:
+            return None
         length = math.sqrt(a * a + b * b + c * c)
+        if not (math.isfinite(length) and length > 0 and math.isfinite(d)):
+            return None
         return (a / length, b / length, c / length, d / length)
 
-    def _read_planes(self, planes: list[_Plane]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        normal = np.empty((len(planes), 3))
-        off0 = np.empty(len(planes))
-        off1 = np.empty(len(planes))
-        for k, p in enumerate(planes):
+    def _read_planes(
+        self, planes: list[_Plane]
+    ) -> tuple[list[_Plane], np.ndarray, np.ndarray, np.ndarray]:
+        """The planes with a finite transform, their (m, 3) normals and (m,) offsets at the
+        start and end of the frame."""
+        live: list[_Plane] = []
+        rows: list[tuple[float, ...]] = []
+        for p in planes:
             cur = self._world_plane(p)
-            teleported = p.uid in self._teleported or p.prev_world is None
-            prev = cur if teleported else p.prev_world
-            normal[k] = cur[:3]
-            off1[k] = cur[3]
+            if cur is None:
+                if not p.bad:
+                    notify.warning(
+                        f"{p.nodepath} has a non-finite transform; plane skipped until it is "
+                        "finite again"
+                    )
+                p.bad = True
+                continue
+            # Back from a garbage transform, or teleported: no sweep from where it was.
+            if p.bad or p.uid in self._teleported or p.prev_world is None:
+                p.prev_world = cur
+            prev = p.prev_world
             # The plane's start offset measured along its current normal: exact for a
             # translating plane, an approximation for a rotating one.
-            point = np.asarray(prev[:3]) * -prev[3]
-            off0[k] = -float(np.dot(cur[:3], point))
-            finite = all(math.isfinite(c) for c in cur)
-            if not finite:
-                if not p.bad:
-                    notify.warning(f"{p.nodepath} has a non-finite transform; plane skipped")
-                p.bad = True
-                normal[k] = (0.0, 0.0, 1.0)
-                off0[k] = off1[k] = -np.inf  # nothing is ever behind it
-                continue
+            off0 = (prev[0] * cur[0] + prev[1] * cur[1] + prev[2] * cur[2]) * prev[3]
+            rows.append((*cur, off0))
             p.bad = False
             p.prev_world = cur
-        return normal, off0, off1
+            live.append(p)
+        table = np.array(rows, np.float64).reshape(-1, 5)
+        return live, table[:, :3], table[:, 4], table[:, 3]
 
     def _write_back(
         self,
