@@ -149,16 +149,25 @@ def write_plot(path: Path, results: Sequence[SizeResult], title: str) -> str | N
         FLOOR: "floor: read every position",
     }
     fig, ax = plt.subplots(figsize=(7, 5))
-    for name in SYSTEMS:
+    for index, name in enumerate(SYSTEMS):
         points = [(r.n, r.ms[name]) for r in results if r.ms.get(name) is not None]
-        if points:
-            xs, ys = zip(*points)
-            ax.plot(xs, ys, marker="o", label=labels[name])
+        if not points:
+            continue
+        xs, ys = zip(*points)
+        colour = f"C{index}"
+        ax.plot(xs, ys, marker="o", color=colour, label=labels[name])
+        single = [(r.n, r.ms[name]) for r in results if name in r.notes and r.ms.get(name)]
+        if single:  # one frame over the limit: drawn hollow, it is not a median
+            sx, sy = zip(*single)
+            ax.plot(sx, sy, "o", mfc="white", mec=colour, ms=9)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("spheres (n)")
     ax.set_ylabel("time per frame (ms, median)")
     ax.set_title(title)
+    if any(r.notes for r in results):
+        ax.text(0.01, 0.01, "hollow: one frame only (over the time limit)",
+                transform=ax.transAxes, fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
