@@ -129,13 +129,16 @@ def check_structure(pairs):
 
 
 @contextmanager
-def deep_paths(brute_max=2, chunk=5, dense=True) -> Iterator[None]:
-    """Make a small scene take every path of the grid search (more size classes, batches of
-    a few rows, and optionally the binary-search lookup instead of the dense table)."""
+def deep_paths(brute_max=2, chunk=5, dense=True, max_key=2.0**62) -> Iterator[None]:
+    """Make a small scene take every path of the grid search: more size classes, batches of
+    a few rows, and optionally the grid numbered by occupied cells with binary-search
+    lookups (``dense=False``), even with neighbouring cells merged (small ``max_key``)."""
     with (
         mock.patch.object(broadphase, "_BRUTE_MAX", brute_max),
         mock.patch.object(broadphase, "_CHUNK", chunk),
         mock.patch.object(broadphase, "_DENSE_PER_BOX", 32 if dense else -1),
+        mock.patch.object(broadphase, "_DENSE_MIN", 4096 if dense else 0),
+        mock.patch.object(broadphase, "_MAX_KEY", max_key),
     ):
         yield
 
@@ -189,10 +192,15 @@ def test_equals_brute_force(scene):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scene=scenes(), dense=st.booleans(), chunk=st.sampled_from([1, 3, 64]))
-def test_equals_brute_force_on_every_path(scene, dense, chunk):
+@given(
+    scene=scenes(),
+    dense=st.booleans(),
+    chunk=st.sampled_from([1, 3, 64]),
+    max_key=st.sampled_from([2.0**62, 30.0]),
+)
+def test_equals_brute_force_on_every_path(scene, dense, chunk, max_key):
     p0, p1, radius, fm, im, mv, margin = scene
-    with deep_paths(chunk=chunk, dense=dense):
+    with deep_paths(chunk=chunk, dense=dense, max_key=max_key):
         got = sphere_pairs(p0, p1, radius, fm, im, moving=mv, margin=margin)
     assert as_list(got) == brute_sphere_pairs(p0, p1, radius, fm, im, mv, margin)
 
@@ -227,6 +235,12 @@ def random_scene(kind: str, n: int, seed: int):
         radius = np.exp(rng.uniform(np.log(0.01), np.log(20.0), n))
     elif kind == "outliers":
         p0[: n // 20] *= 1e6
+    elif kind == "two_clusters":
+        p0[: n // 2] += 1e7
+    elif kind == "parked":
+        # A pool of still spheres parked at one far point, which must not cost n^2.
+        p0[: n // 2] = (0.0, 0.0, -1e6)
+        speed[: n // 2] = 0.0
     elif kind == "points":
         p0 = np.round(p0)
         speed[:] = 0.0
@@ -249,6 +263,7 @@ KINDS = [
     "points",
     "huge",
     "all_fast",
+    "two_clusters",
 ]
 
 
@@ -271,6 +286,22 @@ def test_equals_brute_force_with_margins_and_sparse_lookup(kind):
     bi, bj = brute_sphere_pairs_fast(p0, p1, radius, margin)
     np.testing.assert_array_equal(i, bi)
     np.testing.assert_array_equal(j, bj)
+
+
+def test_still_pairs_are_never_enumerated():
+    """Half of 4000 spheres parked at one point (still), the rest moving: the still pairs
+    (two million of them) must be skipped by the search itself, not filtered afterwards."""
+    p0, p1, radius = random_scene("parked", 4000, 2)
+    moving = np.any(p0 != p1, axis=1)
+    keys = mock.Mock(wraps=broadphase._pair_keys)
+    with mock.patch.object(broadphase, "_pair_keys", keys):
+        i, j = sphere_pairs(p0, p1, radius, moving=moving)
+    assert sum(len(call.args[0]) for call in keys.call_args_list) == len(i)
+    assert np.all(moving[i] | moving[j])
+    bi, bj = brute_sphere_pairs_fast(p0, p1, radius)
+    keep = moving[bi] | moving[bj]
+    np.testing.assert_array_equal(i, bi[keep])
+    np.testing.assert_array_equal(j, bj[keep])
 
 
 @pytest.mark.parametrize("spread", [0, 40])

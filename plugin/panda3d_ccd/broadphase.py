@@ -62,12 +62,14 @@ _CELL_TRIALS = 2.0 ** np.arange(-4, 3)
 #: untested, relative to testing one box pair; they steer the choice of cell edge.
 _COLUMN_COST = 4.0
 _INNER_COST = 0.3
-#: Cells per axis are clipped to this (clipping merges far cells: slower, never wrong).
-_MAX_CELLS_PER_AXIS = 1 << 20
+#: Largest number of grid cells: cell keys must fit in int64.
+_MAX_KEY = 2.0**62
 #: Rows of intermediate arrays handled at once, to bound memory on dense scenes.
 _CHUNK = 1 << 16
-#: A grid keeps a dense table of cell starts if it has at most this many cells per box.
+#: A grid keeps a dense table of cell starts if it has at most this many cells per box
+#: (plus a few); beyond that it numbers only the occupied cells and searches.
 _DENSE_PER_BOX = 32
+_DENSE_MIN = 4096
 
 
 # --------------------------------------------------------------------------- validation
@@ -224,20 +226,14 @@ def sphere_pairs(
     if len(rows) < 2 or not np.any(moves[rows]):
         return _empty_pairs()
     found: list[Int] = []
-    _box_pairs(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1), rows, n, found)
+    boxes = _Boxes(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1), rows, moves[rows])
+    _box_pairs(boxes, n, found)
     key = np.concatenate(found)
-    # The per-pair filters are skipped when they cannot reject anything (the common case).
-    still = not np.all(moves[rows])
-    masked = (np.bitwise_and.reduce(from_[rows]) & np.bitwise_and.reduce(into[rows])) == 0
-    if still or masked:
+    # The mask filter is skipped when some bit is in every mask (the common case).
+    if (np.bitwise_and.reduce(from_[rows]) & np.bitwise_and.reduce(into[rows])) == 0:
         i, j = np.divmod(key, n)
-        keep = np.ones(len(key), dtype=bool)
-        if still:
-            keep &= np.take(moves, i) | np.take(moves, j)
-        if masked:
-            fi, fj = np.take(from_, i), np.take(from_, j)
-            keep &= ((fi & np.take(into, j)) | (fj & np.take(into, i))) != 0
-        key = key[keep]
+        fi, fj = np.take(from_, i), np.take(from_, j)
+        key = key[((fi & np.take(into, j)) | (fj & np.take(into, i))) != 0]
     key.sort()
     return np.divmod(key, n)
 
@@ -245,19 +241,44 @@ def sphere_pairs(
 # ----------------------------------------------------------------- box overlap search
 
 
-def _box_pairs(lo: Float, hi: Float, ids: Int, n: int, found: list[Int]) -> None:
+class _Boxes:
+    """Boxes lo, hi (3, m) float64, their indices ids (m,) and whether they move (m,)."""
+
+    def __init__(self, lo: Float, hi: Float, ids: Int, moving: Bool) -> None:
+        self.lo = lo
+        self.hi = hi
+        self.ids = ids
+        self.moving = moving
+
+    def __getitem__(self, rows: Int) -> _Boxes:
+        if len(rows) == len(self.ids):
+            return self  # rows are always increasing: all of them means no change
+        take = np.take
+        return _Boxes(
+            take(self.lo, rows, axis=1),
+            take(self.hi, rows, axis=1),
+            self.ids[rows],
+            self.moving[rows],
+        )
+
+
+def _box_pairs(boxes: _Boxes, n: int, found: list[Int]) -> None:
     """Append to ``found`` the pair keys (see :func:`_pair_keys`) of every pair of
-    overlapping closed boxes lo, hi (3, m), each once; ``ids`` (m,) are their indices.
+    overlapping closed boxes of which at least one moves, each pair once.
 
     The boxes no larger than ``_CLASS_SPAN`` times the median size (at least half of them)
-    form this level's class and are filed in a grid; every box, small or large, queries it.
-    The larger boxes are then paired among themselves recursively, so each pair is found at
-    the level of its smaller box, and the recursion is at most log2(m) deep.
+    form this level's class and are filed in two grids, the moving and the still ones;
+    the other boxes query them. The larger boxes are then paired among themselves
+    recursively, so each pair is found at the level of its smaller box, and the recursion
+    is at most log2(m) deep. Pairs of two still boxes are never looked at: a crowd at rest
+    costs no more than its moving members.
     """
+    lo, hi, ids, moving = boxes.lo, boxes.hi, boxes.ids, boxes.moving
     m = lo.shape[1]
     if m <= _BRUTE_MAX:
         a, b = np.triu_indices(m, 1)
         hit = np.all(lo[:, a] <= hi[:, b], axis=0) & np.all(lo[:, b] <= hi[:, a], axis=0)
+        hit &= moving[a] | moving[b]
         found.append(_pair_keys(ids[a[hit]], ids[b[hit]], n))
         return
     size = (hi - lo).max(axis=0)
@@ -266,12 +287,23 @@ def _box_pairs(lo: Float, hi: Float, ids: Int, n: int, found: list[Int]) -> None
     rows = np.flatnonzero(small)
     flo = np.take(lo, rows, axis=1)
     fhi = np.take(hi, rows, axis=1)
-    grid = _Grid(flo, fhi, np.take(ids, rows), _cell_edge(flo, fhi, lo, hi, small, median))
-    grid.query(lo, hi, ids, small, n, found)
+    cell = _cell_edge(flo, fhi, lo, hi, small, median)
+    # Moving boxes of the class are found by everything but the still boxes of the class;
+    # among themselves with half queries, so that each pair comes up once.
+    filed = np.flatnonzero(small & moving)
+    if len(filed):
+        asking = np.flatnonzero(~small | moving)
+        grid = _Grid(np.take(lo, filed, axis=1), np.take(hi, filed, axis=1), ids[filed], cell)
+        grid.query(boxes[asking], (small & moving)[asking], n, found)
+    # Still boxes of the class are found by the moving boxes only.
+    filed = np.flatnonzero(small & ~moving)
+    asking = np.flatnonzero(moving)
+    if len(filed) and len(asking):
+        grid = _Grid(np.take(lo, filed, axis=1), np.take(hi, filed, axis=1), ids[filed], cell)
+        grid.query(boxes[asking], np.zeros(len(asking), dtype=bool), n, found)
     large = np.flatnonzero(~small)
     if len(large) > 1:
-        take = np.take
-        _box_pairs(take(lo, large, axis=1), take(hi, large, axis=1), take(ids, large), n, found)
+        _box_pairs(boxes[large], n, found)
 
 
 def _grid_axes(lo: Float, hi: Float) -> Int:
@@ -285,36 +317,45 @@ def _cell_edge(flo: Float, fhi: Float, lo: Float, hi: Float, half: Bool, median:
     estimated work of the queries ``lo, hi`` against the boxes ``flo, fhi`` to be filed.
 
     Work counts one unit per box tested and ``_COLUMN_COST`` per column looked up, with the
-    boxes spread evenly over their bounding region. Large cells mean few columns but many
-    boxes tested per query, small ones the reverse; the best edge depends on how far the
-    queries reach, which a fixed rule cannot know (fast movers stretch their boxes).
+    boxes spread evenly over the region that holds the middle 90% of them (a few far ones
+    would make the crowd look sparse). Large cells mean few columns but many boxes tested
+    per query, small ones the reverse; the best edge depends on how far the queries reach,
+    which a fixed rule cannot know (fast movers stretch their boxes).
     """
     axes = _grid_axes(flo, fhi)
     flo, fhi, lo, hi = flo[axes], fhi[axes], lo[axes], hi[axes]
     k = flo.shape[1]
     corner_span = flo.max(axis=1) - flo.min(axis=1)
+    picks = _sample(k)
+    bulk = np.diff(np.quantile(flo[:, picks], [0.05, 0.95], axis=1), axis=0)[0] / 0.9
     if median <= 0:
         # Points: about one per cell if spread out; any edge will do if they all coincide.
-        median = float(corner_span.max()) / np.cbrt(k) or 1.0
-    sample = np.unique(np.linspace(0, lo.shape[1] - 1, min(lo.shape[1], 1024)).astype(np.int64))
+        median = float(bulk.max()) / np.cbrt(k) or float(corner_span.max()) or 1.0
+    sample = _sample(lo.shape[1])
     reach = (fhi - flo).max(axis=1)
     ext = (hi[:, sample] - lo[:, sample]) + reach[:, None]
     ext[0, half[sample]] -= reach[0]
     edge = median * _CELL_TRIALS[:, None, None]
-    grid = np.minimum(np.floor(corner_span[:, None] / edge) + 1, _MAX_CELLS_PER_AXIS)
+    grid = np.floor(np.minimum(bulk, corner_span)[:, None] / edge) + 1
     cells = np.minimum(ext / edge + 1, grid)
     columns = cells[:, 0] * cells[:, 1]
     # Boxes in cells wholly inside a query need no test; they cost a fraction of one.
     inner_cells = np.clip((ext - reach[:, None]) / edge - 1, 0, grid)
     inner = np.prod(inner_cells / grid, axis=1)
     tested = k * (np.prod(cells / grid, axis=1) - (1 - _INNER_COST) * inner)
-    total = grid.prod(axis=1)[:, 0]
+    # Occupied cells only are numbered when the grid would be sparse: at most k per axis.
+    total = np.minimum(np.floor(corner_span[:, None] / edge) + 1, k).prod(axis=1)[:, 0]
     # Too many cells for a dense start table: each lookup becomes a binary search.
-    lookup = np.where(total <= _DENSE_PER_BOX * k + 4096, _COLUMN_COST, 8 * _COLUMN_COST)
+    lookup = np.where(total <= _DENSE_PER_BOX * k + _DENSE_MIN, _COLUMN_COST, 8 * _COLUMN_COST)
     # A query that would look up more columns than there are boxes tests them all instead.
     per_query = np.minimum(lookup[:, None] * columns + tested, k)
     work = per_query.mean(axis=1) * lo.shape[1] + 0.1 * np.minimum(total, 2**62)
     return float(median * _CELL_TRIALS[np.argmin(work)])
+
+
+def _sample(m: int) -> Int:
+    """At most 1024 evenly spread row numbers below m (deterministic)."""
+    return np.unique(np.linspace(0, m - 1, min(m, 1024)).astype(np.int64))
 
 
 def _expand(starts: Int, counts: Int) -> Int:
@@ -338,7 +379,9 @@ class _Grid:
 
     Cells are keyed ``(cx * ny + cy) * nz + cz`` in the axis order of :func:`_grid_axes`:
     a run of cells along the last axis (a *column*) is one contiguous slice of the sorted
-    boxes, found with two lookups.
+    boxes, found with two lookups. When a few far boxes (objects parked out of the way)
+    would spread the grid over empty space, cells are numbered instead by the occupied
+    cells along each axis; that keeps ranges ranges, and the grid small.
     """
 
     def __init__(self, lo: Float, hi: Float, ids: Int, cell: float) -> None:
@@ -352,7 +395,19 @@ class _Grid:
         # the query's; the pad covers rounding in the subtraction that uses it.
         self.reach = (hi - lo).max(axis=1) + 4 * DIST_REL_EPS * scale
         corner = self._cells(lo)
+        self.levels: list[Float] | None = None
         self.dims = corner.max(axis=1) + 1
+        self.merge = np.ones(3, dtype=np.int64)
+        if np.prod(self.dims.astype(np.float64)) > _DENSE_PER_BOX * lo.shape[1] + _DENSE_MIN:
+            self.levels = [np.unique(c).astype(np.float64) for c in corner]
+            corner = np.stack([np.searchsorted(u, c) for u, c in zip(self.levels, corner)])
+            self.dims = np.array([len(u) for u in self.levels], dtype=np.int64)
+            # Keys must fit in int64: merge neighbouring cells (slower, never wrong) if not.
+            while np.prod(self.dims.astype(np.float64)) > _MAX_KEY:
+                k = int(np.argmax(self.dims))
+                self.merge[k] *= 2
+                self.dims[k] = (self.dims[k] + 1) // 2
+            corner //= self.merge[:, None]
         key = self._key(corner[0], corner[1], corner[2])
         order = np.argsort(key, kind="stable")
         self.keys = np.take(key, order)
@@ -363,14 +418,13 @@ class _Grid:
         # (far outliers) it would be too large, and a binary search takes over.
         ncells = int(np.prod(self.dims))
         self.starts: Int | None = None
-        if ncells <= _DENSE_PER_BOX * len(key) + 4096:
+        if ncells <= _DENSE_PER_BOX * len(key) + _DENSE_MIN:
             counts = np.bincount(self.keys, minlength=ncells)
             self.starts = np.concatenate([[0], np.cumsum(counts)])
 
     def _cells_float(self, x: Float) -> Float:
-        # Clipping is monotonic, so boxes that share a cell still do after it.
-        cells = np.floor((x - self.origin[:, None]) / self.cell)
-        return np.clip(cells, -1, _MAX_CELLS_PER_AXIS - 1)
+        # Clipped (monotonic: boxes that share a cell still do) to stay exact as integers.
+        return np.clip(np.floor((x - self.origin[:, None]) / self.cell), -1, 2.0**52)
 
     def _cells(self, x: Float) -> Int:
         return np.maximum(self._cells_float(x), 0).astype(np.int64)
@@ -384,32 +438,48 @@ class _Grid:
             return np.take(self.starts, key)
         return np.searchsorted(self.keys, key, side="left")
 
-    def query(self, lo: Float, hi: Float, ids: Int, half: Bool, n: int, found: list[Int]) -> None:
-        """Append to ``found`` the pair keys of each query box lo, hi (3, m) with index
-        ``ids`` (m,) and each filed box it overlaps.
+    def query(self, boxes: _Boxes, half: Bool, n: int, found: list[Int]) -> None:
+        """Append to ``found`` the pair keys of each query box and each filed box it
+        overlaps.
 
         A ``half`` query sees only filed boxes whose lower corner along the first grid axis
         is above its own, or level with it and of larger index: applied to the filed boxes
         themselves, that finds each pair among them once.
         """
-        lo = lo[self.axes]
-        hi = hi[self.axes]
+        lo = boxes.lo[self.axes]
+        hi = boxes.hi[self.axes]
+        ids = boxes.ids
         down = lo - self.reach[:, None]
         down[0] = np.where(half, lo[0], down[0])
-        own = self._cells_float(lo)
-        top = self._cells_float(hi)
         bottom = self._cells_float(down)
-        last = (self.dims - 1)[:, None]
-        seen = np.all(top >= 0, axis=0) & np.all(bottom <= last, axis=0)
+        top = self._cells_float(hi)
         # Cells strictly between the query's own corner cells hold only boxes that overlap
         # it (strictly above its lower corner, so the half rule holds too): no test needed.
-        inner0 = np.maximum(own + 1, 0)
-        inner1 = np.minimum(top - 1, last)
+        inner0 = self._cells_float(lo) + 1
+        inner1 = top - 1
+        if self.levels is not None:
+            # First occupied cell at or above each lower bound, last at or below each upper.
+            for k, u in enumerate(self.levels):
+                bottom[k] = np.searchsorted(u, bottom[k], side="left") // self.merge[k]
+                top[k] = (np.searchsorted(u, top[k], side="right") - 1) // self.merge[k]
+                inner0[k] = np.searchsorted(u, inner0[k], side="left")
+                inner1[k] = np.searchsorted(u, inner1[k], side="right") - 1
+            if np.any(self.merge > 1):
+                inner0[:] = 1
+                inner1[:] = 0
+        last = (self.dims - 1)[:, None]
+        seen = np.all(top >= np.maximum(bottom, 0), axis=0) & np.all(bottom <= last, axis=0)
+        inner0 = np.maximum(inner0, 0)
+        inner1 = np.minimum(inner1, last)
         cored = np.all(inner0 <= inner1, axis=0)
         for is_half, is_cored in ((True, True), (True, False), (False, True), (False, False)):
             rows = np.flatnonzero(seen & (half == is_half) & (cored == is_cored))
             if len(rows) == 0:
                 continue
+            if self.starts is None:
+                # Binary searches run several times faster on keys that come in order.
+                corner = np.clip(bottom[:, rows], 0, last).astype(np.int64)
+                rows = rows[np.argsort(self._key(*corner), kind="stable")]
             take = np.take
             queries = _Queries(take(ids, rows), take(lo, rows, axis=1), take(hi, rows, axis=1))
             span = _Span(
