@@ -428,6 +428,15 @@ def test_analytic_pairs(p0, p1, radius, kwargs, expected):
     assert as_list(sphere_pairs(p0, p1, radius, **kwargs)) == expected
 
 
+def test_a_lone_mover_far_from_a_still_crowd():
+    """Nothing to report at any level of the search (once crashed on an empty result)."""
+    crowd = np.random.default_rng(0).uniform(0, 10, (60, 3))
+    p0 = np.vstack([crowd, [[500.0, 0, 0]]])
+    p1 = np.vstack([crowd, [[600.0, 0, 0]]])
+    moving = np.arange(61) == 60
+    assert as_list(sphere_pairs(p0, p1, 0.1, moving=moving)) == []
+
+
 def test_masks_accept_unsigned_and_numpy_words():
     p = [[0.0, 0, 0], [0.5, 0, 0]]
     high = np.array([0x80000000, 0x80000000], dtype=np.uint32)

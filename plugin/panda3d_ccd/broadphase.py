@@ -225,7 +225,7 @@ def sphere_pairs(
     rows = np.flatnonzero(live)
     if len(rows) < 2 or not np.any(moves[rows]):
         return _empty_pairs()
-    found: list[Int] = []
+    found: list[Int] = [np.empty(0, dtype=np.int64)]
     boxes = _Boxes(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1), rows, moves[rows])
     _box_pairs(boxes, n, found)
     key = np.concatenate(found)
