@@ -4,11 +4,19 @@ recorder that stands between the plugin and Panda3D's messenger."""
 from __future__ import annotations
 
 import builtins
+import os
 
 import pytest
+from hypothesis import settings
 from panda3d.core import ClockObject, loadPrcFileData
 
 loadPrcFileData("", "window-type none\naudio-library-name null")
+
+# CI runs on a fresh machine with no example database: the same examples every run, so
+# a red build is reproducible. Locally hypothesis keeps searching new ones.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 FRAME_RATE = 60.0
 
