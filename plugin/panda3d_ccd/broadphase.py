@@ -323,26 +323,28 @@ def _cell_edge(flo: Float, fhi: Float, lo: Float, hi: Float, half: Bool, median:
     which a fixed rule cannot know (fast movers stretch their boxes).
     """
     axes = _grid_axes(flo, fhi)
-    flo, fhi, lo, hi = flo[axes], fhi[axes], lo[axes], hi[axes]
     k = flo.shape[1]
-    corner_span = flo.max(axis=1) - flo.min(axis=1)
+    corner_span = (flo.max(axis=1) - flo.min(axis=1))[axes]
     picks = _sample(k)
-    bulk = np.diff(np.quantile(flo[:, picks], [0.05, 0.95], axis=1), axis=0)[0] / 0.9
+    bulk = np.diff(np.quantile(flo[:, picks], [0.05, 0.95], axis=1), axis=0)[0][axes] / 0.9
     if median <= 0:
         # Points: about one per cell if spread out; any edge will do if they all coincide.
         median = float(bulk.max()) / np.cbrt(k) or float(corner_span.max()) or 1.0
+    reach = (fhi - flo).max(axis=1)[axes]
     sample = _sample(lo.shape[1])
-    reach = (fhi - flo).max(axis=1)
-    ext = (hi[:, sample] - lo[:, sample]) + reach[:, None]
+    ext = (hi[:, sample] - lo[:, sample])[axes] + reach[:, None]
     ext[0, half[sample]] -= reach[0]
     edge = median * _CELL_TRIALS[:, None, None]
     grid = np.floor(np.minimum(bulk, corner_span)[:, None] / edge) + 1
     cells = np.minimum(ext / edge + 1, grid)
     columns = cells[:, 0] * cells[:, 1]
     # Boxes in cells wholly inside a query need no test; they cost a fraction of one.
-    inner_cells = np.clip((ext - reach[:, None]) / edge - 1, 0, grid)
-    inner = np.prod(inner_cells / grid, axis=1)
-    tested = k * (np.prod(cells / grid, axis=1) - (1 - _INNER_COST) * inner)
+    inner = np.clip((ext - reach[:, None]) / edge - 1, 0, grid) / grid
+    share = cells / grid
+    tested = k * (
+        share[:, 0] * share[:, 1] * share[:, 2]
+        - (1 - _INNER_COST) * inner[:, 0] * inner[:, 1] * inner[:, 2]
+    )
     # Occupied cells only are numbered when the grid would be sparse: at most k per axis.
     total = np.minimum(np.floor(corner_span[:, None] / edge) + 1, k).prod(axis=1)[:, 0]
     # Too many cells for a dense start table: each lookup becomes a binary search.
@@ -354,8 +356,8 @@ def _cell_edge(flo: Float, fhi: Float, lo: Float, hi: Float, half: Bool, median:
 
 
 def _sample(m: int) -> Int:
-    """At most 1024 evenly spread row numbers below m (deterministic)."""
-    return np.unique(np.linspace(0, m - 1, min(m, 1024)).astype(np.int64))
+    """At most 256 evenly spread row numbers below m (deterministic)."""
+    return np.unique(np.linspace(0, m - 1, min(m, 256)).astype(np.int64))
 
 
 def _expand(starts: Int, counts: Int) -> Int:
