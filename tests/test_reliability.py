@@ -175,13 +175,12 @@ def _with_plane(ccd, np_):
     ccd.add_plane(np_, UP)
 
 
-def _unsupported(solid, name, marks=()):
+def _unsupported(solid, name):
     return pytest.param(
         _cnode(CollisionSphere(0, 0, 0, 1), solid),
         rf"^render/mixed holds a {name}; panda3d-ccd sweeps only CollisionSphere and "
         r"CollisionPlane$",
         id=f"solid-{name}",
-        marks=marks,
     )
 
 
@@ -213,17 +212,10 @@ DOOR = [
     pytest.param(_fresh(_add_sphere(radius=-INF)), _RADIUS + "-inf$", id="radius--inf"),
     pytest.param(_fresh(_add_sphere(radius=None)), r"^radius must be a number, got None$",
                  id="radius-None"),
-    pytest.param(
-        _fresh(_add_sphere(radius="2")), r"^radius must be a number, got '2'$", id="radius-str",
-        marks=pytest.mark.xfail(strict=True, reason="BUG: a str radius '2' is accepted as 2.0 "
-                                "(float() parses it), while a str mask is refused"),
-    ),
-    pytest.param(
-        _fresh(_add_sphere(radius=True)), r"^radius must be a number, got True$",
-        id="radius-bool",
-        marks=pytest.mark.xfail(strict=True, reason="BUG: radius=True is accepted as 1.0, "
-                                "while mask=True is refused"),
-    ),
+    pytest.param(_fresh(_add_sphere(radius="2")), r"^radius must be a number, got '2'$",
+                 id="radius-str"),
+    pytest.param(_fresh(_add_sphere(radius=True)), r"^radius must be a number, got True$",
+                 id="radius-bool"),
     pytest.param(
         _cnode(CollisionSphere(0, 0, 0, INF)), _RADIUS + "inf$", id="cnode-radius-inf"
     ),
@@ -273,13 +265,8 @@ DOOR = [
     pytest.param(_fresh(_add_sphere(response=None)), _RESPONSE + "None$", id="response-None"),
     pytest.param(_cnode(CollisionSphere(0, 0, 0, 1), response="bounce"),
                  _RESPONSE + "'bounce'$", id="cnode-response-bounce"),
-    pytest.param(
-        _cnode(CollisionPlane(UP), response="bounce"), _RESPONSE + "'bounce'$",
-        id="cnode-planes-only-response-bounce",
-        marks=pytest.mark.xfail(strict=True, reason="BUG: add_collision_node validates "
-                                "response only when it registers a tangible sphere: a node of "
-                                "planes (or of intangible spheres) accepts response='bounce'"),
-    ),
+    pytest.param(_cnode(CollisionPlane(UP), response="bounce"), _RESPONSE + "'bounce'$",
+                 id="cnode-planes-only-response-bounce"),
     # A CollisionNode holding a solid the plugin cannot sweep: the message names it.
     _unsupported(CollisionBox(LPoint3(0, 0, 0), 1, 1, 1), "CollisionBox"),
     _unsupported(CollisionCapsule(0, 0, 0, 0, 0, 1, 0.5), "CollisionCapsule"),
@@ -287,20 +274,11 @@ DOOR = [
     _unsupported(CollisionSegment(0, 0, 0, 1, 0, 0), "CollisionSegment"),
     _unsupported(CollisionLine(0, 0, 0, 1, 0, 0), "CollisionLine"),
     _unsupported(CollisionParabola(LParabola(), 0, 1), "CollisionParabola"),
-    _unsupported(
-        CollisionPolygon(LPoint3(0, 0, 0), LPoint3(1, 0, 0), LPoint3(0, 1, 0)),
-        "CollisionPolygon",
-        marks=pytest.mark.xfail(strict=True, reason="BUG: CollisionPolygon subclasses "
-                                "CollisionPlane, so a finite triangle is accepted as an "
-                                "infinite solid half-space"),
-    ),
-    _unsupported(
-        CollisionInvSphere(0, 0, 0, 5),
-        "CollisionInvSphere",
-        marks=pytest.mark.xfail(strict=True, reason="BUG: CollisionInvSphere subclasses "
-                                "CollisionSphere, so an inverse sphere (solid outside, hollow "
-                                "inside) is accepted as a solid ball"),
-    ),
+    # These two subclass CollisionPlane and CollisionSphere, but are not a half-space
+    # (a finite polygon) or a ball (solid outside, hollow inside).
+    _unsupported(CollisionPolygon(LPoint3(0, 0, 0), LPoint3(1, 0, 0), LPoint3(0, 1, 0)),
+                 "CollisionPolygon"),
+    _unsupported(CollisionInvSphere(0, 0, 0, 5), "CollisionInvSphere"),
 ]
 for _which in ("from_mask", "into_mask"):
     for _value, _message in _MASKS:
@@ -326,9 +304,6 @@ def test_bad_input_is_refused_at_the_door(base, ccd, setup, message):
     ccd.step()  # and the component still runs
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: add_collision_node registers solids one by one "
-                   "and validates each as it goes: a bad later solid raises after the earlier "
-                   "ones were registered, so the node stays half registered")
 @pytest.mark.parametrize("second", ["bad-radius", "bad-response"])
 def test_a_collision_node_is_registered_all_or_nothing(base, ccd, second):
     first = CollisionPlane(UP)
@@ -432,24 +407,15 @@ def _restore(bad, holder, pos):
     bad.setPos(*pos)
 
 
-_ASSERTS_IN_COMPOSE = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="BUG: a net transform that composes to NaN (a rotated parent and a child at inf, "
-    "or inf - inf) makes getTransform(render) raise Panda3D's AssertionError inside "
-    "ccd.step(): the plugin reads it unguarded instead of skipping the node",
-)
 BREAKS = [
     pytest.param(_break_pos, (0, 0, 0), id="setPos(inf)"),
     pytest.param(_break_x, (0, 0, 0), id="setX(-inf)"),
     pytest.param(_break_scale, (0, 0, 0), id="setScale(inf)"),
     pytest.param(_break_scale, (1, 0, 0), id="setScale(inf)-off-centre"),
-    pytest.param(_break_parent_scale, (0, 0, 0), id="parent-setScale(inf)",
-                 marks=_ASSERTS_IN_COMPOSE),
+    pytest.param(_break_parent_scale, (0, 0, 0), id="parent-setScale(inf)"),
     pytest.param(_break_parent_pos, (0, 0, 0), id="parent-setPos(inf)"),
-    pytest.param(_break_rotated_parent, (0, 0, 0), id="rotated-parent-child-inf",
-                 marks=_ASSERTS_IN_COMPOSE),
-    pytest.param(_break_by_composition, (0, 0, 0), id="inf-minus-inf",
-                 marks=_ASSERTS_IN_COMPOSE),
+    pytest.param(_break_rotated_parent, (0, 0, 0), id="rotated-parent-child-inf"),
+    pytest.param(_break_by_composition, (0, 0, 0), id="inf-minus-inf"),
 ]
 
 
@@ -561,9 +527,6 @@ def test_an_open_pair_of_a_node_that_goes_bad_stays_balanced(
     assert len(warnings_seen) == 1
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="BUG: a plane whose node goes "
-                   "non-finite is marked bad with offsets -inf, which the broad phase then "
-                   "refuses: every ccd.step() raises 'offsets must be finite, got -inf'")
 def test_a_non_finite_plane_is_skipped_with_one_warning(base, ccd, recorder, warnings_seen):
     render = base.render
     bullet, target = _bullet_scene(ccd, render)
@@ -581,10 +544,8 @@ def test_a_non_finite_plane_is_skipped_with_one_warning(base, ccd, recorder, war
     assert len(warnings_seen) == 1 and involving(recorder, "floor") == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a plane that comes back from a non-finite "
-                   "transform is swept from its last finite position (a sphere resumes as "
-                   "teleported); also blocked by the broad-phase ValueError above")
 def test_a_plane_resumes_as_teleported(base, ccd, recorder, warnings_seen):
+    """Like a sphere: not swept from its last finite position when it comes back."""
     render = base.render
     floor_np = node(render, "floor")
     ccd.add_plane(floor_np, UP)
@@ -592,13 +553,11 @@ def test_a_plane_resumes_as_teleported(base, ccd, recorder, warnings_seen):
     ccd.add_sphere(ball, 1.0)
     ccd.step()
     floor_np.setPos(0, 0, INF)
-    try:
-        ccd.step()
-    except ValueError:
-        pass  # the bug above; this test is about the next pass
+    ccd.step()
     floor_np.setPos(0, 0, 10)  # back above the ball: not swept through it
     assert ccd.step() == []
-    assert names(recorder) == []
+    assert names(recorder) == [] and len(warnings_seen) == 1
+    assert tuple(ball.getPos(base.render)) == (0, 0, 5)
 
 
 # ---------------------------------------------------------------- removed behind our back
@@ -708,10 +667,6 @@ def test_a_raising_handler_reaches_the_game_and_the_next_pass_is_correct(
     assert names(recorder) == ["ball-into-floor", "ball-again-floor", "ball-out-floor"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: when a handler raises, the rest of that "
-                   "frame's events are never sent, yet their pairs are tracked as open: the "
-                   "next pass sends 'out' events for pairs whose 'in' was never sent (Panda3D's "
-                   "own CollisionHandlerEvent queues events, so a raising handler loses none)")
 def test_a_raising_handler_loses_no_other_event(base, ccd, recorder, listener):
     render = base.render
     ccd.add_plane(node(render, "floor"), UP)
@@ -723,6 +678,9 @@ def test_a_raising_handler_loses_no_other_event(base, ccd, recorder, listener):
         ball.setZ(-5)
     with pytest.raises(HandlerBug):
         ccd.step()
+    # Like Panda3D's queued events: the frame's other events are all delivered, then the
+    # handler's exception reaches the game.
+    assert names(recorder) == ["b0-into-floor", "b1-into-floor", "b2-into-floor"]
     ccd.step()
     ccd.step()
     ccd.destroy()

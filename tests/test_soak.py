@@ -1,0 +1,697 @@
+"""Soak and fuzz: random scenes under hypothesis, a long soak with every hostile event the
+reliability issue lists, and extreme scales.
+
+* Property tests: nothing tunnels out of a box of six planes, no overlap is created between
+  solid spheres, a resting sphere moved along its floor ends exactly where it was moved, the
+  events of every (from, into) pair are balanced, and a bullet's first contact agrees with
+  dense sampling of its path.
+* The soak (``@pytest.mark.slow``): colliders spawned and removed (``remove()`` and
+  ``removeNode()``), teleported, made non-finite, and given speed spikes of 1e4 units per
+  frame, in a closed box. Its size comes from the environment: ``CCD_SOAK_FRAMES`` (default
+  200) and ``CCD_SOAK_COLLIDERS`` (default 300); the issue's full size is
+  ``CCD_SOAK_FRAMES=20000 CCD_SOAK_COLLIDERS=500 pytest -s -m slow tests/test_soak.py``.
+* Extreme scales: coordinates near 1e6, radii from 1e-4 to 1e4, 1e5 units per frame.
+
+Tolerances are the plugin's documented slop: ``SLOP_REL`` times the coordinates' magnitude,
+never below ``SLOP_REL`` (positions are float32 in Panda3D's pip build).
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import time
+import traceback
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from panda3d.core import LPlane, LPoint3, LVector3
+
+from panda3d_ccd import ContinuousCollision, sphere_plane_toi, sphere_sphere_toi
+from panda3d_ccd._tolerance import SLOP_REL
+
+FUZZ = settings(max_examples=100, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+# ---------------------------------------------------------------------------- helpers
+class EventCounter:
+    """A messenger stand-in that checks the in / again / out protocol per (from, into) pair
+    as events come, without keeping them (the soak sends millions)."""
+
+    def __init__(self):
+        self.open: set[tuple[str, str]] = set()
+        self.counts = {"into": 0, "again": 0, "out": 0}
+        self.violations: list[str] = []
+
+    def send(self, name, sentArgs=None, taskChain=None):  # noqa: N803 (Messenger's name)
+        f, kind, i = name.split("-")
+        key = (f, i)
+        self.counts[kind] += 1
+        if kind == "into":
+            if key in self.open:
+                self.violations.append(f"second in: {name}")
+            self.open.add(key)
+        elif key not in self.open:
+            self.violations.append(f"{kind} without an in: {name}")
+        elif kind == "out":
+            self.open.discard(key)
+
+    def unbalanced(self) -> int:
+        return len(self.violations) + len(self.open)
+
+
+def make_ccd(base, counter, **kwargs):
+    ccd = ContinuousCollision(base, messenger=counter, task_name="ccd-soak", **kwargs)
+    ccd.add_in_pattern("%fn-into-%in")
+    ccd.add_again_pattern("%fn-again-%in")
+    ccd.add_out_pattern("%fn-out-%in")
+    return ccd
+
+
+def read(nodes, render):
+    """(n, 3) float64 world positions, exactly as float32 nodes hold them."""
+    return np.array([tuple(n.getPos(render)) for n in nodes], dtype=np.float64).reshape(-1, 3)
+
+
+def slop(*points):
+    """(n,) the plugin's slop for bodies at these (n, 3) points."""
+    scale = np.ones(len(points[0]))
+    for p in points:
+        scale = np.maximum(scale, np.abs(p).max(axis=1))
+    return SLOP_REL * scale
+
+
+def add_box(ccd, parent, half, prefix="wall"):
+    """Six planes facing into the cube [-half, half]^3 of parent's space; returns (6, 4)
+    world planes (unit normal, offset), read back from the nodes."""
+    render = ccd._render
+    planes = []
+    for axis in range(3):
+        for sign in (1.0, -1.0):
+            normal = [0.0, 0.0, 0.0]
+            normal[axis] = sign
+            point = [0.0, 0.0, 0.0]
+            point[axis] = -sign * half
+            wall = parent.attachNewNode(f"{prefix}{axis}{'p' if sign > 0 else 'n'}")
+            plane = LPlane(LVector3(*normal), LPoint3(*point))
+            ccd.add_plane(wall, plane)
+            a, b, c, d = plane * wall.getMat(render)
+            length = math.sqrt(a * a + b * b + c * c)
+            planes.append((a / length, b / length, c / length, d / length))
+    return np.array(planes)
+
+
+def free_spot(rng, half, radius, centres, radii, margin=0.1, tries=200):
+    """A point in [-half, half]^3 where a sphere of radius fits without touching any of
+    (centres, radii); None if none was found."""
+    for _ in range(tries):
+        p = rng.uniform(-half + radius + margin, half - radius - margin, 3)
+        if len(centres) == 0 or np.all(
+            np.linalg.norm(centres - p, axis=1) > radii + radius + margin
+        ):
+            return p
+    return None
+
+
+def created_overlaps(p0, p, radii, solid, tol):
+    """Pairs of solid spheres apart at the start (p0) and overlapping at the end (p), beyond
+    tol ((n,) per body; a pair takes the larger). A cheap filter on squared distances, exact
+    norms on the few candidates."""
+    idx = np.flatnonzero(solid)
+    if len(idx) < 2:
+        return []
+    q, q0, r, t = p[idx], p0[idx], radii[idx], tol[idx]
+    sq = np.einsum("ij,ij->i", q, q)
+    d2 = sq[:, None] + sq[None] - 2.0 * (q @ q.T)
+    reach = r[:, None] + r[None]
+    near = np.triu(d2 < (reach + 1e-3 * (1 + np.abs(q).max())) ** 2, 1)
+    i, j = np.nonzero(near)
+    pair_tol = np.maximum(t[i], t[j])
+    big_r = r[i] + r[j]
+    d = np.linalg.norm(q[i] - q[j], axis=1)
+    d0 = np.linalg.norm(q0[i] - q0[j], axis=1)
+    bad = (d0 >= big_r - pair_tol) & (d < big_r - pair_tol)
+    return [(int(idx[a]), int(idx[b]), float(d[k] - big_r[k]))
+            for k, (a, b) in enumerate(zip(i[bad], j[bad]))]
+
+
+def tunnelled(p, radii, planes, tol):
+    """Indices of spheres further into a wall than tol."""
+    signed = p @ planes[:, :3].T + planes[:, 3]
+    return np.flatnonzero(np.any(signed < radii[:, None] - tol[:, None], axis=1))
+
+
+# ============================================================================ fuzz
+@FUZZ
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    count=st.integers(2, 24),
+    frames=st.integers(2, 10),
+    top_speed=st.floats(-1.0, 4.0),
+    turned=st.booleans(),
+    mix=st.sampled_from(["rewind", "slide", "rewind+slide", "all"]),
+)
+def test_random_box_no_tunnel_no_overlap_balanced(base, seed, count, frames, top_speed, turned,
+                                                  mix):
+    rng = np.random.default_rng(seed)
+    render = base.render
+    root = render.attachNewNode("scene")
+    counter = EventCounter()
+    ccd = make_ccd(base, counter)
+    try:
+        box = root.attachNewNode("box")
+        if turned:  # far from the origin and turned: the slop grows with the coordinates
+            box.setPosHpr((700.0, -300.0, 250.0), tuple(rng.uniform(-180, 180, 3)))
+        half = 10.0
+        planes = add_box(ccd, box, half)
+        kinds = {"rewind": ["rewind"], "slide": ["slide"], "rewind+slide": ["rewind", "slide"],
+                 "all": ["rewind", "slide", "sensor"]}[mix]
+        radii = np.zeros(count)
+        local = np.zeros((0, 3))
+        nodes, responses = [], []
+        for k in range(count):
+            radii[k] = rng.uniform(0.05, 1.5)
+            spot = free_spot(rng, half, radii[k], local, radii[:k])
+            assume(spot is not None)
+            local = np.vstack([local, spot])
+            ball = box.attachNewNode(f"s{k}")
+            ball.setPos(*spot)
+            responses.append(str(rng.choice(kinds)))
+            ccd.add_sphere(ball, float(radii[k]), response=responses[-1])
+            nodes.append(ball)
+        solid = np.array([r != "sensor" for r in responses])
+        fresh = np.zeros(count, bool)
+        for _ in range(frames):
+            p0 = read(nodes, render)
+            v = rng.normal(size=(count, 3))
+            v *= (10 ** rng.uniform(-2, top_speed, count) / np.linalg.norm(v, axis=1))[:, None]
+            for ball, target in zip(nodes, p0 + v):
+                ball.setPos(render, *target)
+            p1 = read(nodes, render)
+            p0[fresh] = p1[fresh]
+            ccd.step()
+            p = read(nodes, render)
+            tol = slop(p0, p1) + SLOP_REL * half
+            assert list(tunnelled(p[solid], radii[solid], planes, tol[solid])) == []
+            assert created_overlaps(p0, p, radii, solid, tol) == []
+            assert counter.violations == []
+            # Sensors fly through walls: bring them back (a teleport).
+            fresh = ~solid & np.any(np.abs(read(nodes, box)) > half, axis=1)
+            for k in np.flatnonzero(fresh):
+                nodes[k].setPos(*rng.uniform(-half + radii[k], half - radii[k], 3))
+                ccd.teleport(nodes[k])
+        ccd.destroy()
+        assert counter.unbalanced() == 0
+        assert counter.counts["into"] == counter.counts["out"]
+    finally:
+        ccd.destroy()
+        root.removeNode()
+
+
+unit_component = st.floats(-1.0, 1.0)
+
+
+@FUZZ
+@given(
+    normal=st.tuples(unit_component, unit_component, unit_component),
+    foot=st.tuples(*[st.floats(-1e3, 1e3)] * 3),
+    radius=st.floats(1e-2, 1e2),
+    moves=st.lists(st.tuples(st.floats(-1.0, 1.0), st.floats(-1.0, 1.0)), min_size=1,
+                   max_size=5),
+    length=st.floats(1e-3, 1e2),
+    response=st.sampled_from(["rewind", "slide"]),
+)
+def test_a_resting_sphere_moved_along_its_floor_ends_exactly_there(
+    base, normal, foot, radius, moves, length, response
+):
+    n = np.array(normal)
+    assume(np.linalg.norm(n) > 0.1)
+    render = base.render
+    root = render.attachNewNode("scene")
+    counter = EventCounter()
+    ccd = make_ccd(base, counter)
+    try:
+        floor = root.attachNewNode("floor")
+        plane = LPlane(LVector3(*n), LPoint3(*foot))
+        ccd.add_plane(floor, plane)
+        a, b, c, d = plane
+        unit = np.array([a, b, c], dtype=np.float64)
+        unit, d = unit / np.linalg.norm(unit), d / np.linalg.norm(unit)
+        # Two tangent directions of the floor.
+        helper = np.eye(3)[np.argmin(np.abs(unit))]
+        u = np.cross(unit, helper)
+        u /= np.linalg.norm(u)
+        w = np.cross(unit, u)
+        foot_ = np.array(foot) - (unit @ np.array(foot) + d) * unit
+        ball = root.attachNewNode("ball")
+        ball.setPos(*(foot_ + unit * radius))
+        ccd.add_sphere(ball, radius, response=response)
+        ccd.step()
+        for du, dw in moves:
+            here = np.array(tuple(ball.getPos(render)))
+            ball.setPos(*(here + length * (du * u + dw * w)))
+            commanded = tuple(ball.getPos(render))
+            assert ccd.step() == []
+            assert tuple(ball.getPos(render)) == commanded
+        assert counter.counts == {"into": 0, "again": 0, "out": 0}
+    finally:
+        ccd.destroy()
+        root.removeNode()
+
+
+@FUZZ
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    targets=st.integers(1, 6),
+    speed=st.sampled_from([0.5, 20.0, 1e3, 1e4]),
+    bullet_radius=st.sampled_from([0.0, 0.01, 0.3]),
+    with_wall=st.booleans(),
+)
+def test_a_bullets_first_contact_agrees_with_dense_sampling(
+    base, seed, targets, speed, bullet_radius, with_wall
+):
+    """A rewind bullet crosses a field of static targets (and maybe a wall): it stops at
+    the earliest of the analytic times of impact, and dense sampling of its straight path
+    finds no overlap before that time and finds one right after it, if any at all."""
+    rng = np.random.default_rng(seed)
+    render = base.render
+    root = render.attachNewNode("scene")
+    counter = EventCounter()
+    ccd = make_ccd(base, counter)
+    try:
+        direction = rng.normal(size=3)
+        direction /= np.linalg.norm(direction)
+        start = rng.uniform(-5, 5, 3) - direction * speed / 2
+        bullet = root.attachNewNode("bullet")
+        bullet.setPos(*start)
+        ccd.add_sphere(bullet, bullet_radius)
+        a0 = read([bullet], render)[0]
+        bullet.setPos(*(start + direction * speed))
+        a1 = read([bullet], render)[0]
+        # Targets near the path (some hit, some missed), static.
+        radii = rng.uniform(0.05, 2.0, targets)
+        along = rng.uniform(-0.2, 1.2, targets)
+        side = rng.normal(size=(targets, 3)) * 2.0
+        centres = a0 + along[:, None] * (a1 - a0) + side
+        nodes = []
+        for k in range(targets):
+            target = root.attachNewNode(f"t{k}")
+            target.setPos(*centres[k])
+            ccd.add_sphere(target, float(radii[k]), static=True)
+            nodes.append(target)
+        b = read(nodes, render)
+        times = list(sphere_sphere_toi(np.repeat(a0[None], targets, 0),
+                                       np.repeat(a1[None], targets, 0), bullet_radius,
+                                       b, b, radii))
+        assume(all(np.linalg.norm(a0 - b, axis=1) > radii + bullet_radius + 1e-3))
+        wall_plane = None
+        if with_wall:
+            n = -direction + rng.normal(size=3) * 0.3
+            n /= np.linalg.norm(n)
+            wall_at = a0 + rng.uniform(0.3, 1.3) * (a1 - a0)
+            wall = root.attachNewNode("wall")
+            ccd.add_plane(wall, LPlane(LVector3(*n), LPoint3(*wall_at)))
+            # What the plugin reads: the plane through the node's matrix, in float32.
+            pa, pb, pc, pd = LPlane(LVector3(*n), LPoint3(*wall_at)) * wall.getMat(render)
+            length = math.sqrt(pa * pa + pb * pb + pc * pc)
+            wall_plane = np.array([pa, pb, pc, pd]) / length
+            assume(wall_plane[:3] @ a0 + wall_plane[3] > bullet_radius + 1e-3)
+            times.append(sphere_plane_toi(a0[None], a1[None], bullet_radius,
+                                          wall_plane[None, :3], wall_plane[3:])[0])
+        contacts = [c for c in ccd.step() if c.from_np == bullet]
+
+        s = np.linspace(0.0, 1.0, 40001)
+        path = a0 + s[:, None] * (a1 - a0)
+        gaps = [np.linalg.norm(path - b[k], axis=1) - radii[k] - bullet_radius
+                for k in range(targets)]
+        if wall_plane is not None:
+            gaps.append(path @ wall_plane[:3] + wall_plane[3] - bullet_radius)
+        gap = np.min(gaps, axis=0)
+        tol = slop(a0[None], a1[None])[0] * 4
+        inside = np.flatnonzero(gap < -tol)
+        first = min(times)
+        if not contacts:
+            assert len(inside) == 0, f"missed: sampled overlap at t={s[inside[0]]}"
+            return
+        t = contacts[0].t
+        assert t == pytest.approx(first, abs=1e-12)
+        assert contacts[0].into_np.getName() == (
+            "wall" if with_wall and times[-1] == first else f"t{int(np.argmin(times[:targets]))}")
+        assert np.all(gap[s < t] > -tol)  # nothing earlier
+        if len(inside):
+            assert t <= s[inside[0]]
+        end = read([bullet], render)[0]
+        scale = max(1.0, np.abs(a0).max(), np.abs(a1).max())
+        assert tuple(end) == pytest.approx(tuple(a0 + t * (a1 - a0)), abs=1e-6 * scale)
+    finally:
+        ccd.destroy()
+        root.removeNode()
+
+
+# ============================================================================ extreme scales
+EXTREME = [
+    # centre of the target, bullet radius, target radius, units per frame, miss distance
+    pytest.param((1e6, 1e6, 1e6), 1.0, 10.0, 1e5, 3.0, id="at-1e6-speed-1e5"),
+    pytest.param((1e6, -1e6, 0.0), 0.0, 1e4, 1e5, 5e3, id="tracer-into-r1e4"),
+    pytest.param((1e6, 0.0, 0.0), 1e4, 1e4, 1e5, 1e4, id="r1e4-pair-at-1e6"),
+    pytest.param((1e6, 0.0, 0.0), 1e-4, 1e4, 1e5, 0.0, id="r1e-4-into-r1e4-at-1e6"),
+    pytest.param((1e6, 0.0, 0.0), 2.0, 2.0, 1e5, 0.0, id="r2-pair-at-1e6"),
+    pytest.param((0.0, 0.0, 0.0), 1e-4, 1e-4, 1.0, 1e-4, id="r1e-4-pair-near-origin"),
+    pytest.param((0.0, 0.0, 0.0), 0.1, 0.1, 1e5, 0.0, id="r0.1-pair-speed-1e5"),
+    pytest.param((-3e5, 2e5, 1e6), 50.0, 1e3, 1e5, 900.0, id="off-axis-1e6"),
+]
+
+
+@pytest.mark.parametrize(("centre", "ra", "rb", "speed", "miss"), EXTREME)
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+def test_extreme_scales_a_bullet_still_hits_its_target(
+    base, centre, ra, rb, speed, miss, response
+):
+    render = base.render
+    ccd = make_ccd(base, EventCounter())
+    try:
+        target = render.attachNewNode("target")
+        target.setPos(*centre)
+        ccd.add_sphere(target, rb, static=True)
+        bullet = render.attachNewNode("bullet")
+        bullet.setPos(centre[0] - speed / 2, centre[1] + miss, centre[2])
+        ccd.add_sphere(bullet, ra, response=response)
+        a0 = read([bullet], render)
+        bullet.setPos(centre[0] + speed / 2, centre[1] + miss, centre[2])
+        a1 = read([bullet], render)
+        b = read([target], render)
+        expected = sphere_sphere_toi(a0, a1, ra, b, b, rb)[0]
+        assert 0.0 < expected < 1.0
+        contacts = ccd.step()
+        assert sorted((c.from_np.getName(), c.t) for c in contacts) == [
+            ("bullet", expected), ("target", expected)]
+        end = read([bullet], render)[0]
+        # Where it stopped or started sliding: on the target's surface (float32 spacing).
+        touch = a0[0] + expected * (a1[0] - a0[0])
+        spacing = float(np.spacing(np.float32(np.abs(touch).max())))
+        if response == "rewind":
+            assert tuple(end) == pytest.approx(tuple(touch), abs=2 * spacing)
+        assert np.linalg.norm(end - b[0]) >= ra + rb - slop(a0, b)[0] - 2 * spacing
+    finally:
+        ccd.destroy()
+
+
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+def test_extreme_scales_nothing_tunnels_through_a_wall(base, response):
+    """A box 2e5 wide centred at (1e6, 1e6, 1e6); spheres of radius 1e-4 to 1e4 at up to
+    1e5 units per frame."""
+    rng = np.random.default_rng(5)
+    render = base.render
+    counter = EventCounter()
+    ccd = make_ccd(base, counter)
+    try:
+        box = render.attachNewNode("box")
+        box.setPos(1e6, 1e6, 1e6)
+        half = 1e5
+        planes = add_box(ccd, box, half)
+        count = 24
+        radii = 10 ** rng.uniform(-4, 4, count)
+        local = np.zeros((0, 3))
+        nodes = []
+        for k in range(count):
+            spot = free_spot(rng, half, radii[k], local, radii[:k], margin=1e3)
+            local = np.vstack([local, spot])
+            ball = box.attachNewNode(f"s{k}")
+            ball.setPos(*spot)
+            ccd.add_sphere(ball, float(radii[k]), response=response)
+            nodes.append(ball)
+        solid = np.ones(count, bool)
+        hits = 0
+        for _ in range(60):
+            p0 = read(nodes, render)
+            v = rng.normal(size=(count, 3))
+            v *= (10 ** rng.uniform(2, 5, count) / np.linalg.norm(v, axis=1))[:, None]
+            for ball, target in zip(nodes, p0 + v):
+                ball.setPos(render, *target)
+            p1 = read(nodes, render)
+            hits += len(ccd.step())
+            p = read(nodes, render)
+            # The slop, plus the float32 spacing the written-back position is rounded to.
+            tol = slop(p0, p1) + float(np.spacing(np.float32(2e6)))
+            assert list(tunnelled(p, radii, planes, tol)) == []
+            assert created_overlaps(p0, p, radii, solid, tol) == []
+        assert hits > 50
+        assert counter.violations == []
+    finally:
+        ccd.destroy()
+
+
+# ============================================================================ the soak
+SOAK_FRAMES = int(os.environ.get("CCD_SOAK_FRAMES", "200"))
+SOAK_COLLIDERS = int(os.environ.get("CCD_SOAK_COLLIDERS", "300"))
+SOAK_SEED = int(os.environ.get("CCD_SOAK_SEED", "2024"))
+#: Growth of the traced Python heap allowed between the end of warm-up and the end.
+MEMORY_BUDGET = 512 * 1024
+
+
+class _Warnings:
+    def __init__(self):
+        self.non_finite = 0
+        self.left = 0
+        self.capped = 0
+        self.other: list[str] = []
+
+    def __call__(self, message):
+        if "non-finite transform" in message:
+            self.non_finite += 1
+        elif "left the scene graph" in message:
+            self.left += 1
+        elif "resolution stopped" in message:
+            self.capped += 1
+        else:
+            self.other.append(message)
+
+
+def _rss_kib():
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    except (OSError, ValueError):
+        return -1
+
+
+@pytest.mark.slow
+def test_soak(base, monkeypatch):
+    """Random spawns, removals (remove() and removeNode()), teleports, non-finite
+    transforms and speed spikes, frame after frame, in a closed box."""
+    from panda3d_ccd import component
+
+    frames, population = SOAK_FRAMES, SOAK_COLLIDERS
+    warm_up = min(max(20, frames // 5), frames - 1)
+    rng = np.random.default_rng(SOAK_SEED)
+    render = base.render
+    warned = _Warnings()
+    monkeypatch.setattr(component.notify, "warning", warned)
+    tracemalloc.start()
+    started = time.perf_counter()
+    counter = EventCounter()
+    ccd = make_ccd(base, counter)
+    half = 70.0
+    planes = add_box(ccd, render, half)
+    stats = dict(frames=0, contacts=0, exceptions=0, tunnelled=0, overlaps_created=0,
+                 spawned=0, removed=0, removed_by_remove_node=0, teleported=0,
+                 non_finite=0, spikes=0, resumed_moved=0)
+    first_error = ""
+
+    # Live colliders: parallel lists, compacted on removal.
+    nodes: list = []
+    radii: list[float] = []
+    kinds: list[str] = []
+    bad_for: list[int] = []  # frames left with a non-finite transform (0: fine)
+    serial = 0
+
+    def spawn():
+        nonlocal serial
+        radius = float(rng.uniform(0.2, 1.5))
+        centres = read(nodes, render)
+        spot = free_spot(rng, half, radius, centres, np.array(radii))
+        if spot is None:
+            return None
+        kind = str(rng.choice(["rewind", "slide", "sensor", "static"], p=[0.4, 0.4, 0.12, 0.08]))
+        ball = render.attachNewNode(f"s{serial}")
+        serial += 1
+        ball.setPos(*spot)
+        ccd.add_sphere(ball, radius, response="rewind" if kind == "static" else kind,
+                       static=kind == "static")
+        nodes.append(ball)
+        radii.append(radius)
+        kinds.append(kind)
+        bad_for.append(0)
+        return len(nodes) - 1
+
+    def relocate(k):
+        """A free spot for collider k (ignoring itself)."""
+        others = [j for j in range(len(nodes)) if j != k]
+        centres = read([nodes[j] for j in others], render)
+        return free_spot(rng, half, radii[k], centres, np.array([radii[j] for j in others]))
+
+    for _ in range(population):
+        spawn()
+
+    heap_after_warm_up, rss_after_warm_up, snapshot_after_warm_up = 0, 0, None
+    samples = []  # (frame, traced heap KiB, RSS KiB), ten over the run
+    for frame in range(frames):
+        if frame == warm_up:
+            gc.collect()  # cyclic garbage is not growth
+            heap_after_warm_up = tracemalloc.get_traced_memory()[0]
+            rss_after_warm_up = _rss_kib()
+            snapshot_after_warm_up = tracemalloc.take_snapshot()
+        if frame % max(1, frames // 10) == 0:
+            samples.append((frame, tracemalloc.get_traced_memory()[0] // 1024, _rss_kib()))
+        n = len(nodes)
+        fresh = np.zeros(n, bool)  # not swept this frame: p0 = p1
+        # ---- the game moves everything that moves
+        p0 = read(nodes, render) if n else np.zeros((0, 3))
+        good = np.array([b == 0 for b in bad_for])
+        moving = good & np.array([k != "static" for k in kinds])
+        v = rng.normal(size=(n, 3))
+        speed = np.where(rng.random(n) < 0.9, rng.uniform(0.01, 0.5, n), rng.uniform(1, 10, n))
+        spike = rng.random(n) < 0.002
+        speed[spike] = 1e4
+        stats["spikes"] += int(np.sum(spike & moving))
+        v *= (speed / np.linalg.norm(v, axis=1))[:, None]
+        fluid = rng.random(n) < 0.3
+        for k in np.flatnonzero(moving):
+            if fluid[k]:
+                nodes[k].setFluidPos(*(p0[k] + v[k]))
+            else:
+                nodes[k].setPos(*(p0[k] + v[k]))
+        # ---- teleports
+        for k in rng.choice(n, size=min(n, 2), replace=False):
+            if bad_for[k] == 0 and kinds[k] != "static":
+                spot = relocate(k)
+                if spot is not None:
+                    nodes[k].setPos(*spot)
+                    ccd.teleport(nodes[k])
+                    fresh[k] = True
+                    stats["teleported"] += 1
+        # ---- non-finite transforms, and their end
+        for k in range(n):
+            if bad_for[k] > 0:
+                bad_for[k] -= 1
+                if bad_for[k] == 0:  # finite again, somewhere else: resumes, not swept
+                    nodes[k].setScale(1)
+                    spot = relocate(k)
+                    nodes[k].setPos(*(spot if spot is not None else (0.0, 0.0, 0.0)))
+                    fresh[k] = True
+        if n and rng.random() < 0.5:
+            k = int(rng.integers(n))
+            if bad_for[k] == 0 and kinds[k] != "static" and not fresh[k]:
+                how = rng.integers(3)
+                if how == 0:
+                    nodes[k].setPos(math.inf, 0, 0)
+                elif how == 1:
+                    nodes[k].setX(-math.inf)
+                else:
+                    nodes[k].setScale(math.inf)
+                bad_for[k] = int(rng.integers(1, 6))
+                stats["non_finite"] += 1
+        # ---- removals (half by remove(), half behind the plugin's back) and spawns
+        gone = []
+        for k in rng.choice(n, size=min(n, 2), replace=False):
+            if bad_for[k] == 0 and not fresh[k]:
+                if rng.random() < 0.5:
+                    ccd.remove(nodes[k])
+                else:
+                    stats["removed_by_remove_node"] += 1
+                nodes[k].removeNode()
+                gone.append(int(k))
+        stats["removed"] += len(gone)
+        keep = [k for k in range(n) if k not in gone]
+        nodes = [nodes[k] for k in keep]
+        radii = [radii[k] for k in keep]
+        kinds = [kinds[k] for k in keep]
+        bad_for = [bad_for[k] for k in keep]
+        p0, fresh = p0[keep], fresh[keep]
+        while len(nodes) < population:
+            if spawn() is None:
+                break
+            stats["spawned"] += 1
+            p0 = np.vstack([p0, np.full((1, 3), np.nan)])
+            fresh = np.append(fresh, True)
+
+        # ---- the pass
+        good = np.array([b == 0 for b in bad_for])
+        p1 = np.full((len(nodes), 3), np.nan)
+        p1[good] = read([nd for nd, g in zip(nodes, good) if g], render)
+        p0[fresh] = p1[fresh]
+        try:
+            # A whole frame, as a game runs it: Panda3D's own tasks too (its state cache is
+            # collected by garbageCollectStates, sort 46).
+            base.taskMgr.step()
+            contacts = ccd.contacts
+        except Exception:  # counted, reported, and the soak goes on
+            stats["exceptions"] += 1
+            first_error = first_error or traceback.format_exc()
+            contacts = []
+        stats["contacts"] += len(contacts)
+        stats["frames"] += 1
+
+        # ---- the checks
+        r = np.array(radii)
+        p = np.full_like(p1, np.nan)
+        p[good] = read([nd for nd, g in zip(nodes, good) if g], render)
+        solid = good & np.array([k != "sensor" for k in kinds])
+        tol = slop(p0, p1) + SLOP_REL * half
+        tol[~good] = 0
+        stats["tunnelled"] += len(tunnelled(p[solid], r[solid], planes, tol[solid]))
+        stats["overlaps_created"] += len(created_overlaps(p0, p, r, solid, tol))
+        # Something that was not swept is never moved (no one can push a still body).
+        stats["resumed_moved"] += int(np.sum(np.any(p[fresh & good] != p1[fresh & good],
+                                                    axis=1)))
+        # Sensors fly through walls: bring them back.
+        for k in np.flatnonzero(good & np.array([k == "sensor" for k in kinds])):
+            if np.any(np.abs(p[k]) > half):
+                spot = relocate(k)
+                if spot is not None:
+                    nodes[k].setPos(*spot)
+                    ccd.teleport(nodes[k])
+
+    gc.collect()
+    heap_at_end = tracemalloc.get_traced_memory()[0]
+    rss_at_end = _rss_kib()
+    growth = [str(line) for line in tracemalloc.take_snapshot().compare_to(
+        snapshot_after_warm_up, "lineno")[:8]]
+    tracemalloc.stop()
+    registered = ccd.colliders
+    internal = {name: len(getattr(ccd, name, ())) for name in ("_by_node", "_owner_of",
+                                                             "_node_of")}
+    ccd.destroy()
+    stats.update(
+        colliders=population,
+        seconds=round(time.perf_counter() - started, 1),
+        warnings_non_finite=warned.non_finite,
+        warnings_removed=warned.left,
+        warnings_round_cap=warned.capped,
+        unbalanced=counter.unbalanced(),
+        events_in=counter.counts["into"],
+        events_out=counter.counts["out"],
+        heap_growth_kib=round((heap_at_end - heap_after_warm_up) / 1024, 1),
+        heap_after_warm_up_kib=round(heap_after_warm_up / 1024, 1),
+        rss_growth_kib=rss_at_end - rss_after_warm_up,
+    )
+    print("\nsoak:", ", ".join(f"{k}={v}" for k, v in stats.items()))
+    print("soak memory (frame, traced KiB, RSS KiB):", samples)
+    print("soak heap growth by line:\n" + "\n".join(growth))
+    assert stats["exceptions"] == 0, first_error
+    assert stats["tunnelled"] == 0
+    assert stats["overlaps_created"] == 0
+    assert stats["resumed_moved"] == 0
+    assert stats["unbalanced"] == 0, counter.violations[:5]
+    assert stats["events_in"] == stats["events_out"] > 0
+    assert warned.non_finite == stats["non_finite"]  # one warning per episode
+    assert warned.left == stats["removed_by_remove_node"]  # one per node dropped
+    assert warned.other == []
+    assert registered == len(nodes) + len(planes)
+    assert max(internal.values()) <= len(nodes) + len(planes)
+    assert heap_at_end - heap_after_warm_up <= MEMORY_BUDGET, "\n".join(growth)
