@@ -825,6 +825,33 @@ def test_teleport_mid_game_covers_every_move_until_the_next_pass(base, ccd, reco
     assert names(recorder) == ["ball-into-wall"]
 
 
+def test_an_off_centre_sphere_on_a_turning_node_is_swept_along_its_chord(base, ccd, recorder):
+    """Documented limit: each sphere is swept on the straight line between its start and
+    end centres. Turning 170 degrees, the arm's sphere is swept through the hub (on the
+    chord) and not through the post its real arc crosses at 90 degrees."""
+    render = base.render
+    arm = node(render, "arm")
+    ccd.add_sphere(arm, 0.5, center=(5, 0, 0))
+    post = node(render, "post", (0, 5, 0))  # on the arc
+    ccd.add_sphere(post, 0.5, static=True)
+    hub = node(render, "hub")  # on the chord
+    ccd.add_sphere(hub, 0.5, static=True)
+    ccd.step()
+    arm.setH(170)
+    a0 = np.array([5.0, 0.0, 0.0])
+    a1 = np.array(tuple(arm.getNetTransform().getMat().xformPoint(LPoint3(5, 0, 0))))
+    t = sphere_sphere_toi(a0[None], a1[None], 0.5, np.zeros((1, 3)), np.zeros((1, 3)), 0.5)[0]
+    contacts = ccd.step()
+    assert sorted((c.from_np.getName(), c.into_np.getName()) for c in contacts) == [
+        ("arm", "hub"), ("hub", "arm")]
+    assert [c.t for c in contacts] == pytest.approx([t, t], abs=1e-6)
+    # Rewound: orientation by slerp to the contact time, the centre back on the chord.
+    assert arm.getH() == pytest.approx(170 * t, abs=1e-3)
+    centre = arm.getNetTransform().getMat().xformPoint(LPoint3(5, 0, 0))
+    assert tuple(centre) == pytest.approx(tuple(a0 + t * (a1 - a0)), abs=1e-5)
+    assert "post" not in " ".join(names(recorder))
+
+
 # ============================================================================ determinism
 @contextmanager
 def fresh_showbase():
