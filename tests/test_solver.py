@@ -232,3 +232,26 @@ def test_segment_distance_matches_dense_sampling():
     exact = _solver._segment_distance(a0, a1, b0, b1)
     assert np.all(exact <= sampled + 1e-12)  # never more than any sampled pair
     assert np.all(sampled - exact <= 1e-2)  # and close to the sampled minimum
+
+
+def test_no_stopping_pattern_beats_the_causality_bound():
+    # Two straight (rewind) bodies may each stop anywhere on their segment at any time:
+    # whatever they do, they must not touch before _earliest_touch says they can.
+    rng = np.random.default_rng(5)
+    k = 3000
+    p0 = rng.normal(size=(2 * k, 3)) * 1.5
+    p1 = p0 + rng.normal(size=(2 * k, 3)) * rng.choice([0.5, 5.0, 50.0], size=(2 * k, 1))
+    radius = rng.uniform(0.2, 1.0, 2 * k)
+    i, j = np.arange(0, 2 * k, 2), np.arange(1, 2 * k, 2)
+    start_gap = np.linalg.norm(p0[i] - p0[j], axis=1) - radius[i] - radius[j]
+    keep = start_gap > 0
+    i, j = i[keep], j[keep]
+    bound = _solver._earliest_touch(p0, p1, radius, np.zeros(2 * k, bool), i, j)
+    stop_i, stop_j = rng.uniform(0, 1, len(i)), rng.uniform(0, 1, len(i))
+    t = np.linspace(0, 1, 1001)[None, :, None]
+    pos_i = p0[i][:, None] + np.minimum(t, stop_i[:, None, None]) * (p1[i] - p0[i])[:, None]
+    pos_j = p0[j][:, None] + np.minimum(t, stop_j[:, None, None]) * (p1[j] - p0[j])[:, None]
+    touching = np.linalg.norm(pos_i - pos_j, axis=2) <= (radius[i] + radius[j])[:, None]
+    first_touch = np.where(touching.any(axis=1), np.argmax(touching, axis=1) / 1000.0, np.inf)
+    assert np.all(first_touch >= bound - 1e-12)
+    assert np.isfinite(first_touch).sum() > 100  # the scenes do touch, often

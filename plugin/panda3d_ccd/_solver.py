@@ -575,6 +575,9 @@ def _extend_deflected(
     return changed
 
 
+_BISECTIONS = 8  # the prefix bound to 1/256 of the frame below the true moment
+
+
 def _earliest_touch(p0: Float, p1: Float, radius: Float, deflect: Bool, i: Int, j: Int) -> Float:
     """(k,) a time before which pair (i, j) cannot touch, whatever contacts do to either;
     ``inf`` where they never can this frame.
@@ -595,6 +598,28 @@ def _earliest_touch(p0: Float, p1: Float, radius: Float, deflect: Bool, i: Int, 
     both = straight_i & straight_j
     apart = _segment_distance(p0[i], p1[i], p0[j], p1[j]) > big_r + slack
     bound = np.where(both & apart, np.inf, bound)
+    # Both straight and their segments do come close: they can touch only once the parts
+    # of their paths travelled so far do. That distance only shrinks with time, so a short
+    # bisection brackets the moment; its lower end is a safe bound. (The ball bound alone
+    # treats a fast mover as a threat to everything within its speed, which serialises
+    # every contact near its path.)
+    near = np.flatnonzero(both & ~apart & (bound < 1.0))
+    if len(near):
+        a, b = i[near], j[near]
+        lo, hi = bound[near], np.ones(len(near))
+        limit = big_r[near] + slack[near]
+        da, db = p1[a] - p0[a], p1[b] - p0[b]
+        for _ in range(_BISECTIONS):
+            mid = 0.5 * (lo + hi)
+            reached = (
+                _segment_distance(
+                    p0[a], p0[a] + mid[:, None] * da, p0[b], p0[b] + mid[:, None] * db
+                )
+                <= limit
+            )
+            hi = np.where(reached, mid, hi)
+            lo = np.where(reached, lo, mid)
+        bound[near] = lo
     # One straight, one deflected: the deflected one must first reach the other's segment.
     for seg, ball, mask in ((i, j, straight_i & ~straight_j), (j, i, straight_j & ~straight_i)):
         d = _point_segment_distance(p0[ball], p0[seg], p1[seg]) - big_r - slack
