@@ -187,7 +187,8 @@ def sphere_pairs(
     ----------
     p0, p1 : (n, 3) float64
         Sphere centres at the start and end of the frame. Rows with a non-finite value are
-        ignored: they are never reported.
+        ignored: they are never reported; so are rows whose swept box is too large to
+        measure in float64 (an extent beyond about 1e308).
     radius : (n,) or scalar float64
         Radii, finite and >= 0.
     from_mask, into_mask : (n,) or scalar integer, optional
@@ -221,7 +222,8 @@ def sphere_pairs(
 
     lo, hi = _swept_boxes(p0_, p1_, reach)
     # Rows that can be in a pair at all; dropping them early keeps them out of the grid.
-    live = np.isfinite(lo).all(axis=0) & np.isfinite(hi).all(axis=0) & ((from_ | into) != 0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        live = np.isfinite(hi - lo).all(axis=0) & ((from_ | into) != 0)
     rows = np.flatnonzero(live)
     if len(rows) < 2 or not np.any(moves[rows]):
         return _empty_pairs()
@@ -282,7 +284,7 @@ def _box_pairs(boxes: _Boxes, n: int, found: list[Int]) -> None:
         found.append(_pair_keys(ids[a[hit]], ids[b[hit]], n))
         return
     size = (hi - lo).max(axis=0)
-    median = float(np.median(size))
+    median = float(np.partition(size, m // 2)[m // 2])  # no averaging: cannot overflow
     small = size <= _CLASS_SPAN * median
     rows = np.flatnonzero(small)
     flo = np.take(lo, rows, axis=1)
@@ -332,15 +334,19 @@ def _cell_edge(flo: Float, fhi: Float, lo: Float, hi: Float, half: Bool, median:
         median = float(bulk.max()) / np.cbrt(k) or float(corner_span.max()) or 1.0
     reach = (fhi - flo).max(axis=1)[axes]
     sample = _sample(lo.shape[1])
-    ext = (hi[:, sample] - lo[:, sample])[axes] + reach[:, None]
-    ext[0, half[sample]] -= reach[0]
-    edge = median * _CELL_TRIALS[:, None, None]
-    grid = np.floor(np.minimum(bulk, corner_span)[:, None] / edge) + 1
-    cells = np.minimum(ext / edge + 1, grid)
+    with np.errstate(over="ignore"):
+        edge = np.minimum(median * _CELL_TRIALS[:, None, None], np.finfo(np.float64).max)
+    # Bounded, so that far-flung boxes (overflowing sums and ratios) leave every estimate
+    # finite.
+    grid = np.minimum(np.floor(np.minimum(bulk, corner_span)[:, None] / edge) + 1, 2.0**52)
+    with np.errstate(over="ignore"):
+        ext = (hi[:, sample] - lo[:, sample])[axes] + reach[:, None]
+        ext[0, half[sample]] -= reach[0]
+        cells = np.minimum(ext / edge + 1, grid)
+        inner = np.clip((ext - reach[:, None]) / edge - 1, 0, grid) / grid
     columns = cells[:, 0] * cells[:, 1]
-    # Boxes in cells wholly inside a query need no test; they cost a fraction of one.
-    inner = np.clip((ext - reach[:, None]) / edge - 1, 0, grid) / grid
     share = cells / grid
+    # Boxes in cells wholly inside a query need no test; they cost a fraction of one.
     tested = k * (
         share[:, 0] * share[:, 1] * share[:, 2]
         - (1 - _INNER_COST) * inner[:, 0] * inner[:, 1] * inner[:, 2]
@@ -352,7 +358,7 @@ def _cell_edge(flo: Float, fhi: Float, lo: Float, hi: Float, half: Bool, median:
     # A query that would look up more columns than there are boxes tests them all instead.
     per_query = np.minimum(lookup[:, None] * columns + tested, k)
     work = per_query.mean(axis=1) * lo.shape[1] + 0.1 * np.minimum(total, 2**62)
-    return float(median * _CELL_TRIALS[np.argmin(work)])
+    return float(edge[np.argmin(work), 0, 0])
 
 
 def _sample(m: int) -> Int:
@@ -426,7 +432,9 @@ class _Grid:
 
     def _cells_float(self, x: Float) -> Float:
         # Clipped (monotonic: boxes that share a cell still do) to stay exact as integers.
-        return np.clip(np.floor((x - self.origin[:, None]) / self.cell), -1, 2.0**52)
+        with np.errstate(over="ignore"):
+            cells = np.floor((x - self.origin[:, None]) / self.cell)
+        return np.clip(cells, -1, 2.0**52)
 
     def _cells(self, x: Float) -> Int:
         return np.maximum(self._cells_float(x), 0).astype(np.int64)
@@ -451,7 +459,8 @@ class _Grid:
         lo = boxes.lo[self.axes]
         hi = boxes.hi[self.axes]
         ids = boxes.ids
-        down = lo - self.reach[:, None]
+        with np.errstate(over="ignore"):
+            down = lo - self.reach[:, None]
         down[0] = np.where(half, lo[0], down[0])
         bottom = self._cells_float(down)
         top = self._cells_float(hi)
