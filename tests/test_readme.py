@@ -35,3 +35,19 @@ def test_the_example_runs_and_prints_what_its_comments_promise():
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines == ["hit at t = 0.49985", "LPoint3f(-0.15, 0, 1)"]
+
+
+def test_every_test_the_guarantees_name_exists():
+    text = README.read_text()
+    section = text[text.index("## Guarantees") : text.index("## The geometry on its own")]
+    named = []
+    current = None
+    for ref in re.findall(r"`((?:tests/\w+\.py)?::\w+)`", section):
+        path, name = ref.split("::")
+        current = path or current
+        named.append((current, name))
+    assert len(named) >= 20
+    root = README.parent
+    for path, name in named:
+        source = (root / path).read_text()
+        assert re.search(rf"^def {name}\(", source, re.M), f"{path}::{name} is not a test"
