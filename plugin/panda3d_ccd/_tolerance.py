@@ -11,6 +11,12 @@ TIME_EPS = 1e-12
 #: (largest of coordinate magnitude, radius and motion) are touching.
 DIST_REL_EPS = 1e-9
 
+#: Rounding noise of a difference of float64 coordinates, relative to their magnitude: a
+#: few ulps, with a safety factor for positions that were themselves computed
+#: (a1 = a0 + d). Not a modelling tolerance: it only keeps noise from deciding
+#: "approaching" in the kernels.
+ROUNDING_REL = 64 * 2.220446049250313e-16
+
 #: Linear slop, relative to the coordinates' magnitude (at least 1): a contact that could
 #: never sink deeper than this does not count. Panda3D stores positions in float32
 #: (about 6e-8 relative), so motion along a surface reads as up to ~1e-7 into it.

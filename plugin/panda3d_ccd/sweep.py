@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._tolerance import DIST_REL_EPS
+from ._tolerance import DIST_REL_EPS, ROUNDING_REL
 
 __all__ = [
     "sphere_sphere_toi",
@@ -35,11 +35,6 @@ __all__ = [
 ]
 
 Float = NDArray[np.float64]
-
-# Rounding noise of a difference of coordinates, relative to their magnitude: a few ulps,
-# with a safety factor for positions that were themselves computed (a1 = a0 + d).
-# Not a modelling tolerance: it only keeps noise from deciding "approaching".
-_ROUNDING_REL = 64 * np.finfo(np.float64).eps
 
 
 def _points(name: str, value: ArrayLike) -> Float:
@@ -134,7 +129,7 @@ def _sphere_sphere_terms(
     # moving together get a v that is pure rounding noise of their coordinates (random in
     # direction however small), so the threshold also has a floor at that noise.
     coord_scale = np.max(np.abs(np.concatenate([a0_, a1_, b0_, b1_], axis=1)), axis=1, initial=0.0)
-    approach_eps = dist0 * (DIST_REL_EPS * np.sqrt(a) + _ROUNDING_REL * coord_scale)
+    approach_eps = dist0 * (DIST_REL_EPS * np.sqrt(a) + ROUNDING_REL * coord_scale)
     return c, half_b, a, disc, approach_eps
 
 
@@ -250,7 +245,7 @@ def _sphere_plane_terms(
     # The floor: a sphere sliding along a tilted plane far from the origin gets a normal
     # motion that is rounding noise of its coordinates, which must not read as "moving in".
     coord_scale = np.max(np.abs(np.concatenate([c0_, c1_], axis=1)), axis=1, initial=0.0)
-    approach_eps = DIST_REL_EPS * np.linalg.norm(motion, axis=1) + _ROUNDING_REL * coord_scale
+    approach_eps = DIST_REL_EPS * np.linalg.norm(motion, axis=1) + ROUNDING_REL * coord_scale
     return d0 - r_, dn, approach_eps, r_
 
 
