@@ -1425,3 +1425,25 @@ def test_slide_pushed_diagonally_keeps_its_tangential_motion_every_frame(base, c
         ccd.step()
         assert_vec(pos(ball, render), (k, 0.5 * k, 1))
     assert recorder.names() == ["ball-into-floor"] + ["ball-again-floor"] * 28
+
+
+def test_the_round_cap_warns_once_and_counts(base, ccd, monkeypatch):
+    import panda3d_ccd._solver as solver
+    import panda3d_ccd.component as component
+
+    warned = []
+    monkeypatch.setattr(component.notify, "warning", warned.append)
+    monkeypatch.setattr(solver, "MAX_ROUNDS", 1)
+    render = base.render
+    wall = node(render, "wall")
+    ccd.add_plane(wall, LPlane(LVector3(-1, 0, 0), LPoint3(10, 0, 0)))
+    # A queue: each ball can only be stopped once the one ahead of it has been.
+    balls = [node(render, f"ball{k}", (-3.0 * k, 0, 0)) for k in range(4)]
+    for ball in balls:
+        ccd.add_sphere(ball, 1.0)
+    for frame in range(3):
+        for k, ball in enumerate(balls):
+            ball.setX(-3.0 * k + 30.0 * (frame + 1))
+        ccd.step()
+    assert ccd.capped_passes == 3
+    assert len(warned) == 1 and "round" in warned[0]

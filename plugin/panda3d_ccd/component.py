@@ -204,6 +204,8 @@ class ContinuousCollision:
         # Statistics of the last pass.
         self.candidate_count = 0
         self.rounds = 0
+        #: Passes in which resolution hit its round cap (warned about once).
+        self.capped_passes = 0
 
     # ------------------------------------------------------------------ registration
     def add_sphere(
@@ -494,10 +496,13 @@ class ContinuousCollision:
         )
         _collect["Broad and narrow phase"].stop()
         if result.capped:
-            notify.warning(
-                f"resolution stopped after {result.rounds} rounds; colliders held at the "
-                "earliest unresolved contact this frame"
-            )
+            if not self.capped_passes:  # once: a dense scene may cap every frame
+                notify.warning(
+                    f"resolution stopped after {result.rounds} rounds; the colliders it "
+                    "could not resolve were held at the earliest unresolved contact "
+                    "(see ContinuousCollision.capped_passes for how often)"
+                )
+            self.capped_passes += 1
         self.candidate_count = result.candidates
         self.rounds = result.rounds
 
