@@ -96,7 +96,10 @@ def allowance(*points):
     scale = np.ones(len(points[0]))
     for p in points:
         scale = np.maximum(scale, np.abs(p).max(axis=1))
-    return SLOP_REL * scale + 2 * np.spacing(scale.astype(np.float32)).astype(np.float64)
+    # Beyond float32's range (a garbage position) the ulp is inf anyway: say so, quietly.
+    in_range = np.minimum(scale, 1e38).astype(np.float32)
+    ulp = np.where(scale > np.finfo(np.float32).max, np.inf, np.spacing(in_range))
+    return SLOP_REL * scale + 2 * ulp.astype(np.float64)
 
 
 def add_box(ccd, parent, half, prefix="wall"):
