@@ -564,6 +564,9 @@ def test_soak(base, monkeypatch):
             snapshot_after_warm_up = tracemalloc.take_snapshot()
         if frame % max(1, frames // 10) == 0:
             samples.append((frame, tracemalloc.get_traced_memory()[0] // 1024, _rss_kib()))
+            # Progress (seen with -s): a long run that dies still leaves its numbers.
+            print(f"soak frame {frame}: {time.perf_counter() - started:.0f} s, {stats}",
+                  flush=True)
         n = len(nodes)
         fresh = np.zeros(n, bool)  # not swept this frame: p0 = p1
         # ---- the game moves everything that moves
