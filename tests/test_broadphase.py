@@ -693,3 +693,65 @@ def test_docstring_examples():
     result = doctest.testmod(broadphase)
     assert result.failed == 0
     assert result.attempted >= 5
+
+
+# ------------------------------------------------------------ sphere pairs: split sweeps
+
+
+def touching_sweeps(p0, p1, reach, pairs):
+    """Those of pairs (i, j) whose swept spheres come within reach of each other anywhere
+    on their segments (exact segment distance; time is ignored, as the broad phase does)."""
+    from panda3d_ccd._solver import _segment_distance
+
+    i = np.array([a for a, _ in pairs], dtype=np.int64)
+    j = np.array([b for _, b in pairs], dtype=np.int64)
+    if len(i) == 0:
+        return set()
+    d = _segment_distance(p0[i], p1[i], p0[j], p1[j])
+    return {(int(a), int(b)) for a, b, ok in zip(i, j, d <= reach[i] + reach[j]) if ok}
+
+
+@settings(max_examples=300, deadline=None)
+@given(scene=scenes(), pattern=st.integers(0, 2**40))
+def test_split_keeps_every_pair_whose_sweeps_touch(scene, pattern):
+    p0, p1, radius, fm, im, mv, margin = scene
+    n = len(p0)
+    split = np.array([(pattern >> k) & 1 == 1 for k in range(n)], dtype=bool)
+    got = as_list(sphere_pairs(p0, p1, radius, fm, im, moving=mv, margin=margin, split=split))
+    boxes = brute_sphere_pairs(p0, p1, radius, fm, im, mv, margin)
+    assert set(got) <= set(boxes)
+    assert got == sorted(set(got))
+    reach = np.asarray(radius, float) + np.asarray(margin, float)
+    assert touching_sweeps(p0, p1, reach, boxes) <= set(got)
+    # Between two uncut sweeps nothing changes.
+    whole = [(i, j) for i, j in boxes if not (split[i] or split[j])]
+    assert [(i, j) for i, j in got if not (split[i] or split[j])] == whole
+
+
+def test_split_cuts_the_benchmark_scene_down_to_what_lies_along_the_paths():
+    p0, p1, radius = random_scene("uniform", 2000, 11)
+    boxes = as_list(sphere_pairs(p0, p1, radius))
+    got = as_list(sphere_pairs(p0, p1, radius, split=True))
+    touching = touching_sweeps(p0, p1, radius, boxes)
+    assert len(touching) > 100
+    assert touching <= set(got) <= set(boxes)
+    assert len(got) * 3 < len(boxes)  # fast movers' boxes took in the crowd; pieces do not
+
+
+def test_split_pieces_cover_the_whole_sweep_end_to_end():
+    # A long thin sweep with still spheres just touching it every 0.7 units, from its start
+    # to its very end, and one just out of reach beyond the end: no gap anywhere.
+    x = np.append(np.arange(0.0, 1000.0, 0.7), 1000.0)
+    beside = np.stack([x, np.ones_like(x), np.zeros_like(x)], axis=1)
+    p0 = np.vstack([[0.0, 0, 0], beside, [1002.5, 0, 0]])
+    p1 = p0.copy()
+    p1[0] = [1000.0, 0, 0]
+    moving = np.zeros(len(p0), dtype=bool)
+    moving[0] = True
+    i, j = sphere_pairs(p0, p1, 0.5, moving=moving, split=True)
+    assert as_list((i, j)) == [(0, k) for k in range(1, len(x) + 1)]
+
+
+def test_split_must_be_boolean():
+    with pytest.raises(ValueError, match="split must be a boolean array, got dtype int64"):
+        sphere_pairs(np.zeros((2, 3)), np.ones((2, 3)), 0.5, split=np.array([1, 0]))
