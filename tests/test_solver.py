@@ -278,3 +278,48 @@ def test_batched_rounds_match_a_strictly_serial_solver(monkeypatch, seed):
         assert sorted(zip(fast.hits.a, fast.hits.b)) == sorted(zip(slow.hits.a, slow.hits.b))
         assert fast.rounds <= slow.rounds
     assert sum(s.rounds for s in serial) > sum(f.rounds for f in batched)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dense_fast_scene_matches_the_serial_solver_in_few_rounds(monkeypatch, seed):
+    # The benchmark's kind of scene: fast movers crossing a crowd of slow spheres, where
+    # long chains of contacts form. The change bound lets a round take every contact no
+    # neighbour can pre-empt; it must still give exactly the serial answer.
+    rng = np.random.default_rng(200 + seed)
+    n, side = 300, 26.0
+    grid = np.stack(np.meshgrid(*[np.arange(7)] * 3, indexing="ij"), -1).reshape(-1, 3)
+    p0 = (grid[rng.choice(len(grid), n, replace=False)] + 0.5) * (side / 7)
+    p0 += rng.uniform(-0.6, 0.6, p0.shape)
+    fast = rng.random(n) < 0.3
+    v = rng.normal(size=(n, 3))
+    v *= (np.where(fast, 25.0, 0.5) / np.linalg.norm(v, axis=1))[:, None]
+    radius = np.full(n, 1.0)
+    response = np.full(n, REWIND, np.int8)
+    batched = run(p0, p0 + v, radius, response)
+    monkeypatch.setattr(_solver, "_blocked", lambda i, j, toi, first, still, *a: ~still)
+    serial = run(p0, p0 + v, radius, response)
+    assert len(serial.hits.t) > 60  # the scene does crowd
+    assert not batched.capped and not serial.capped
+    assert np.array_equal(batched.end, serial.end)
+    assert np.array_equal(batched.t_stop, serial.t_stop)
+    assert np.array_equal(np.sort(batched.hits.t), np.sort(serial.hits.t))
+    assert sorted(zip(batched.hits.a, batched.hits.b)) == sorted(zip(serial.hits.a, serial.hits.b))
+    assert batched.rounds * 4 <= serial.rounds
+
+
+def test_a_chain_of_stops_two_neighbours_away_is_waited_for():
+    # D stops on E at t = 0.05; C, whose full path never meets D's, then runs into the
+    # stopped D; A then runs into the stopped C before it would reach F. Nothing about
+    # A's own pending contacts (only F, at t = 0.89) says so: the bound on when A's
+    # neighbours can change must follow the chain E -> D -> C -> A.
+    p0 = [[0, 0, 0], [-1.5, 0, 0], [-1.9, -5, 0], [-2.6, -0.6, -9], [-2.6, -0.6, 0.9]]
+    p1 = [[0, 0, 0], [8.5, 0, 0], [-1.9, 5, 0], [-2.6, -0.6, 1], [-2.6, -0.6, 0.9]]
+    res = run(p0, p1, [0.5] * 5, [REWIND] * 5)
+    e, d, c, a, f = range(5)
+    y_c = -np.sqrt(1.0 - 0.9**2)  # C's centre when it meets D, stopped at x = -1
+    z_a = -np.sqrt(1.0 - 0.7**2 - (0.6 + y_c) ** 2)  # A's centre when it meets C
+    assert res.t_stop[d] == pytest.approx(0.05, abs=1e-12)
+    assert res.t_stop[c] == pytest.approx((5.0 + y_c) / 10.0, abs=1e-12)
+    assert res.t_stop[a] == pytest.approx((9.0 + z_a) / 10.0, abs=1e-12)
+    pairs = sorted(zip(res.hits.a.tolist(), res.hits.b.tolist()))
+    assert pairs == [(e, d), (d, c), (c, a)]  # F is never reached

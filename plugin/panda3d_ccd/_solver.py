@@ -273,7 +273,10 @@ def solve(
 
     # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
     # the broad phase keeps them; solids drop them below: they cannot start a contact.
-    ci, cj = sphere_pairs(p0, p1, radius, from_mask, into_mask)
+    # Straight paths are cut into pieces, so a fast mover's box does not take in the whole
+    # crowd around its diagonal. Not slides: their bent paths may go anywhere in their box,
+    # and a deflection that stays inside it looks for no new pairs (see _extend_deflected).
+    ci, cj = sphere_pairs(p0, p1, radius, from_mask, into_mask, split=~slide)
     qi, qk = sphere_plane_pairs(
         p0,
         p1,
@@ -331,12 +334,7 @@ def solve(
         soonest = rigid.spread_min(first)
         if not rigid.trivial:
             active = rigid.members(_unique(rigid.group[active]))[0]
-        near = pairs.pairs_of(active[~still[active]])
-        free = ~rigid.spread_any(
-            _blocked(
-                pairs.i[near], pairs.j[near], pairs.toi[near], soonest, still, pairs.earliest[near]
-            )
-        )
+        free = ~_blocked(pairs.i, pairs.j, pairs.toi, soonest, still, pairs.earliest, rigid)
         # A stationary body is never changed by a contact, so it need not be "first".
         acc_s = (
             (still[a_s] | (t_s == soonest[a_s]))
@@ -518,16 +516,8 @@ class _PairSet:
     def retest(self, idx: Int) -> None:
         self.toi[idx] = _segment_toi(self._paths, self._radius, self.i[idx], self.j[idx])
 
-    def add_for(
-        self,
-        bodies: Int,
-        boxes: _Boxes,
-        solid: Bool,
-        from_mask: NDArray[np.int64],
-        into_mask: NDArray[np.int64],
-    ) -> None:
-        """Add the pairs that bodies' grown boxes now reach (tested with the dirty ones)."""
-        i, j = self.unknown(*boxes.pairs_with(bodies, solid, from_mask, into_mask))
+    def add(self, i: Int, j: Int) -> None:
+        """Add new pairs (i < j), untested yet (they are tested with the dirty ones)."""
         earliest = _earliest_touch(self._p0, self._p1, self._radius, self._slide, i, j)
         keep = earliest <= 1.0
         self.i = np.concatenate([self.i, i[keep]])
@@ -571,7 +561,10 @@ def _extend_deflected(
     paths.xe[halt] = paths.xs[halt]
     t_stop[halt] = paths.ts[halt]
     still[halt] = True
-    pairs.add_for(bodies[~stop[bodies]], boxes, solid, from_mask, into_mask)
+    going = np.zeros(len(paths.xs), bool)
+    going[bodies[~stop[bodies]]] = True
+    mine = going[i] | going[j]
+    pairs.add(i[mine], j[mine])
     return changed
 
 
@@ -667,29 +660,39 @@ def _segment_distance(a0: Float, a1: Float, b0: Float, b1: Float) -> Float:
     return np.linalg.norm(a0 + s[:, None] * d1 - (b0 + t[:, None] * d2), axis=1)
 
 
-def _blocked(i: Int, j: Int, toi: Float, first: Float, still: Bool, earliest: Float) -> Bool:
-    """(n,) bodies whose earliest contact cannot be accepted yet: a moving neighbour could
-    still change its path and reach them before that time.
+def _blocked(
+    i: Int, j: Int, toi: Float, first: Float, still: Bool, earliest: Float, rigid: _Rigid
+) -> Bool:
+    """(n,) bodies whose earliest contact cannot be accepted yet: a neighbour could change
+    its path early enough to reach them before that time.
 
-    The globally earliest contact is always safe; these are the others a round may take at
-    the same time. Two bodies whose earliest contact is with each other are safe only
-    together, so a neighbour that blocks one blocks both.
+    A body's path changes only at a contact of its own: at its earliest pending one
+    (``first``), or at a new one that a changed neighbour c brings, no sooner than c's own
+    change and no sooner than the pair's causality bound. The earliest moment each body
+    can change is therefore the fixpoint of
+    ``change[b] = min(first[b], min over neighbours c of max(earliest[b, c], change[c]))``,
+    iterated down from ``first``; a body may take its earliest contact only if nothing
+    can change it before then. The globally earliest contact is always free, and a
+    neighbour that could change only at or after a body's contact never blocks it (the
+    old rule blocked on any moving neighbour close enough, however late it could change).
+    Still bodies never change, so they neither block nor are blocked.
     """
-    n = len(first)
-    mutual = np.isfinite(toi) & (toi == first[i]) & (toi == first[j])
-    threat_i = ~still[j] & (earliest < first[i]) & ~mutual
-    threat_j = ~still[i] & (earliest < first[j]) & ~mutual
-    blocked = np.zeros(n, bool)
-    blocked[i[threat_i]] = True
-    blocked[j[threat_j]] = True
-    mi, mj = i[mutual], j[mutual]
-    while True:
-        grown = blocked.copy()
-        grown[mi] |= blocked[mj]
-        grown[mj] |= blocked[mi]
-        if np.array_equal(grown, blocked):
-            return blocked & ~still
-        blocked = grown
+    live = ~still[i] & ~still[j] & np.isfinite(earliest)
+    i, j, earliest = i[live], j[live], earliest[live]
+    change = np.where(still, np.inf, first)
+    # Bellman-Ford on a work list: only pairs next to a body whose bound just fell.
+    adjacency = _Adjacency(len(first), i, j)
+    frontier = np.arange(len(i))
+    while len(frontier):
+        a, b, e = i[frontier], j[frontier], earliest[frontier]
+        lowered = change.copy()
+        np.minimum.at(lowered, a, np.maximum(e, change[b]))
+        np.minimum.at(lowered, b, np.maximum(e, change[a]))
+        lowered = rigid.spread_min(lowered)
+        fell = np.flatnonzero(lowered < change)
+        change = lowered
+        frontier = adjacency.pairs_of(fell) if len(fell) else fell
+    return ~still & (change < first)
 
 
 def _sphere_hits(paths: _Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
