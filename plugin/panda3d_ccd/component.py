@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import repeat
+from typing import Any, NamedTuple
 
 import numpy as np
 from direct.directnotify.DirectNotifyGlobal import directNotify
@@ -124,6 +125,38 @@ class _Plane:
     solid: Any = None
     prev_world: tuple[float, float, float, float] | None = None
     bad: bool = False
+
+
+class _Bodies(NamedTuple):
+    """Per-body columns for building contacts: the spheres' rows, then the planes'."""
+
+    nodepath: np.ndarray  # (n + m,) object: NodePath
+    owner: np.ndarray  # (n + m,) int64
+    from_mask: np.ndarray  # (n + m,) int64; 0 for planes (into-only)
+    into_mask: np.ndarray  # (n + m,) int64
+    tangible: np.ndarray  # (n + m,) bool: False for sensors
+
+    @classmethod
+    def of(cls, spheres: list[_Sphere], planes: list[_Plane]) -> _Bodies:
+        both: list[Any] = [*spheres, *planes]
+        return cls(
+            nodepath=np.fromiter((e.nodepath for e in both), object, len(both)),
+            owner=np.fromiter((e.owner for e in both), np.int64, len(both)),
+            from_mask=np.fromiter((getattr(e, "from_mask", 0) for e in both), np.int64, len(both)),
+            into_mask=np.fromiter((e.into_mask for e in both), np.int64, len(both)),
+            tangible=np.fromiter(
+                (getattr(e, "response", 0) != _solver.SENSOR for e in both), bool, len(both)
+            ),
+        )
+
+
+class _Directions(NamedTuple):
+    """The allowed directions of solver hits that become contacts, one row each."""
+
+    row: np.ndarray  # (m,) the hit's row
+    reverse: np.ndarray  # (m,) bool: from sphere b into sphere a
+    from_body: np.ndarray  # (m,) row in _Bodies
+    into_body: np.ndarray  # (m,) row in _Bodies
 
 
 @dataclass
@@ -510,7 +543,7 @@ class ContinuousCollision:
         self._write_back(spheres, transforms, p0, p1, result, valid)
         _collect["Write back"].stop()
 
-        touches = self._touches(spheres, planes, result.hits)
+        touches = self._touches(_Bodies.of(spheres, planes), radius, result.hits)
         self._contacts = [enter for _key, enter, _exit in touches]
         events = self._pairs.advance(touches)
         _count_colliders.setLevel(len(spheres) + len(planes))
@@ -740,90 +773,166 @@ class ContinuousCollision:
                 s.prev_center = tuple(p1[k])
 
     def _touches(
-        self, spheres: list[_Sphere], planes: list[_Plane], hits: _solver.Hits
+        self, bodies: _Bodies, radius: np.ndarray, hits: _solver.Hits
     ) -> list[tuple[tuple[int, int], Contact, Contact | None]]:
         """One (key, enter contact, exit contact or None) per allowed direction of a hit;
-        for each (from node, into node) only the earliest (hits come in time order)."""
-        dt = self._clock.getDt()
-        frame = (self._clock.getFrameTime() - dt, dt, 1.0 / dt if dt > 0 else 0.0)
-        out = []
-        seen: set[tuple[int, int]] = set()
-        for row in range(len(hits.t)):
-            a = spheres[hits.a[row]]
-            directions: list[tuple[Any, Any, float]] = []
-            if hits.b_plane[row]:
-                b: Any = planes[hits.b[row]]
-                if a.from_mask & b.into_mask:
-                    directions.append((a, b, 1.0))
-            else:
-                b = spheres[hits.b[row]]
-                if a.from_mask & b.into_mask:
-                    directions.append((a, b, 1.0))
-                if b.from_mask & a.into_mask:
-                    directions.append((b, a, -1.0))
-            enter_at = (
-                hits.t[row],
-                hits.point[row],
-                hits.normal[row],
-                hits.pos_a[row],
-                hits.pos_b[row],
-            )
-            exit_at = (
-                hits.t_exit[row],
-                hits.exit_point[row],
-                hits.exit_normal[row],
-                hits.exit_pos_a[row],
-                hits.exit_pos_b[row],
-            )
-            for frm, into, sign in directions:
-                key = (frm.owner, into.owner)
-                if key in seen:
-                    continue
-                seen.add(key)
-                enter = self._contact(frm, into, sign, a, float(hits.speed[row]), frame, *enter_at)
-                leave = None
-                if not np.isnan(exit_at[0]):
-                    leave = self._contact(
-                        frm, into, sign, a, float(hits.speed[row]), frame, *exit_at
-                    )
-                out.append((key, enter, leave))
-        return out
+        for each (from node, into node) only the earliest (hits come in time order).
 
-    def _contact(
+        ``bodies`` lists the spheres, then the planes (row ``len(radius) + j`` is plane j);
+        ``radius`` (n,) holds the spheres' world radii this pass.
+        """
+        k = len(hits.t)
+        if k == 0:
+            return []
+        n = len(radius)
+        a = hits.a
+        b = np.where(hits.b_plane, n + hits.b, hits.b)
+        # Direction 2 * row is a -> b, 2 * row + 1 is b -> a (a plane's from mask is 0, so
+        # a plane is never the from side).
+        allowed = np.empty(2 * k, bool)
+        allowed[0::2] = (bodies.from_mask[a] & bodies.into_mask[b]) != 0
+        allowed[1::2] = (bodies.from_mask[b] & bodies.into_mask[a]) != 0
+        direction = np.flatnonzero(allowed)
+        row = direction >> 1
+        frm = np.where(direction & 1, b[row], a[row])
+        into = np.where(direction & 1, a[row], b[row])
+        # Owners are uids from a counter, far below 2**31: a pair packs into one int64.
+        # np.unique's return_index is each key's first occurrence, i.e. its earliest hit.
+        pair = (bodies.owner[frm] << 32) | bodies.owner[into]
+        _, first = np.unique(pair, return_index=True)
+        keep = direction[np.sort(first)]
+        row = keep >> 1
+        d = _Directions(
+            row=row,
+            reverse=(keep & 1).astype(bool),
+            from_body=np.where(keep & 1, b[row], a[row]),
+            into_body=np.where(keep & 1, a[row], b[row]),
+        )
+        keys = list(zip(bodies.owner[d.from_body].tolist(), bodies.owner[d.into_body].tolist()))
+        enter = self._contacts_at(
+            d,
+            bodies,
+            radius,
+            a,
+            hits.speed,
+            hits.t,
+            hits.point,
+            hits.normal,
+            hits.pos_a,
+            hits.pos_b,
+        )
+        leave: list[Contact | None] = [None] * len(keys)
+        exits = np.flatnonzero(~np.isnan(hits.t_exit[row]))
+        if len(exits):
+            d_exit = _Directions(*(column[exits] for column in d))
+            built = self._contacts_at(
+                d_exit,
+                bodies,
+                radius,
+                a,
+                hits.speed,
+                hits.t_exit,
+                hits.exit_point,
+                hits.exit_normal,
+                hits.exit_pos_a,
+                hits.exit_pos_b,
+            )
+            for i, contact in zip(exits.tolist(), built):
+                leave[i] = contact
+        return list(zip(keys, enter, leave))
+
+    def _contacts_at(
         self,
-        frm: Any,
-        into: Any,
-        sign: float,
-        a: _Sphere,
-        speed: float,
-        frame: tuple[float, float, float],
-        t: float,
+        d: _Directions,
+        bodies: _Bodies,
+        radius: np.ndarray,
+        a: np.ndarray,
+        speed: np.ndarray,
+        t: np.ndarray,
         point: np.ndarray,
         normal: np.ndarray,
         pos_a: np.ndarray,
         pos_b: np.ndarray,
-    ) -> Contact:
-        """The Contact of one direction of a solver hit. Hits are stated from sphere a's
-        side (normal out of b); for the direction b -> a the point lies on a's surface."""
-        start, dt, per_second = frame
-        if sign > 0:
-            from_pos, into_pos, surface = pos_a, pos_b, point
-        else:
-            from_pos, into_pos = pos_b, pos_a
-            surface = pos_a - normal * a.world_radius
-        return Contact(
-            t=float(t),
-            time=start + float(t) * dt,
-            from_np=frm.nodepath,
-            into_np=into.nodepath,
-            point=LPoint3(*surface),
-            normal=LVector3(*(normal * sign)),
-            approach_speed=speed * per_second,
-            from_pos=LPoint3(*from_pos),
-            into_pos=None if isinstance(into, _Plane) else LPoint3(*into_pos),
-            from_tangible=getattr(frm, "response", 0) != _solver.SENSOR,
-            into_tangible=getattr(into, "response", 0) != _solver.SENSOR,
-            world=self._render,
+    ) -> list[Contact]:
+        """The Contacts of directions ``d`` of solver hits, at one moment of the hits: (k,)
+        times ``t`` and (k, 3) ``point``, ``normal``, ``pos_a``, ``pos_b`` (entry or exit).
+        ``a`` (k,) is each hit's sphere a, ``speed`` (k,) its approach speed per frame.
+
+        Hits are stated from sphere a's side (normal out of b); for the direction b -> a
+        the point lies on a's surface.
+        """
+        dt = self._clock.getDt()
+        start = self._clock.getFrameTime() - dt
+        row = d.row
+        flip = d.reverse[:, None]
+        n_row = normal[row]
+        surface = np.where(flip, pos_a[row] - n_row * radius[a[row]][:, None], point[row])
+        # Rounded to float32 here, as LPoint3 would; beyond float32's range that is inf,
+        # which the check below refuses as Contact() would.
+        with np.errstate(over="ignore"):
+            point_32, normal_32, from_32, into_32 = (
+                v.astype(np.float32).astype(np.float64)
+                for v in (
+                    surface,
+                    np.where(flip, -n_row, n_row),
+                    np.where(flip, pos_b[row], pos_a[row]),
+                    np.where(flip, pos_a[row], pos_b[row]),
+                )
+            )
+        t = t[row]
+        time = start + t * dt
+        approach = speed[row] * (1.0 / dt if dt > 0 else 0.0)
+        into_plane = d.into_body >= len(radius)
+        from_np = bodies.nodepath[d.from_body].tolist()
+        into_np = bodies.nodepath[d.into_body].tolist()
+        from_tangible = bodies.tangible[d.from_body].tolist()
+        into_tangible = bodies.tangible[d.into_body].tolist()
+        if not (
+            np.all((t >= 0.0) & (t <= 1.0))
+            and np.all(np.isfinite(time))
+            and np.all(np.isfinite(approach) & (approach >= 0.0))
+            and np.all(np.isfinite(point_32))
+            and np.all(np.isfinite(normal_32))
+            and np.all(np.isfinite(from_32))
+            and np.all(np.isfinite(into_32[~into_plane]))
+        ):
+            # The solver should never produce this: the checking constructor says what.
+            return [
+                Contact(
+                    t=t[i],
+                    time=time[i],
+                    from_np=from_np[i],
+                    into_np=into_np[i],
+                    point=point_32[i],
+                    normal=normal_32[i],
+                    approach_speed=approach[i],
+                    from_pos=from_32[i],
+                    into_pos=None if into_plane[i] else into_32[i],
+                    from_tangible=from_tangible[i],
+                    into_tangible=into_tangible[i],
+                    world=self._render,
+                )
+                for i in range(len(t))
+            ]
+        into_pos: list[Any] = list(map(tuple, into_32.tolist()))
+        for i in np.flatnonzero(into_plane).tolist():
+            into_pos[i] = None
+        return list(
+            map(
+                Contact._unchecked,
+                t.tolist(),
+                time.tolist(),
+                from_np,
+                into_np,
+                map(tuple, point_32.tolist()),
+                map(tuple, normal_32.tolist()),
+                approach.tolist(),
+                map(tuple, from_32.tolist()),
+                into_pos,
+                from_tangible,
+                into_tangible,
+                repeat(self._render),
+            )
         )
 
     # ------------------------------------------------------------------ debug, teardown
