@@ -27,16 +27,18 @@ class DebugView:
         self.root.setDepthTest(False)
         self._geom: NodePath | None = None
 
-    def update(self, spheres: list[Any], p0: np.ndarray, result: Any) -> None:
+    def update(self, response: np.ndarray, radius: np.ndarray, p0: np.ndarray, result: Any) -> None:
+        """Redraw: spheres of (n,) ``response`` and world ``radius`` at ``result.end``, their
+        paths from (n, 3) ``p0``, and the pass's contact normals."""
         segs = LineSegs("ccd-debug-lines")
         segs.setThickness(1.5)
         end = result.end
-        for k, s in enumerate(spheres):
+        for k in range(len(end)):
             if not np.all(np.isfinite(end[k])):
                 continue
             cx, cy, cz = end[k]
-            r = s.world_radius
-            segs.setColor(*_COLOURS.get(s.response, (1, 1, 1, 1)))
+            r = float(radius[k])
+            segs.setColor(*_COLOURS.get(int(response[k]), (1, 1, 1, 1)))
             for axes in ((0, 1), (0, 2), (1, 2)):
                 for j, (u, v) in enumerate(_UNIT_CIRCLE):
                     point = [cx, cy, cz]
@@ -51,7 +53,7 @@ class DebugView:
         segs.setColor(1.0, 0.1, 0.1, 1.0)
         for row in range(len(hits.t)):
             point = hits.point[row]
-            tip = point + hits.normal[row] * max(0.5, float(spheres[hits.a[row]].world_radius))
+            tip = point + hits.normal[row] * max(0.5, float(radius[hits.a[row]]))
             segs.moveTo(*point)
             segs.drawTo(*tip)
         if self._geom is not None:

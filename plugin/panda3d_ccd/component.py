@@ -8,9 +8,11 @@ moved, and then sends CollisionHandlerEvent-style events through the messenger.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import repeat
+from typing import Any, NamedTuple
 
 import numpy as np
 from direct.directnotify.DirectNotifyGlobal import directNotify
@@ -28,11 +30,14 @@ from panda3d.core import (
     LVector3,
     NodePath,
     PStatCollector,
+    PTA_LMatrix4f,
+    PTA_LVecBase3f,
     TransformState,
 )
 
 from . import _solver
 from ._events import EventPatterns, PairTracker, send_events
+from ._spheres import SphereRecord, SphereTable
 from .contact import Contact
 
 __all__ = ["ContinuousCollision"]
@@ -96,25 +101,6 @@ def _finite_vec(name: str, value: Any) -> tuple[float, float, float]:
 
 
 @dataclass(eq=False)
-class _Sphere:
-    uid: int
-    owner: int  # one id per registered node: events are keyed by node, as in Panda3D
-    nodepath: NodePath
-    radius: float
-    center: tuple[float, float, float]
-    response: int
-    from_mask: int
-    into_mask: int
-    static: bool
-    solid: Any = None  # the CollisionSphere it came from, if any
-    # Where the plugin left it at the end of the last pass (world centre and transform).
-    prev_center: tuple[float, float, float] | None = None
-    prev_transform: TransformState | None = None
-    world_radius: float = 0.0
-    bad: bool = False  # its transform is not finite: skipped, warned once
-
-
-@dataclass(eq=False)
 class _Plane:
     uid: int
     owner: int
@@ -126,9 +112,63 @@ class _Plane:
     bad: bool = False
 
 
+class _Bodies(NamedTuple):
+    """Per-body columns for building contacts: the spheres' rows, then the planes'."""
+
+    nodepath: np.ndarray  # (n + m,) object: NodePath
+    owner: np.ndarray  # (n + m,) int64
+    from_mask: np.ndarray  # (n + m,) int64; 0 for planes (into-only)
+    into_mask: np.ndarray  # (n + m,) int64
+    tangible: np.ndarray  # (n + m,) bool: False for sensors
+
+    @classmethod
+    def of(cls, spheres: SphereTable, planes: list[_Plane]) -> _Bodies:
+        m = len(planes)
+        return cls(
+            nodepath=np.concatenate(
+                [spheres.nodepath, np.fromiter((p.nodepath for p in planes), object, m)]
+            ),
+            owner=np.concatenate([spheres.owner, np.fromiter((p.owner for p in planes), int, m)]),
+            from_mask=np.concatenate([spheres.from_mask, np.zeros(m, np.int64)]),
+            into_mask=np.concatenate(
+                [spheres.into_mask, np.fromiter((p.into_mask for p in planes), np.int64, m)]
+            ),
+            tangible=np.concatenate([spheres.response != _solver.SENSOR, np.ones(m, bool)]),
+        )
+
+
+class _Reading(NamedTuple):
+    """Transforms of m spheres read from the scene, and what they give."""
+
+    transform: np.ndarray  # (m,) object: TransformState relative to render, or None
+    center: np.ndarray  # (m, 3) world centre; nan where unreadable
+    world_radius: np.ndarray  # (m,); nan where unreadable
+    ok: np.ndarray  # (m,) bool: read (transform is not None)
+
+
+class _Frame(NamedTuple):
+    """What a pass read: (n, 3) start and end centres, (n,) world radii, (n,) object
+    TransformStates (None for spheres not read), (n,) bool which spheres were read."""
+
+    start: np.ndarray
+    end: np.ndarray
+    radius: np.ndarray
+    transforms: np.ndarray
+    read: np.ndarray
+
+
+class _Directions(NamedTuple):
+    """The allowed directions of solver hits that become contacts, one row each."""
+
+    row: np.ndarray  # (m,) the hit's row
+    reverse: np.ndarray  # (m,) bool: from sphere b into sphere a
+    from_body: np.ndarray  # (m,) row in _Bodies
+    into_body: np.ndarray  # (m,) row in _Bodies
+
+
 @dataclass
 class _State:
-    spheres: list[_Sphere] = field(default_factory=list)
+    spheres: SphereTable = field(default_factory=SphereTable)
     planes: list[_Plane] = field(default_factory=list)
 
 
@@ -314,9 +354,9 @@ class ContinuousCollision:
     def _commit(self, nodepath: NodePath, owner: int, entries: list[Any]) -> None:
         """Register a node's validated colliders, all at once."""
         for entry in entries:
-            if isinstance(entry, _Sphere):
+            if isinstance(entry, SphereRecord):
                 self._read_sphere(entry)
-                self._state.spheres.append(entry)
+                self._state.spheres.add(entry)
             else:
                 entry.prev_world = self._world_plane(entry)
                 self._state.planes.append(entry)
@@ -339,7 +379,7 @@ class ContinuousCollision:
         response: str,
         static: bool,
         solid: Any,
-    ) -> _Sphere:
+    ) -> SphereRecord:
         if isinstance(radius, bool) or not isinstance(
             radius, (int, float, np.integer, np.floating)
         ):
@@ -347,7 +387,7 @@ class ContinuousCollision:
         r = float(radius)
         if not math.isfinite(r) or r < 0:
             raise ValueError(f"radius must be finite and >= 0, got {radius!r}")
-        return _Sphere(
+        return SphereRecord(
             uid=self._next_uid(),
             owner=owner,
             nodepath=nodepath,
@@ -400,11 +440,11 @@ class ContinuousCollision:
 
     def _forget(self, owners: set[int]) -> None:
         """Drop the colliders of these nodes; their open pairs get out events now."""
-        self._state.spheres = [s for s in self._state.spheres if s.owner not in owners]
+        self._state.spheres.drop_owners(owners)
         self._state.planes = [p for p in self._state.planes if p.owner not in owners]
-        self._teleported = {
-            e.uid for e in (*self._state.spheres, *self._state.planes) if e.uid in self._teleported
-        }
+        if self._teleported:
+            alive = self._state.spheres.uids() | {p.uid for p in self._state.planes}
+            self._teleported &= alive
         unsent = self._unsent_in
         events = self._pairs.close(lambda key: key[0] in owners or key[1] in owners)
         if unsent:
@@ -470,10 +510,12 @@ class ContinuousCollision:
         self._check_alive()
         self._drop_removed()
         spheres = self._state.spheres
+        spheres.flush()
         planes = self._state.planes
 
         _collect["Read"].start()
-        p0, p1, radius, transforms = self._read_all(spheres)
+        frame = self._read_all(spheres)
+        p0, p1, radius = frame.start, frame.end, frame.radius
         planes, plane_n, off0, off1 = self._read_planes(planes)
         self._teleported.clear()
         _collect["Read"].stop()
@@ -484,14 +526,14 @@ class ContinuousCollision:
             p0,
             p1,
             radius,
-            np.array([s.response for s in spheres], np.int8),
-            np.array([s.from_mask for s in spheres], np.int64),
-            np.array([s.into_mask for s in spheres], np.int64),
+            spheres.response,
+            spheres.from_mask,
+            spheres.into_mask,
             plane_normal=plane_n,
             plane_offset0=off0,
             plane_offset1=off1,
             plane_mask=np.array([p.into_mask for p in planes], np.int64),
-            group=np.array([s.owner for s in spheres], np.int64),
+            group=spheres.owner,
             plane_group=np.array([p.owner for p in planes], np.int64),
         )
         _collect["Broad and narrow phase"].stop()
@@ -507,17 +549,17 @@ class ContinuousCollision:
         self.rounds = result.rounds
 
         _collect["Write back"].start()
-        self._write_back(spheres, transforms, p0, p1, result, valid)
+        self._write_back(spheres, frame, result, valid)
         _collect["Write back"].stop()
 
-        touches = self._touches(spheres, planes, result.hits)
+        touches = self._touches(_Bodies.of(spheres, planes), radius, result.hits)
         self._contacts = [enter for _key, enter, _exit in touches]
         events = self._pairs.advance(touches)
         _count_colliders.setLevel(len(spheres) + len(planes))
         _count_candidates.setLevel(result.candidates)
         _count_contacts.setLevel(len(self._contacts))
         if self._debug is not None:
-            self._debug.update(spheres, p0, result)
+            self._debug.update(spheres.response, spheres.world_radius, p0, result)
         contacts = self.contacts
         # State is committed before any handler runs: a handler that raises cannot leave
         # the plugin half-updated, and the next pass is correct.
@@ -569,83 +611,106 @@ class ContinuousCollision:
             return None
         return None if ts.isInvalid() else ts
 
-    def _read_sphere(self, sphere: _Sphere) -> None:
+    def _read_sphere(self, sphere: SphereRecord) -> None:
         """Read a sphere's world centre (and radius) now; store it as its previous one."""
         ts = self._net(sphere.nodepath)
         try:
             if ts is None:
                 raise AssertionError
-            sphere.prev_center = self._center(ts, sphere)
-            sphere.world_radius = sphere.radius * self._scale(ts)
-            sphere.prev_transform = ts
+            center, world_radius = _centers(
+                [ts], np.array([sphere.radius]), np.array([sphere.center])
+            )
         except AssertionError:  # not finite: skipped (and warned) at the next pass
             sphere.prev_center = (math.nan,) * 3
+            return
+        sphere.prev_center = tuple(center[0].tolist())
+        sphere.world_radius = float(world_radius[0])
+        sphere.prev_transform = ts
 
-    @staticmethod
-    def _scale(ts: TransformState) -> float:
-        sx, sy, sz = ts.getScale()
-        return max(abs(sx), abs(sy), abs(sz))
-
-    @staticmethod
-    def _center(ts: TransformState, sphere: _Sphere) -> tuple[float, float, float]:
-        if sphere.center == (0.0, 0.0, 0.0):
-            return tuple(ts.getPos())  # type: ignore[return-value]
-        return tuple(ts.getMat().xformPoint(LPoint3(*sphere.center)))  # type: ignore[return-value]
-
-    def _read_all(
-        self, spheres: list[_Sphere]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[TransformState | None]]:
-        """(n, 3) start and end centres, (n,) world radii, and the transforms read."""
-        n = len(spheres)
-        start = np.empty((n, 3))
-        end = np.empty((n, 3))
-        radius = np.empty(n)
-        transforms: list[TransformState | None] = [None] * n
-        respect_prev = self.respect_prev_transform
-        for k, s in enumerate(spheres):
-            if s.static and s.uid not in self._teleported:
-                start[k] = end[k] = s.prev_center
-                radius[k] = s.world_radius
-                continue
-            ts = self._net(s.nodepath)
+    def _read_rows(
+        self, spheres: SphereTable, rows: np.ndarray, *, previous: bool = False
+    ) -> _Reading:
+        """Read the transforms of spheres ``rows`` (m,) relative to render (Panda3D's
+        previous transforms if ``previous``), with one call per node where all is well."""
+        m = len(rows)
+        get = NodePath.getPrevTransform if previous else NodePath.getTransform
+        nodepaths = spheres.nodepath[rows].tolist()
+        transform = np.full(m, None, object)
+        center = np.full((m, 3), np.nan)
+        world_radius = np.full(m, np.nan)
+        ok = np.ones(m, bool)
+        bad = spheres.bad[rows]
+        quick = np.flatnonzero(~bad)
+        try:
+            ts = list(map(get, [nodepaths[i] for i in quick.tolist()], repeat(self._render)))
+            center[quick], world_radius[quick] = _centers(
+                ts, spheres.radius[rows[quick]], spheres.center[rows[quick]]
+            )
+            transform[quick] = _objects(ts)
+            careful = np.flatnonzero(bad)
+        except AssertionError:
+            # A NaN somewhere in a chain: Panda3D asserts while composing or reading. Which
+            # node it was is unknown, so the batch is read again one node at a time (and
+            # the culprit, marked bad, is read that way until it is finite again).
+            careful = np.arange(m)
+        for i in careful.tolist():
+            k = rows[i]
             try:
-                if ts is None:
+                ts_i = get(nodepaths[i], self._render)
+                if ts_i.isInvalid():
                     raise AssertionError
-                center = self._center(ts, s)
-                scale = self._scale(ts)
-            except AssertionError:  # a NaN in the chain: Panda3D asserts on reading it
-                end[k] = start[k] = math.nan
-                radius[k] = math.nan
+                c, w = _centers([ts_i], spheres.radius[k : k + 1], spheres.center[k : k + 1])
+            except AssertionError:
+                transform[i], center[i], world_radius[i], ok[i] = None, np.nan, np.nan, False
                 continue
-            transforms[k] = ts
-            end[k] = center
-            radius[k] = s.world_radius = s.radius * scale
-            if s.uid in self._teleported or s.bad:
-                start[k] = center
-            elif respect_prev:
-                try:
-                    prev = s.nodepath.getPrevTransform(self._render)
-                except AssertionError:
-                    start[k] = center  # a garbage previous transform: do not sweep from it
-                    continue
-                s.prev_transform = prev
-                start[k] = self._center(prev, s)
-            else:
-                start[k] = s.prev_center
+            transform[i], center[i], world_radius[i] = ts_i, c[0], w[0]
+        return _Reading(transform, center, world_radius, ok)
+
+    def _read_all(self, spheres: SphereTable) -> _Frame:
+        """Read every sphere that may have moved; a static one is where it was left."""
+        n = len(spheres.uid)
+        start = np.full((n, 3), np.nan)
+        end = np.full((n, 3), np.nan)
+        radius = np.full(n, np.nan)
+        transforms = np.full(n, None, object)
+        teleported = np.zeros(n, bool)
+        if self._teleported:
+            teleported = np.isin(spheres.uid, np.fromiter(self._teleported, np.int64))
+        held = spheres.static & ~teleported
+        start[held] = end[held] = spheres.prev_center[held]
+        radius[held] = spheres.world_radius[held]
+
+        rows = np.flatnonzero(~held)
+        now = self._read_rows(spheres, rows)
+        transforms[rows] = now.transform
+        end[rows] = now.center
+        radius[rows] = now.world_radius
+        spheres.world_radius[rows[now.ok]] = now.world_radius[now.ok]
+        # Teleported, or back from a non-finite transform: no sweep from where it was.
+        fresh = now.ok & (teleported[rows] | spheres.bad[rows])
+        start[rows[fresh]] = now.center[fresh]
+        swept = np.flatnonzero(now.ok & ~fresh)
+        if self.respect_prev_transform:
+            prev = self._read_rows(spheres, rows[swept], previous=True)
+            spheres.prev_transform[rows[swept[prev.ok]]] = prev.transform[prev.ok]
+            # A garbage previous transform: do not sweep from it.
+            start[rows[swept]] = np.where(prev.ok[:, None], prev.center, now.center[swept])
+        else:
+            start[rows[swept]] = spheres.prev_center[rows[swept]]
+
         finite = np.isfinite(end).all(axis=1) & np.isfinite(radius)
-        for k in np.flatnonzero(~finite):
-            s = spheres[k]
-            if not s.bad:
-                notify.warning(
-                    f"{s.nodepath} has a non-finite transform; skipped until it is finite again"
-                )
-                s.bad = True
-        for k in np.flatnonzero(finite):
-            spheres[k].bad = False
+        for k in np.flatnonzero(~finite & ~spheres.bad).tolist():
+            notify.warning(
+                f"{spheres.nodepath[k]} has a non-finite transform; skipped until it is "
+                "finite again"
+            )
+        spheres.bad = ~finite
         end[~finite] = np.nan
         start[~finite] = np.nan
         radius[~finite] = 0.0
-        return start, end, radius, transforms
+        read = np.zeros(n, bool)
+        read[rows[now.ok]] = True
+        return _Frame(start, end, radius, transforms, read)
 
     def _world_plane(self, entry: _Plane) -> tuple[float, float, float, float] | None:
         """(a, b, c, d) of the plane in world space, unit normal; None if not finite."""
@@ -693,137 +758,210 @@ class ContinuousCollision:
         return live, table[:, :3], table[:, 4], table[:, 3]
 
     def _write_back(
-        self,
-        spheres: list[_Sphere],
-        transforms: list[TransformState | None],
-        p0: np.ndarray,
-        p1: np.ndarray,
-        result: _solver.PassResult,
-        valid: np.ndarray,
+        self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult, valid: np.ndarray
     ) -> None:
+        """Move the nodes the solver moved; record where every sphere is left."""
         render = self._render
+        p1 = frame.end
         moved = np.flatnonzero(result.moved)
-        done: set[NodePath] = set()
         # Largest correction first: a node with several spheres takes that one's answer.
         order = moved[np.argsort(-np.linalg.norm(result.end[moved] - p1[moved], axis=1))]
-        for k in order:
-            s = spheres[k]
-            if s.nodepath in done:
-                continue
-            done.add(s.nodepath)
-            cur = transforms[k]
+        _, first = np.unique(spheres.owner[order], return_index=True)
+        order = order[np.sort(first)]
+        for k, end in zip(order.tolist(), result.end[order].tolist()):
+            cur = frame.transforms[k]
             if cur is None:
                 continue
+            nodepath = spheres.nodepath[k]
             t = float(result.t_stop[k])
-            quat = cur.getQuat()
-            if t < 1.0 and s.prev_transform is not None:
-                q0 = s.prev_transform.getQuat()
+            quat = None
+            prev = spheres.prev_transform[k]
+            if t < 1.0 and prev is not None:
+                quat = cur.getQuat()
+                q0 = prev.getQuat()
                 if not q0.almostEqual(quat):
                     quat = _slerp(q0, quat, t)
-                    s.nodepath.setQuat(render, quat)
-            offset = LVector3(0, 0, 0)
-            if s.center != (0.0, 0.0, 0.0):
+                    nodepath.setQuat(render, quat)
+            target = LPoint3(*end)
+            center = spheres.center[k].tolist()
+            if center != [0.0, 0.0, 0.0]:
+                if quat is None:
+                    quat = cur.getQuat()
                 scale = cur.getScale()
-                local = LVector3(*(c * k_ for c, k_ in zip(s.center, scale)))
-                offset = quat.xform(local)
-            target = LPoint3(*result.end[k]) - offset
-            s.nodepath.setFluidPos(render, target)
-        for k, s in enumerate(spheres):
-            if not valid[k]:
-                continue
-            if s.nodepath in done:
-                ts = self._net(s.nodepath)
-                s.prev_transform = ts
-                s.prev_center = self._center(ts, s)
-            elif transforms[k] is not None:
-                s.prev_transform = transforms[k]
-                s.prev_center = tuple(p1[k])
+                target = target - quat.xform(LVector3(*(c * k_ for c, k_ in zip(center, scale))))
+            nodepath.setFluidPos(render, target)
+        # Spheres of a node just written are read again (Panda3D keeps float32, so where a
+        # node ended up is not exactly result.end); the others are where they were read.
+        written = np.isin(spheres.owner, spheres.owner[order])
+        kept = valid & ~written & frame.read
+        spheres.prev_transform[kept] = frame.transforms[kept]
+        spheres.prev_center[kept] = p1[kept]
+        again = np.flatnonzero(valid & written)
+        now = self._read_rows(spheres, again)
+        spheres.prev_transform[again] = now.transform
+        spheres.prev_center[again] = now.center
 
     def _touches(
-        self, spheres: list[_Sphere], planes: list[_Plane], hits: _solver.Hits
+        self, bodies: _Bodies, radius: np.ndarray, hits: _solver.Hits
     ) -> list[tuple[tuple[int, int], Contact, Contact | None]]:
         """One (key, enter contact, exit contact or None) per allowed direction of a hit;
-        for each (from node, into node) only the earliest (hits come in time order)."""
-        dt = self._clock.getDt()
-        frame = (self._clock.getFrameTime() - dt, dt, 1.0 / dt if dt > 0 else 0.0)
-        out = []
-        seen: set[tuple[int, int]] = set()
-        for row in range(len(hits.t)):
-            a = spheres[hits.a[row]]
-            directions: list[tuple[Any, Any, float]] = []
-            if hits.b_plane[row]:
-                b: Any = planes[hits.b[row]]
-                if a.from_mask & b.into_mask:
-                    directions.append((a, b, 1.0))
-            else:
-                b = spheres[hits.b[row]]
-                if a.from_mask & b.into_mask:
-                    directions.append((a, b, 1.0))
-                if b.from_mask & a.into_mask:
-                    directions.append((b, a, -1.0))
-            enter_at = (
-                hits.t[row],
-                hits.point[row],
-                hits.normal[row],
-                hits.pos_a[row],
-                hits.pos_b[row],
-            )
-            exit_at = (
-                hits.t_exit[row],
-                hits.exit_point[row],
-                hits.exit_normal[row],
-                hits.exit_pos_a[row],
-                hits.exit_pos_b[row],
-            )
-            for frm, into, sign in directions:
-                key = (frm.owner, into.owner)
-                if key in seen:
-                    continue
-                seen.add(key)
-                enter = self._contact(frm, into, sign, a, float(hits.speed[row]), frame, *enter_at)
-                leave = None
-                if not np.isnan(exit_at[0]):
-                    leave = self._contact(
-                        frm, into, sign, a, float(hits.speed[row]), frame, *exit_at
-                    )
-                out.append((key, enter, leave))
-        return out
+        for each (from node, into node) only the earliest (hits come in time order).
 
-    def _contact(
+        ``bodies`` lists the spheres, then the planes (row ``len(radius) + j`` is plane j);
+        ``radius`` (n,) holds the spheres' world radii this pass.
+        """
+        k = len(hits.t)
+        if k == 0:
+            return []
+        n = len(radius)
+        a = hits.a
+        b = np.where(hits.b_plane, n + hits.b, hits.b)
+        # Direction 2 * row is a -> b, 2 * row + 1 is b -> a (a plane's from mask is 0, so
+        # a plane is never the from side).
+        allowed = np.empty(2 * k, bool)
+        allowed[0::2] = (bodies.from_mask[a] & bodies.into_mask[b]) != 0
+        allowed[1::2] = (bodies.from_mask[b] & bodies.into_mask[a]) != 0
+        direction = np.flatnonzero(allowed)
+        row = direction >> 1
+        frm = np.where(direction & 1, b[row], a[row])
+        into = np.where(direction & 1, a[row], b[row])
+        # Owners are uids from a counter, far below 2**31: a pair packs into one int64.
+        # np.unique's return_index is each key's first occurrence, i.e. its earliest hit.
+        pair = (bodies.owner[frm] << 32) | bodies.owner[into]
+        _, first = np.unique(pair, return_index=True)
+        keep = direction[np.sort(first)]
+        row = keep >> 1
+        d = _Directions(
+            row=row,
+            reverse=(keep & 1).astype(bool),
+            from_body=np.where(keep & 1, b[row], a[row]),
+            into_body=np.where(keep & 1, a[row], b[row]),
+        )
+        keys = list(zip(bodies.owner[d.from_body].tolist(), bodies.owner[d.into_body].tolist()))
+        enter = self._contacts_at(
+            d,
+            bodies,
+            radius,
+            a,
+            hits.speed,
+            hits.t,
+            hits.point,
+            hits.normal,
+            hits.pos_a,
+            hits.pos_b,
+        )
+        leave: list[Contact | None] = [None] * len(keys)
+        exits = np.flatnonzero(~np.isnan(hits.t_exit[row]))
+        if len(exits):
+            d_exit = _Directions(*(column[exits] for column in d))
+            built = self._contacts_at(
+                d_exit,
+                bodies,
+                radius,
+                a,
+                hits.speed,
+                hits.t_exit,
+                hits.exit_point,
+                hits.exit_normal,
+                hits.exit_pos_a,
+                hits.exit_pos_b,
+            )
+            for i, contact in zip(exits.tolist(), built):
+                leave[i] = contact
+        return list(zip(keys, enter, leave))
+
+    def _contacts_at(
         self,
-        frm: Any,
-        into: Any,
-        sign: float,
-        a: _Sphere,
-        speed: float,
-        frame: tuple[float, float, float],
-        t: float,
+        d: _Directions,
+        bodies: _Bodies,
+        radius: np.ndarray,
+        a: np.ndarray,
+        speed: np.ndarray,
+        t: np.ndarray,
         point: np.ndarray,
         normal: np.ndarray,
         pos_a: np.ndarray,
         pos_b: np.ndarray,
-    ) -> Contact:
-        """The Contact of one direction of a solver hit. Hits are stated from sphere a's
-        side (normal out of b); for the direction b -> a the point lies on a's surface."""
-        start, dt, per_second = frame
-        if sign > 0:
-            from_pos, into_pos, surface = pos_a, pos_b, point
-        else:
-            from_pos, into_pos = pos_b, pos_a
-            surface = pos_a - normal * a.world_radius
-        return Contact(
-            t=float(t),
-            time=start + float(t) * dt,
-            from_np=frm.nodepath,
-            into_np=into.nodepath,
-            point=LPoint3(*surface),
-            normal=LVector3(*(normal * sign)),
-            approach_speed=speed * per_second,
-            from_pos=LPoint3(*from_pos),
-            into_pos=None if isinstance(into, _Plane) else LPoint3(*into_pos),
-            from_tangible=getattr(frm, "response", 0) != _solver.SENSOR,
-            into_tangible=getattr(into, "response", 0) != _solver.SENSOR,
-            world=self._render,
+    ) -> list[Contact]:
+        """The Contacts of directions ``d`` of solver hits, at one moment of the hits: (k,)
+        times ``t`` and (k, 3) ``point``, ``normal``, ``pos_a``, ``pos_b`` (entry or exit).
+        ``a`` (k,) is each hit's sphere a, ``speed`` (k,) its approach speed per frame.
+
+        Hits are stated from sphere a's side (normal out of b); for the direction b -> a
+        the point lies on a's surface.
+        """
+        dt = self._clock.getDt()
+        start = self._clock.getFrameTime() - dt
+        row = d.row
+        flip = d.reverse[:, None]
+        n_row = normal[row]
+        surface = np.where(flip, pos_a[row] - n_row * radius[a[row]][:, None], point[row])
+        # Rounded to float32 here, as LPoint3 would; beyond float32's range that is inf,
+        # which the check below refuses as Contact() would.
+        with np.errstate(over="ignore"):
+            point_32, normal_32, from_32, into_32 = (
+                v.astype(np.float32).astype(np.float64)
+                for v in (
+                    surface,
+                    np.where(flip, -n_row, n_row),
+                    np.where(flip, pos_b[row], pos_a[row]),
+                    np.where(flip, pos_a[row], pos_b[row]),
+                )
+            )
+        t = t[row]
+        time = start + t * dt
+        approach = speed[row] * (1.0 / dt if dt > 0 else 0.0)
+        into_plane = d.into_body >= len(radius)
+        from_np = bodies.nodepath[d.from_body].tolist()
+        into_np = bodies.nodepath[d.into_body].tolist()
+        from_tangible = bodies.tangible[d.from_body].tolist()
+        into_tangible = bodies.tangible[d.into_body].tolist()
+        if not (
+            np.all((t >= 0.0) & (t <= 1.0))
+            and np.all(np.isfinite(time))
+            and np.all(np.isfinite(approach) & (approach >= 0.0))
+            and np.all(np.isfinite(point_32))
+            and np.all(np.isfinite(normal_32))
+            and np.all(np.isfinite(from_32))
+            and np.all(np.isfinite(into_32[~into_plane]))
+        ):
+            # The solver should never produce this: the checking constructor says what.
+            return [
+                Contact(
+                    t=t[i],
+                    time=time[i],
+                    from_np=from_np[i],
+                    into_np=into_np[i],
+                    point=point_32[i],
+                    normal=normal_32[i],
+                    approach_speed=approach[i],
+                    from_pos=from_32[i],
+                    into_pos=None if into_plane[i] else into_32[i],
+                    from_tangible=from_tangible[i],
+                    into_tangible=into_tangible[i],
+                    world=self._render,
+                )
+                for i in range(len(t))
+            ]
+        into_pos: list[Any] = list(map(tuple, into_32.tolist()))
+        for i in np.flatnonzero(into_plane).tolist():
+            into_pos[i] = None
+        return list(
+            map(
+                Contact._unchecked,
+                t.tolist(),
+                time.tolist(),
+                from_np,
+                into_np,
+                map(tuple, point_32.tolist()),
+                map(tuple, normal_32.tolist()),
+                approach.tolist(),
+                map(tuple, from_32.tolist()),
+                into_pos,
+                from_tangible,
+                into_tangible,
+                repeat(self._render),
+            )
         )
 
     # ------------------------------------------------------------------ debug, teardown
@@ -874,3 +1012,63 @@ def _slerp(q0: LQuaternion, q1: LQuaternion, t: float) -> LQuaternion:
         q = (math.sin((1 - t) * theta) * a + math.sin(t * theta) * b) / math.sin(theta)
     q /= np.linalg.norm(q)
     return LQuaternion(*q)
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    """(m,) object array of ``values`` (np.array would unpack any that look like sequences)."""
+    return np.fromiter(values, object, len(values))
+
+
+def _vec3s(vectors: Iterable[Any], m: int) -> np.ndarray:
+    """(m, 3) float64 array of m Panda3D float32 vectors.
+
+    Panda3D 1.10's vectors have no buffer protocol, and reading their components one by one
+    from Python costs ~0.8 us a vector; pushed into a PTA_LVecBase3f (which has one) they
+    are copied in C++ for almost nothing (measured 0.22 us a vector, getPos included).
+    """
+    pta = PTA_LVecBase3f()
+    deque(map(pta.pushBack, vectors), maxlen=0)
+    return np.frombuffer(pta, np.float32).reshape(m, 3).astype(np.float64)
+
+
+def _mat4s(matrices: Iterable[Any], m: int) -> np.ndarray:
+    """(m, 4, 4) float32 array of m Panda3D matrices (row-vector convention, as stored)."""
+    pta = PTA_LMatrix4f()
+    deque(map(pta.pushBack, matrices), maxlen=0)
+    return np.frombuffer(pta, np.float32).reshape(m, 4, 4)
+
+
+def _centers(
+    transforms: list[TransformState], radius: np.ndarray, center: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """World centres (m, 3) and radii (m,) of m spheres of local ``radius`` (m,) around
+    local ``center`` (m, 3) under ``transforms``; raises AssertionError as Panda3D does on a
+    transform it cannot decompose."""
+    # inf and NaN are expected here (a broken node): the caller checks, quietly.
+    with np.errstate(invalid="ignore", over="ignore"):
+        m = len(transforms)
+        world = _vec3s(map(TransformState.getPos, transforms), m)
+        scale = np.ones(m)
+        scaled = np.flatnonzero(
+            ~np.fromiter(map(TransformState.hasIdentityScale, transforms), bool, m)
+        )
+        if len(scaled):
+            s = np.abs(
+                _vec3s(map(TransformState.getScale, [transforms[i] for i in scaled]), len(scaled))
+            )
+            # As Python's max(): a NaN component after the first is passed over.
+            largest = s[:, 0]
+            for j in (1, 2):
+                largest = np.where(s[:, j] > largest, s[:, j], largest)
+            scale[scaled] = largest
+        off = np.flatnonzero(np.any(center != 0.0, axis=1))
+        if len(off):
+            mat = _mat4s(map(TransformState.getMat, [transforms[i] for i in off]), len(off))
+            c = center[off].astype(np.float32)
+            # xformPoint's float32 sums in C order; measured equal to Panda3D's own result
+            # for 94% of random transforms, within 1 ulp for the rest (its compiled
+            # arithmetic order could not be matched from numpy).
+            world[off] = (
+                (c[:, 0:1] * mat[:, 0, :3] + c[:, 1:2] * mat[:, 1, :3]) + c[:, 2:3] * mat[:, 2, :3]
+            ) + mat[:, 3, :3]
+        return world, radius * scale

@@ -32,9 +32,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from panda3d.core import LPoint3, LVector3, NodePath, PandaNode
+from panda3d.core import LPoint3, LVecBase3, LVector3, NodePath, PandaNode
 
 __all__ = ["Contact"]
+
+# A world-space vector: three floats already rounded to float32.
+_Vec3 = tuple[float, float, float]
 
 
 def _check_np(name: str, value: Any) -> NodePath:
@@ -50,10 +53,11 @@ def _real(name: str, value: Any) -> float:
         raise ValueError(f"{name} must be a finite number, got {value!r}") from None
 
 
-def _vec3(name: str, value: Any, cls: type) -> Any:
+def _vec3(name: str, value: Any) -> _Vec3:
+    """Three finite numbers, rounded to float32 as Panda3D's LPoint3 / LVector3 store them."""
     try:
         x, y, z = value
-        out = cls(float(x), float(y), float(z))
+        out = tuple(LVecBase3(float(x), float(y), float(z)))
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a sequence of 3 finite numbers, got {value!r}") from None
     if not (math.isfinite(out[0]) and math.isfinite(out[1]) and math.isfinite(out[2])):
@@ -88,8 +92,10 @@ class Contact:
     world : NodePath
         The root the world coordinates are relative to, usually ``render``.
 
-    Vector attributes are copied in as Panda3D ``LPoint3`` / ``LVector3`` (float32, like
-    ``CollisionEntry``) and copied out, so a Contact never changes after construction.
+    Vector attributes are rounded to float32 on the way in, like ``CollisionEntry``'s, and
+    handed out as new Panda3D ``LPoint3`` / ``LVector3``, so a Contact never changes after
+    construction. (They are kept as tuples: the component builds thousands of Contacts a
+    frame, and most of their vectors are never asked for.)
     """
 
     __slots__ = (
@@ -136,14 +142,49 @@ class Contact:
         self._time = time
         self._from_np = _check_np("from_np", from_np)
         self._into_np = _check_np("into_np", into_np)
-        self._point = _vec3("point", point, LPoint3)
-        self._normal = _vec3("normal", normal, LVector3)
+        self._point = _vec3("point", point)
+        self._normal = _vec3("normal", normal)
         self._approach_speed = approach_speed
-        self._from_pos = _vec3("from_pos", from_pos, LPoint3)
-        self._into_pos = None if into_pos is None else _vec3("into_pos", into_pos, LPoint3)
+        self._from_pos = _vec3("from_pos", from_pos)
+        self._into_pos = None if into_pos is None else _vec3("into_pos", into_pos)
         self._from_tangible = bool(from_tangible)
         self._into_tangible = bool(into_tangible)
         self._world = _check_np("world", world)
+
+    @classmethod
+    def _unchecked(
+        cls,
+        t: float,
+        time: float,
+        from_np: NodePath,
+        into_np: NodePath,
+        point: _Vec3,
+        normal: _Vec3,
+        approach_speed: float,
+        from_pos: _Vec3,
+        into_pos: _Vec3 | None,
+        from_tangible: bool,
+        into_tangible: bool,
+        world: NodePath,
+    ) -> Contact:
+        """A Contact from values that already pass every check of ``__init__``, vectors as
+        tuples of floats already rounded to float32 (internal: the component checks a whole
+        frame's contacts with numpy at once, and the checks here would cost more than the
+        rest of building one)."""
+        self = cls.__new__(cls)
+        self._t = t
+        self._time = time
+        self._from_np = from_np
+        self._into_np = into_np
+        self._point = point
+        self._normal = normal
+        self._approach_speed = approach_speed
+        self._from_pos = from_pos
+        self._into_pos = into_pos
+        self._from_tangible = from_tangible
+        self._into_tangible = into_tangible
+        self._world = world
+        return self
 
     # -- plain attributes (read-only) ---------------------------------------------------
 
@@ -170,12 +211,12 @@ class Contact:
     @property
     def point(self) -> LPoint3:
         """World-space contact point (a copy)."""
-        return LPoint3(self._point)
+        return LPoint3(*self._point)
 
     @property
     def normal(self) -> LVector3:
         """World-space unit normal out of the into surface, toward the from object (a copy)."""
-        return LVector3(self._normal)
+        return LVector3(*self._normal)
 
     @property
     def approach_speed(self) -> float:
@@ -185,12 +226,12 @@ class Contact:
     @property
     def from_pos(self) -> LPoint3:
         """World-space centre of the from sphere at impact (a copy)."""
-        return LPoint3(self._from_pos)
+        return LPoint3(*self._from_pos)
 
     @property
     def into_pos(self) -> LPoint3 | None:
         """World-space centre of the into sphere at impact (a copy); None for a plane."""
-        return None if self._into_pos is None else LPoint3(self._into_pos)
+        return None if self._into_pos is None else LPoint3(*self._into_pos)
 
     @property
     def from_tangible(self) -> bool:
@@ -236,13 +277,15 @@ class Contact:
 
     # -- CollisionEntry's getters ---------------------------------------------------------
 
-    def _to_space_point(self, space: NodePath, p: LPoint3) -> LPoint3:
+    def _to_space_point(self, space: NodePath, xyz: _Vec3) -> LPoint3:
+        p = LPoint3(*xyz)
         # An empty NodePath means the root of the graph, as in CollisionEntry::output().
         if space.is_empty():
             return LPoint3(self._world.get_net_transform().get_mat().xform_point(p))
         return space.get_relative_point(self._world, p)
 
-    def _to_space_vector(self, space: NodePath, v: LVector3) -> LVector3:
+    def _to_space_vector(self, space: NodePath, xyz: _Vec3) -> LVector3:
+        v = LVector3(*xyz)
         # Like CollisionEntry, the plain matrix (not its inverse transpose) is applied and
         # the result is not renormalised: under a scaled space the normal is scaled too.
         if space.is_empty():

@@ -1,0 +1,127 @@
+"""The registered spheres as numpy columns, one row per sphere, in registration order.
+
+Each pass reads and writes every sphere; per-sphere Python objects would cost a loop of
+attribute lookups per column per pass, so the component keeps its spheres here. Rows are
+added in bulk when a pass starts (a scene registers thousands of spheres one call at a
+time) and removed with one boolean mask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from panda3d.core import NodePath, TransformState
+
+__all__ = ["SphereRecord", "SphereTable"]
+
+
+@dataclass(eq=False)
+class SphereRecord:
+    """One validated sphere, as registered, with its state read at registration."""
+
+    uid: int
+    owner: int  # one id per registered node: events are keyed by node, as in Panda3D
+    nodepath: NodePath
+    radius: float
+    center: tuple[float, float, float]
+    response: int
+    from_mask: int
+    into_mask: int
+    static: bool
+    solid: Any = None  # the CollisionSphere it came from, if any
+    prev_center: tuple[float, float, float] = (np.nan, np.nan, np.nan)
+    prev_transform: TransformState | None = None
+    world_radius: float = 0.0
+
+
+class SphereTable:
+    """Columns of the registered spheres (n rows).
+
+    Set at registration: ``uid``, ``owner`` (n,) int64; ``nodepath`` (n,) object;
+    ``radius`` (n,) local radius; ``center`` (n, 3) local centre; ``response`` (n,) int8;
+    ``from_mask``, ``into_mask`` (n,) int64; ``static`` (n,) bool.
+
+    Carried from pass to pass: ``prev_center`` (n, 3) world centre where the last pass left
+    it; ``prev_transform`` (n,) object, the TransformState (relative to render) it had
+    then, or None; ``world_radius`` (n,); ``bad`` (n,) bool, its transform was not finite
+    at the last pass (skipped, warned once).
+    """
+
+    _COLUMNS = (
+        "uid",
+        "owner",
+        "nodepath",
+        "radius",
+        "center",
+        "response",
+        "from_mask",
+        "into_mask",
+        "static",
+        "prev_center",
+        "prev_transform",
+        "world_radius",
+        "bad",
+    )
+
+    def __init__(self) -> None:
+        self.uid = np.zeros(0, np.int64)
+        self.owner = np.zeros(0, np.int64)
+        self.nodepath = np.zeros(0, object)
+        self.radius = np.zeros(0)
+        self.center = np.zeros((0, 3))
+        self.response = np.zeros(0, np.int8)
+        self.from_mask = np.zeros(0, np.int64)
+        self.into_mask = np.zeros(0, np.int64)
+        self.static = np.zeros(0, bool)
+        self.prev_center = np.zeros((0, 3))
+        self.prev_transform = np.zeros(0, object)
+        self.world_radius = np.zeros(0)
+        self.bad = np.zeros(0, bool)
+        self._pending: list[SphereRecord] = []
+
+    def __len__(self) -> int:
+        return len(self.uid) + len(self._pending)
+
+    def add(self, record: SphereRecord) -> None:
+        """Queue a sphere; it becomes a row at the next :meth:`flush`."""
+        self._pending.append(record)
+
+    def flush(self) -> None:
+        """Append the queued spheres as rows (one concatenation for any number of them)."""
+        if not self._pending:
+            return
+        new = self._pending
+        self._pending = []
+        m = len(new)
+        rows: dict[str, np.ndarray] = {
+            "uid": np.fromiter((r.uid for r in new), np.int64, m),
+            "owner": np.fromiter((r.owner for r in new), np.int64, m),
+            # fromiter, not np.array: numpy would try to unpack each NodePath.
+            "nodepath": np.fromiter((r.nodepath for r in new), object, m),
+            "radius": np.fromiter((r.radius for r in new), np.float64, m),
+            "center": np.array([r.center for r in new], np.float64).reshape(m, 3),
+            "response": np.fromiter((r.response for r in new), np.int8, m),
+            "from_mask": np.fromiter((r.from_mask for r in new), np.int64, m),
+            "into_mask": np.fromiter((r.into_mask for r in new), np.int64, m),
+            "static": np.fromiter((r.static for r in new), bool, m),
+            "prev_center": np.array([r.prev_center for r in new], np.float64).reshape(m, 3),
+            "prev_transform": np.fromiter((r.prev_transform for r in new), object, m),
+            "world_radius": np.fromiter((r.world_radius for r in new), np.float64, m),
+            "bad": np.zeros(m, bool),
+        }
+        for name in self._COLUMNS:
+            setattr(self, name, np.concatenate([getattr(self, name), rows[name]]))
+
+    def drop_owners(self, owners: set[int]) -> None:
+        """Remove every sphere of these nodes (queued or not)."""
+        self._pending = [r for r in self._pending if r.owner not in owners]
+        gone = np.isin(self.owner, np.fromiter(owners, np.int64, len(owners)))
+        if gone.any():
+            for name in self._COLUMNS:
+                setattr(self, name, getattr(self, name)[~gone])
+
+    def uids(self) -> set[int]:
+        """Every sphere's uid, queued or not."""
+        return set(self.uid.tolist()) | {r.uid for r in self._pending}
