@@ -601,24 +601,23 @@ def _earliest_touch(p0: Float, p1: Float, radius: Float, deflect: Bool, i: Int, 
         a, b = i[near], j[near]
         lo, hi = bound[near], np.ones(len(near))
         limit = big_r[near] + slack[near]
-        da, db = p1[a] - p0[a], p1[b] - p0[b]
+        a0, b0 = p0[a], p0[b]
+        da, db = p1[a] - a0, p1[b] - b0
         for _ in range(_BISECTIONS):
             mid = 0.5 * (lo + hi)
-            reached = (
-                _segment_distance(
-                    p0[a], p0[a] + mid[:, None] * da, p0[b], p0[b] + mid[:, None] * db
-                )
-                <= limit
-            )
+            step = mid[:, None]
+            reached = _segment_distance(a0, a0 + step * da, b0, b0 + step * db) <= limit
             hi = np.where(reached, mid, hi)
             lo = np.where(reached, lo, mid)
         bound[near] = lo
     # One straight, one deflected: the deflected one must first reach the other's segment.
     for seg, ball, mask in ((i, j, straight_i & ~straight_j), (j, i, straight_j & ~straight_i)):
-        d = _point_segment_distance(p0[ball], p0[seg], p1[seg]) - big_r - slack
-        rate = reach[ball]
-        late = np.divide(d, rate, out=np.full(len(i), np.inf), where=rate > 0)
-        bound = np.where(mask & (d > 0), np.maximum(bound, late), bound)
+        rows = np.flatnonzero(mask)
+        s, b = seg[rows], ball[rows]
+        d = _point_segment_distance(p0[b], p0[s], p1[s]) - big_r[rows] - slack[rows]
+        rate = reach[b]
+        late = np.divide(d, rate, out=np.full(len(rows), np.inf), where=rate > 0)
+        bound[rows] = np.where(d > 0, np.maximum(bound[rows], late), bound[rows])
     return bound
 
 
