@@ -206,9 +206,13 @@ class PluginSystem(System):
         self.ccd.add_in_pattern("%fn-into-%in")
         for node in world.nodes:
             self.ccd.add_sphere(node, world.scene.radius, response=options.response)
+        self.wall_nodes: list[NodePath] = []
         if world.walls is not None:
-            for normal, point in world.scene.wall_planes():
-                self.ccd.add_plane(world.render, Plane(Vec3(*normal), Point3(*point)))
+            # One node per wall: a node is registered once, with one plane.
+            for k, (normal, point) in enumerate(world.scene.wall_planes()):
+                wall = world.render.attachNewNode(f"ccd-wall{k}")
+                self.ccd.add_plane(wall, Plane(Vec3(*normal), Point3(*point)))
+                self.wall_nodes.append(wall)
 
     def run(self) -> None:
         self.ccd.step()
@@ -226,6 +230,8 @@ class PluginSystem(System):
 
     def close(self) -> None:
         self.ccd.destroy()
+        for wall in self.wall_nodes:
+            wall.removeNode()
 
 
 class TraverserSystem(System):

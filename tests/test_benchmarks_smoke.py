@@ -134,3 +134,23 @@ def test_fast_pairs_truth_is_the_exact_kernel_and_pairs_are_isolated() -> None:
     apart = np.any((lo[:, None] > hi[None]) | (hi[:, None] < lo[None]), axis=2)
     np.fill_diagonal(apart, True)
     assert apart.all()
+
+
+def test_walls_option_runs_every_system_with_the_box_closed(tmp_path: Path) -> None:
+    # --walls adds the box's six walls as planes: one node each for the plugin (a node is
+    # registered once), one CollisionNode for the traverser, plane bodies for Bullet.
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "benchmarks", "--walls", "--sizes", "60",
+            "--frames", "2", "--warmup", "1", "--pairs", "0", "--mem-frames", "0",
+            "--no-plot", "--out", str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((tmp_path / "results.json").read_text())
+    assert "walls on" in record["setup"]
+    assert all(v is not None and v > 0 for v in record["timing"][0]["ms"].values())
