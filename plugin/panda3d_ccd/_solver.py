@@ -182,6 +182,8 @@ def _slop(*points: Float) -> Float:
 def _segment_toi(paths: _Paths, radius: Float, i: Int, j: Int) -> Float:
     """Times of impact of sphere pairs on their current segments, from the later start on.
     Pairs whose deepest approach on the segments stays within the slop do not count."""
+    if len(i) == 0:  # a round with nothing to retest: skip some forty numpy calls
+        return np.zeros(0)
     start = np.maximum(paths.ts[i], paths.ts[j])
     a0, b0 = paths.at(i, start), paths.at(j, start)
     a1, b1 = paths.xe[i], paths.xe[j]
@@ -201,6 +203,8 @@ def _plane_offset_at(off0: Float, off1: Float, t: Float) -> Float:
 
 def _segment_plane_toi(paths: _Paths, radius: Float, i: Int, k: Int, planes: Any) -> Float:
     """Times of impact of spheres with (translating) planes on the current segments."""
+    if len(i) == 0:  # most scenes' rounds: no plane pair to retest
+        return np.zeros(0)
     off0, off1 = planes.off0, planes.off1
     start = paths.ts[i]
     n = planes.normal[k]
@@ -277,16 +281,18 @@ def solve(
     # crowd around its diagonal. Not slides: their bent paths may go anywhere in their box,
     # and a deflection that stays inside it looks for no new pairs (see _extend_deflected).
     ci, cj = sphere_pairs(p0, p1, radius, from_mask, into_mask, split=~slide)
-    qi, qk = sphere_plane_pairs(
-        p0,
-        p1,
-        radius + reach,
-        planes.normal,
-        planes.off0,
-        from_mask,
-        planes.mask,
-        plane_offsets1=planes.off1,
-    )
+    qi, qk = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if len(planes.normal):
+        qi, qk = sphere_plane_pairs(
+            p0,
+            p1,
+            radius + reach,
+            planes.normal,
+            planes.off0,
+            from_mask,
+            planes.mask,
+            plane_offsets1=planes.off1,
+        )
     if group is not None:
         apart = group[ci] != group[cj]
         ci, cj = ci[apart], cj[apart]
