@@ -574,7 +574,9 @@ def _extend_deflected(
     return changed
 
 
-_BISECTIONS = 8  # the prefix bound to 1/256 of the frame below the true moment
+#: Steps of the prefix bound's bisection: it ends within 1/32 of the frame below the true
+#: moment. Eight steps (1/256) saved at most one round a frame on nine benchmark frames.
+_BISECTIONS = 5
 
 
 def _earliest_touch(p0: Float, p1: Float, radius: Float, deflect: Bool, i: Int, j: Int) -> Float:
