@@ -148,13 +148,15 @@ class _Reading(NamedTuple):
 
 class _Frame(NamedTuple):
     """What a pass read: (n, 3) start and end centres, (n,) world radii, (n,) object
-    TransformStates (None for spheres not read), (n,) bool which spheres were read."""
+    TransformStates (None for spheres not read), (n,) bool which spheres were read, (n,)
+    bool which spheres' nodes are children of render (see :meth:`_children_of_render`)."""
 
     start: np.ndarray
     end: np.ndarray
     radius: np.ndarray
     transforms: np.ndarray
     read: np.ndarray
+    near: np.ndarray
 
 
 class _Directions(NamedTuple):
@@ -627,13 +629,57 @@ class ContinuousCollision:
         sphere.world_radius = float(world_radius[0])
         sphere.prev_transform = ts
 
+    def _render_is_root(self) -> bool:
+        """Whether every node's net transform is its transform relative to render.
+
+        Then ``getNetTransform()`` gives the very TransformState ``getTransform(render)``
+        does (the same compositions from the same identity), in two thirds of the time.
+        """
+        render = self._render
+        return (
+            render.getNumNodes() == 1
+            and render.getTransform().isIdentity()
+            and render.getEffects().isEmpty()
+        )
+
+    def _children_of_render(self, nodepaths: list[NodePath]) -> np.ndarray:
+        """(m,) bool: which of these nodes are children of render.
+
+        Only valid right after :meth:`_drop_removed` in a pass (no game code in between):
+        every node then has render's top as its top, so where render is that top a path of
+        two nodes is render and the node. Counting nodes costs a third of ``getParent()``.
+        """
+        m = len(nodepaths)
+        if self._render.getNumNodes() != 1:
+            return np.zeros(m, bool)
+        return np.fromiter(map(NodePath.getNumNodes, nodepaths), np.int64, m) == 2
+
+    def _getter(self, previous: bool) -> tuple[Any, tuple[NodePath, ...]]:
+        """``(get, args)``: ``get(nodepath, *args)`` is the node's transform (previous
+        transform if ``previous``) relative to render."""
+        if previous:
+            return NodePath.getPrevTransform, (self._render,)
+        if self._render_is_root():
+            return NodePath.getNetTransform, ()
+        return NodePath.getTransform, (self._render,)
+
     def _read_rows(
-        self, spheres: SphereTable, rows: np.ndarray, *, previous: bool = False
+        self,
+        spheres: SphereTable,
+        rows: np.ndarray,
+        *,
+        previous: bool = False,
+        near: np.ndarray | None = None,
     ) -> _Reading:
         """Read the transforms of spheres ``rows`` (m,) relative to render (Panda3D's
-        previous transforms if ``previous``), with one call per node where all is well."""
+        previous transforms if ``previous``), with one call per node where all is well.
+
+        ``near`` (m,) bool marks nodes known to be children of render: their previous
+        transform relative to render is their own (Panda3D composes it with nothing, and
+        no RenderEffect adjusts a previous transform), read at a third of the cost.
+        """
         m = len(rows)
-        get = NodePath.getPrevTransform if previous else NodePath.getTransform
+        get, args = self._getter(previous)
         nodepaths = spheres.nodepath[rows].tolist()
         transform = np.full(m, None, object)
         center = np.full((m, 3), np.nan)
@@ -642,7 +688,18 @@ class ContinuousCollision:
         bad = spheres.bad[rows]
         quick = np.flatnonzero(~bad)
         try:
-            ts = list(map(get, [nodepaths[i] for i in quick.tolist()], repeat(self._render)))
+            if previous and near is not None:
+                ts_array = np.empty(len(quick), object)
+                own = near[quick]
+                ts_array[own] = _objects(
+                    list(map(NodePath.getPrevTransform, [nodepaths[i] for i in quick[own]]))
+                )
+                ts_array[~own] = _objects(
+                    list(map(get, [nodepaths[i] for i in quick[~own]], *map(repeat, args)))
+                )
+                ts = ts_array.tolist()
+            else:
+                ts = list(map(get, [nodepaths[i] for i in quick.tolist()], *map(repeat, args)))
             center[quick], world_radius[quick] = _centers(
                 ts, spheres.radius[rows[quick]], spheres.center[rows[quick]]
             )
@@ -656,7 +713,7 @@ class ContinuousCollision:
         for i in careful.tolist():
             k = rows[i]
             try:
-                ts_i = get(nodepaths[i], self._render)
+                ts_i = get(nodepaths[i], *args)
                 if ts_i.isInvalid():
                     raise AssertionError
                 c, w = _centers([ts_i], spheres.radius[k : k + 1], spheres.center[k : k + 1])
@@ -681,6 +738,8 @@ class ContinuousCollision:
         radius[held] = spheres.world_radius[held]
 
         rows = np.flatnonzero(~held)
+        near = np.zeros(n, bool)
+        near[rows] = self._children_of_render(spheres.nodepath[rows].tolist())
         now = self._read_rows(spheres, rows)
         transforms[rows] = now.transform
         end[rows] = now.center
@@ -691,7 +750,7 @@ class ContinuousCollision:
         start[rows[fresh]] = now.center[fresh]
         swept = np.flatnonzero(now.ok & ~fresh)
         if self.respect_prev_transform:
-            prev = self._read_rows(spheres, rows[swept], previous=True)
+            prev = self._read_rows(spheres, rows[swept], previous=True, near=near[rows[swept]])
             spheres.prev_transform[rows[swept[prev.ok]]] = prev.transform[prev.ok]
             # A garbage previous transform: do not sweep from it.
             start[rows[swept]] = np.where(prev.ok[:, None], prev.center, now.center[swept])
@@ -710,7 +769,7 @@ class ContinuousCollision:
         radius[~finite] = 0.0
         read = np.zeros(n, bool)
         read[rows[now.ok]] = True
-        return _Frame(start, end, radius, transforms, read)
+        return _Frame(start, end, radius, transforms, read, near)
 
     def _world_plane(self, entry: _Plane) -> tuple[float, float, float, float] | None:
         """(a, b, c, d) of the plane in world space, unit normal; None if not finite."""
@@ -768,14 +827,20 @@ class ContinuousCollision:
         order = moved[np.argsort(-np.linalg.norm(result.end[moved] - p1[moved], axis=1))]
         _, first = np.unique(spheres.owner[order], return_index=True)
         order = order[np.sort(first)]
-        for k, end in zip(order.tolist(), result.end[order].tolist()):
-            cur = frame.transforms[k]
+        off_centre = np.any(spheres.center[order] != 0.0, axis=1)
+        for cur, near, nodepath, prev, t, end, off, center in zip(
+            frame.transforms[order].tolist(),
+            frame.near[order].tolist(),
+            spheres.nodepath[order].tolist(),
+            spheres.prev_transform[order].tolist(),
+            result.t_stop[order].tolist(),
+            result.end[order].tolist(),
+            off_centre.tolist(),
+            spheres.center[order].tolist(),
+        ):
             if cur is None:
                 continue
-            nodepath = spheres.nodepath[k]
-            t = float(result.t_stop[k])
             quat = None
-            prev = spheres.prev_transform[k]
             if t < 1.0 and prev is not None:
                 quat = cur.getQuat()
                 q0 = prev.getQuat()
@@ -783,13 +848,15 @@ class ContinuousCollision:
                     quat = _slerp(q0, quat, t)
                     nodepath.setQuat(render, quat)
             target = LPoint3(*end)
-            center = spheres.center[k].tolist()
-            if center != [0.0, 0.0, 0.0]:
+            if off:
                 if quat is None:
                     quat = cur.getQuat()
                 scale = cur.getScale()
                 target = target - quat.xform(LVector3(*(c * k_ for c, k_ in zip(center, scale))))
-            nodepath.setFluidPos(render, target)
+            if near and _local_is_world(nodepath):
+                nodepath.setFluidPos(target)
+            else:
+                nodepath.setFluidPos(render, target)
         # Spheres of a node just written are read again (Panda3D keeps float32, so where a
         # node ended up is not exactly result.end); the others are where they were read.
         written = np.isin(spheres.owner, spheres.owner[order])
@@ -996,6 +1063,23 @@ class ContinuousCollision:
     def _check_alive(self) -> None:
         if self._destroyed:
             raise RuntimeError("this ContinuousCollision was destroyed; create a new one")
+
+
+def _local_is_world(nodepath: NodePath) -> bool:
+    """Whether, for a child of render, ``nodepath.setFluidPos(pos)`` leaves exactly the
+    transform (and previous transform) that ``nodepath.setFluidPos(render, pos)`` would, at
+    half the cost.
+
+    Not with an effect that adjusts its transform (a CompassEffect), whose adjusted
+    rotation the relative setter writes back; nor for a transform given as a quaternion or
+    as a decomposable matrix, which the relative setter rebuilds from hpr.
+    """
+    if not nodepath.getEffects().isEmpty():
+        return False
+    ts = nodepath.getTransform()
+    if ts.componentsGiven():
+        return not ts.quatGiven()
+    return ts.isIdentity() or not ts.hasComponents()
 
 
 def _slerp(q0: LQuaternion, q1: LQuaternion, t: float) -> LQuaternion:
