@@ -148,15 +148,13 @@ class _Reading(NamedTuple):
 
 class _Frame(NamedTuple):
     """What a pass read: (n, 3) start and end centres, (n,) world radii, (n,) object
-    TransformStates (None for spheres not read), (n,) bool which spheres were read, (n,)
-    bool which spheres' nodes are children of render (see :meth:`_children_of_render`)."""
+    TransformStates (None for spheres not read), (n,) bool which spheres were read."""
 
     start: np.ndarray
     end: np.ndarray
     radius: np.ndarray
     transforms: np.ndarray
     read: np.ndarray
-    near: np.ndarray
 
 
 class _Directions(NamedTuple):
@@ -649,18 +647,6 @@ class ContinuousCollision:
             and render.getEffects().isEmpty()
         )
 
-    def _children_of_render(self, nodepaths: list[NodePath]) -> np.ndarray:
-        """(m,) bool: which of these nodes are children of render.
-
-        Only valid right after :meth:`_drop_removed` in a pass (no game code in between):
-        every node then has render's top as its top, so where render is that top a path of
-        two nodes is render and the node. Counting nodes costs a third of ``getParent()``.
-        """
-        m = len(nodepaths)
-        if self._render.getNumNodes() != 1:
-            return np.zeros(m, bool)
-        return np.fromiter(map(NodePath.getNumNodes, nodepaths), np.int64, m) == 2
-
     def _getter(self, previous: bool) -> tuple[Any, tuple[NodePath, ...]]:
         """``(get, args)``: ``get(nodepath, *args)`` is the node's transform (previous
         transform if ``previous``) relative to render."""
@@ -671,20 +657,10 @@ class ContinuousCollision:
         return NodePath.getTransform, (self._render,)
 
     def _read_rows(
-        self,
-        spheres: SphereTable,
-        rows: np.ndarray,
-        *,
-        previous: bool = False,
-        near: np.ndarray | None = None,
+        self, spheres: SphereTable, rows: np.ndarray, *, previous: bool = False
     ) -> _Reading:
         """Read the transforms of spheres ``rows`` (m,) relative to render (Panda3D's
-        previous transforms if ``previous``), with one call per node where all is well.
-
-        ``near`` (m,) bool marks nodes known to be children of render: their previous
-        transform relative to render is their own (Panda3D composes it with nothing, and
-        no RenderEffect adjusts a previous transform), read at a third of the cost.
-        """
+        previous transforms if ``previous``), with one call per node where all is well."""
         m = len(rows)
         get, args = self._getter(previous)
         nodepaths = spheres.nodepath[rows].tolist()
@@ -695,18 +671,7 @@ class ContinuousCollision:
         bad = spheres.bad[rows]
         quick = np.flatnonzero(~bad)
         try:
-            if previous and near is not None:
-                ts_array = np.empty(len(quick), object)
-                own = near[quick]
-                ts_array[own] = _objects(
-                    list(map(NodePath.getPrevTransform, [nodepaths[i] for i in quick[own]]))
-                )
-                ts_array[~own] = _objects(
-                    list(map(get, [nodepaths[i] for i in quick[~own]], *map(repeat, args)))
-                )
-                ts = ts_array.tolist()
-            else:
-                ts = list(map(get, [nodepaths[i] for i in quick.tolist()], *map(repeat, args)))
+            ts = list(map(get, [nodepaths[i] for i in quick.tolist()], *map(repeat, args)))
             center[quick], world_radius[quick] = _centers(
                 ts, spheres.radius[rows[quick]], spheres.center[rows[quick]]
             )
@@ -745,8 +710,6 @@ class ContinuousCollision:
         radius[held] = spheres.world_radius[held]
 
         rows = np.flatnonzero(~held)
-        near = np.zeros(n, bool)
-        near[rows] = self._children_of_render(spheres.nodepath[rows].tolist())
         now = self._read_rows(spheres, rows)
         transforms[rows] = now.transform
         end[rows] = now.center
@@ -757,7 +720,7 @@ class ContinuousCollision:
         start[rows[fresh]] = now.center[fresh]
         swept = np.flatnonzero(now.ok & ~fresh)
         if self.respect_prev_transform:
-            prev = self._read_rows(spheres, rows[swept], previous=True, near=near[rows[swept]])
+            prev = self._read_rows(spheres, rows[swept], previous=True)
             spheres.prev_transform[rows[swept[prev.ok]]] = prev.transform[prev.ok]
             # A garbage previous transform: do not sweep from it.
             start[rows[swept]] = np.where(prev.ok[:, None], prev.center, now.center[swept])
@@ -776,7 +739,7 @@ class ContinuousCollision:
         radius[~finite] = 0.0
         read = np.zeros(n, bool)
         read[rows[now.ok]] = True
-        return _Frame(start, end, radius, transforms, read, near)
+        return _Frame(start, end, radius, transforms, read)
 
     def _world_plane(self, entry: _Plane) -> tuple[float, float, float, float] | None:
         """(a, b, c, d) of the plane in world space, unit normal; None if not finite."""
@@ -835,9 +798,8 @@ class ContinuousCollision:
         _, first = np.unique(spheres.owner[order], return_index=True)
         order = order[np.sort(first)]
         off_centre = np.any(spheres.center[order] != 0.0, axis=1)
-        for cur, near, nodepath, prev, t, end, off, center in zip(
+        for cur, nodepath, prev, t, end, off, center in zip(
             frame.transforms[order].tolist(),
-            frame.near[order].tolist(),
             spheres.nodepath[order].tolist(),
             spheres.prev_transform[order].tolist(),
             result.t_stop[order].tolist(),
@@ -860,7 +822,7 @@ class ContinuousCollision:
                     quat = cur.getQuat()
                 scale = cur.getScale()
                 target = target - quat.xform(LVector3(*(c * k_ for c, k_ in zip(center, scale))))
-            if near and _local_is_world(nodepath):
+            if _local_is_world(nodepath, render):
                 nodepath.setFluidPos(target)
             else:
                 nodepath.setFluidPos(render, target)
@@ -1072,16 +1034,16 @@ class ContinuousCollision:
             raise RuntimeError("this ContinuousCollision was destroyed; create a new one")
 
 
-def _local_is_world(nodepath: NodePath) -> bool:
-    """Whether, for a child of render, ``nodepath.setFluidPos(pos)`` leaves exactly the
-    transform (and previous transform) that ``nodepath.setFluidPos(render, pos)`` would, at
-    half the cost.
+def _local_is_world(nodepath: NodePath, render: NodePath) -> bool:
+    """Whether ``nodepath.setFluidPos(pos)`` leaves exactly the transform (and previous
+    transform) that ``nodepath.setFluidPos(render, pos)`` would, at half the cost.
 
-    Not with an effect that adjusts its transform (a CompassEffect), whose adjusted
-    rotation the relative setter writes back; nor for a transform given as a quaternion or
-    as a decomposable matrix, which the relative setter rebuilds from hpr.
+    Only for a child of render, and not with an effect that adjusts its transform (a
+    CompassEffect), whose adjusted rotation the relative setter writes back; nor for a
+    transform given as a quaternion or as a decomposable matrix, which the relative setter
+    rebuilds from hpr.
     """
-    if not nodepath.getEffects().isEmpty():
+    if nodepath.getParent() != render or not nodepath.getEffects().isEmpty():
         return False
     ts = nodepath.getTransform()
     if ts.componentsGiven():
