@@ -634,35 +634,13 @@ class ContinuousCollision:
         sphere.world_radius = float(world_radius[0])
         sphere.prev_transform = ts
 
-    def _render_is_root(self) -> bool:
-        """Whether every node's net transform is its transform relative to render.
-
-        Then ``getNetTransform()`` gives the very TransformState ``getTransform(render)``
-        does (the same compositions from the same identity), in two thirds of the time.
-        """
-        render = self._render
-        return (
-            render.getNumNodes() == 1
-            and render.getTransform().isIdentity()
-            and render.getEffects().isEmpty()
-        )
-
-    def _getter(self, previous: bool) -> tuple[Any, tuple[NodePath, ...]]:
-        """``(get, args)``: ``get(nodepath, *args)`` is the node's transform (previous
-        transform if ``previous``) relative to render."""
-        if previous:
-            return NodePath.getPrevTransform, (self._render,)
-        if self._render_is_root():
-            return NodePath.getNetTransform, ()
-        return NodePath.getTransform, (self._render,)
-
     def _read_rows(
         self, spheres: SphereTable, rows: np.ndarray, *, previous: bool = False
     ) -> _Reading:
         """Read the transforms of spheres ``rows`` (m,) relative to render (Panda3D's
         previous transforms if ``previous``), with one call per node where all is well."""
         m = len(rows)
-        get, args = self._getter(previous)
+        get = NodePath.getPrevTransform if previous else NodePath.getTransform
         nodepaths = spheres.nodepath[rows].tolist()
         transform = np.full(m, None, object)
         center = np.full((m, 3), np.nan)
@@ -671,7 +649,7 @@ class ContinuousCollision:
         bad = spheres.bad[rows]
         quick = np.flatnonzero(~bad)
         try:
-            ts = list(map(get, [nodepaths[i] for i in quick.tolist()], *map(repeat, args)))
+            ts = list(map(get, [nodepaths[i] for i in quick.tolist()], repeat(self._render)))
             center[quick], world_radius[quick] = _centers(
                 ts, spheres.radius[rows[quick]], spheres.center[rows[quick]]
             )
@@ -685,7 +663,7 @@ class ContinuousCollision:
         for i in careful.tolist():
             k = rows[i]
             try:
-                ts_i = get(nodepaths[i], *args)
+                ts_i = get(nodepaths[i], self._render)
                 if ts_i.isInvalid():
                     raise AssertionError
                 c, w = _centers([ts_i], spheres.radius[k : k + 1], spheres.center[k : k + 1])
@@ -822,10 +800,7 @@ class ContinuousCollision:
                     quat = cur.getQuat()
                 scale = cur.getScale()
                 target = target - quat.xform(LVector3(*(c * k_ for c, k_ in zip(center, scale))))
-            if _local_is_world(nodepath, render):
-                nodepath.setFluidPos(target)
-            else:
-                nodepath.setFluidPos(render, target)
+            nodepath.setFluidPos(render, target)
         # Spheres of a node just written are read again (Panda3D keeps float32, so where a
         # node ended up is not exactly result.end); the others are where they were read.
         written = np.isin(spheres.owner, spheres.owner[order])
@@ -1032,23 +1007,6 @@ class ContinuousCollision:
     def _check_alive(self) -> None:
         if self._destroyed:
             raise RuntimeError("this ContinuousCollision was destroyed; create a new one")
-
-
-def _local_is_world(nodepath: NodePath, render: NodePath) -> bool:
-    """Whether ``nodepath.setFluidPos(pos)`` leaves exactly the transform (and previous
-    transform) that ``nodepath.setFluidPos(render, pos)`` would, at half the cost.
-
-    Only for a child of render, and not with an effect that adjusts its transform (a
-    CompassEffect), whose adjusted rotation the relative setter writes back; nor for a
-    transform given as a quaternion or as a decomposable matrix, which the relative setter
-    rebuilds from hpr.
-    """
-    if nodepath.getParent() != render or not nodepath.getEffects().isEmpty():
-        return False
-    ts = nodepath.getTransform()
-    if ts.componentsGiven():
-        return not ts.quatGiven()
-    return ts.isIdentity() or not ts.hasComponents()
 
 
 def _slerp(q0: LQuaternion, q1: LQuaternion, t: float) -> LQuaternion:
