@@ -414,7 +414,9 @@ class PairTracker:
 
         opened = self._open
         events: list[Event] = [("out", opened.pop(k)) for k in list(opened) if k not in seen]
-        timeline.sort(key=lambda item: (item[0], item[1]))
+        # Each item's second field is unique, so comparing whole items never reaches the
+        # keys and contacts, and sorts as the (time, order) key would, without a key call.
+        timeline.sort()
         for _, order, key, contact in timeline:
             if order & 1:
                 del opened[key]
@@ -460,7 +462,13 @@ def send_events(messenger: Any, patterns: EventPatterns, events: Iterable[Event]
     with its CollisionEntry.
     """
     for kind, contact in events:
-        for program in patterns.programs(kind):
-            name = _run(program, contact)
-            if name:
-                messenger.send(name, [contact])
+        send_contact(messenger, patterns.programs(kind), contact)
+
+
+def send_contact(messenger: Any, programs: list[_Program], contact: Contact) -> None:
+    """Send one event: ``contact`` under each name ``programs`` (one kind's compiled
+    patterns, e.g. ``EventPatterns.programs("in")``) give it, in order (internal)."""
+    for program in programs:
+        name = _run(program, contact)
+        if name:
+            messenger.send(name, [contact])

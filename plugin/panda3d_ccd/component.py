@@ -36,7 +36,7 @@ from panda3d.core import (
 )
 
 from . import _solver
-from ._events import EventPatterns, PairTracker, send_events
+from ._events import EventPatterns, PairTracker, send_contact, send_events
 from ._spheres import SphereRecord, SphereTable
 from .contact import Contact
 
@@ -572,14 +572,21 @@ class ContinuousCollision:
         # Panda3D's own handler queues its events, so one raising handler loses no other
         # event: here too every event is delivered, then the first exception re-raised.
         failure: BaseException | None = None
+        # Handlers change these in place (remove(), destroy(), add_in_pattern()), never
+        # replace them, so each event still sees the state the handlers before it left.
+        by_node, unsent, programs = self._by_node, self._unsent_in, self._patterns.programs
         try:
-            for event in events:
-                kind, contact = event
-                if contact.from_np in self._by_node and contact.into_np in self._by_node:
+            for kind, contact in events:
+                todo = programs(kind)
+                # Without patterns of its kind an event sends nothing, so only an "in"
+                # needs its node check (its pair's "out" is owed once it counts as sent).
+                if not todo and kind != "in":
+                    continue
+                if contact.from_np in by_node and contact.into_np in by_node:
                     if kind == "in":
-                        self._unsent_in.discard(key_of[id(contact)])
+                        unsent.discard(key_of[id(contact)])
                     try:
-                        send_events(self._messenger, self._patterns, [event])
+                        send_contact(self._messenger, todo, contact)
                     except Exception as exc:  # noqa: BLE001 - re-raised below
                         failure = failure or exc
             if failure is not None:
@@ -768,14 +775,19 @@ class ContinuousCollision:
         order = moved[np.argsort(-np.linalg.norm(result.end[moved] - p1[moved], axis=1))]
         _, first = np.unique(spheres.owner[order], return_index=True)
         order = order[np.sort(first)]
-        for k, end in zip(order.tolist(), result.end[order].tolist()):
-            cur = frame.transforms[k]
+        off_centre = np.any(spheres.center[order] != 0.0, axis=1)
+        for cur, nodepath, prev, t, end, off, center in zip(
+            frame.transforms[order].tolist(),
+            spheres.nodepath[order].tolist(),
+            spheres.prev_transform[order].tolist(),
+            result.t_stop[order].tolist(),
+            result.end[order].tolist(),
+            off_centre.tolist(),
+            spheres.center[order].tolist(),
+        ):
             if cur is None:
                 continue
-            nodepath = spheres.nodepath[k]
-            t = float(result.t_stop[k])
             quat = None
-            prev = spheres.prev_transform[k]
             if t < 1.0 and prev is not None:
                 quat = cur.getQuat()
                 q0 = prev.getQuat()
@@ -783,8 +795,7 @@ class ContinuousCollision:
                     quat = _slerp(q0, quat, t)
                     nodepath.setQuat(render, quat)
             target = LPoint3(*end)
-            center = spheres.center[k].tolist()
-            if center != [0.0, 0.0, 0.0]:
+            if off:
                 if quat is None:
                     quat = cur.getQuat()
                 scale = cur.getScale()
