@@ -270,17 +270,27 @@ def solve(
     p1 = np.where(finite[:, None], p1, np.nan)
     solid = response != SENSOR
     slide = (response == SLIDE) & finite
-    moving = np.any(p0 != p1, axis=1)
-    # A deflected path stays within |p1 - p0| of p0: planes are few, so give slides that
-    # margin against them outright; against spheres the broad phase is extended per round.
-    reach = np.where(slide, np.linalg.norm(p1 - p0, axis=1), 0.0)
+    rigid = _Rigid(n, group)
+    # A rigid group moves as one: a member whose own path is still is carried when a slide
+    # group is deflected (a group turning about it), so stillness is the group's.
+    moving = rigid.spread_any(np.any(p0 != p1, axis=1))
+    # A deflected path stays within |p1 - p0| of p0 (each slide only removes motion), so
+    # slides get that margin in both broad phases: every pair a slide can ever reach is
+    # known before the first round. The batching depends on it: a round takes a contact
+    # only if no neighbour in the pair set can change in time, so a pair found later (as
+    # once, by growing a deflected slide's box) could come too late and let a body pass
+    # through one the slide stopped. (A sweep too long to measure is ignored anyway.)
+    # In a slide group every member moves at most as fast as the fastest one (a deflection
+    # carries all members by the same motion), so each gets the group's largest reach.
+    with np.errstate(over="ignore", invalid="ignore"):
+        own = np.linalg.norm(p1 - p0, axis=1)
+    reach = np.where(slide, rigid.spread_max(np.where(slide & np.isfinite(own), own, 0.0)), 0.0)
 
     # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
     # the broad phase keeps them; solids drop them below: they cannot start a contact.
     # Straight paths are cut into pieces, so a fast mover's box does not take in the whole
-    # crowd around its diagonal. Not slides: their bent paths may go anywhere in their box,
-    # and a deflection that stays inside it looks for no new pairs (see _extend_deflected).
-    ci, cj = sphere_pairs(p0, p1, radius, from_mask, into_mask, split=~slide)
+    # crowd around its diagonal. Not slides: their bent paths may go anywhere in their ball.
+    ci, cj = sphere_pairs(p0, p1, radius, from_mask, into_mask, margin=reach, split=~slide)
     qi, qk = np.zeros(0, np.int64), np.zeros(0, np.int64)
     if len(planes.normal):
         qi, qk = sphere_plane_pairs(
@@ -299,7 +309,6 @@ def solve(
         if plane_group is not None:
             apart = group[qi] != plane_group[qk]
             qi, qk = qi[apart], qk[apart]
-    rigid = _Rigid(n, group)
     plane_moving = planes.off0 != planes.off1
     pair_sensor = ~(solid[ci] & solid[cj])
     pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
@@ -308,10 +317,11 @@ def solve(
     pi, pk = qi[plane_solid], qk[plane_solid]
 
     paths = _Paths(np.where(finite[:, None], p0, 0.0), np.where(finite[:, None], p1, 0.0))
-    boxes = _Boxes(paths.xs, paths.xe, radius, finite)
-    pairs = _PairSet(paths, radius, slide, ci[pair_solid], cj[pair_solid])
+    boxes = _Boxes(paths.xs, paths.xe, radius + reach, finite)
+    bound_reach = np.where(slide, reach, np.where(finite, own, 0.0))
+    pairs = _PairSet(paths, radius, slide, bound_reach, ci[pair_solid], cj[pair_solid])
     by_body_plane = _Adjacency(n, pi)
-    still = paths.stationary()
+    still = ~rigid.spread_any(~paths.stationary())
     t_stop = np.ones(n)
     slides = np.zeros(n, np.int64)
     toi_p = _segment_plane_toi(paths, radius, pi, pk, planes)
@@ -364,7 +374,7 @@ def solve(
         push = np.concatenate([hs.normal, -hs.normal, hp.normal])
         keep = ~still[body]
         changed = _respond(paths, rigid, body[keep], when[keep], push[keep], slide, slides, t_stop)
-        still[changed] = paths.stationary_of(changed)
+        still[changed] = ~rigid.spread_any(~paths.stationary())[changed]
 
         # A deflected path may leave the box the broad phase covered: find its new pairs.
         changed = _extend_deflected(
@@ -491,11 +501,13 @@ class _PairSet:
     """The solid sphere pairs under test: times of impact on the current segments, and for
     each a time before which it cannot touch (see _earliest_touch)."""
 
-    def __init__(self, paths: _Paths, radius: Float, slide: Bool, i: Int, j: Int) -> None:
-        self._paths, self._radius, self._slide = paths, radius, slide
+    def __init__(
+        self, paths: _Paths, radius: Float, slide: Bool, reach: Float, i: Int, j: Int
+    ) -> None:
+        self._paths, self._radius, self._slide, self._reach = paths, radius, slide, reach
         # Bounds use the frame's original paths, which every response stays within.
         self._p0, self._p1 = paths.xs.copy(), paths.xe.copy()
-        earliest = _earliest_touch(self._p0, self._p1, radius, slide, i, j)
+        earliest = _earliest_touch(self._p0, self._p1, radius, slide, i, j, reach=reach)
         # Pairs that cannot touch this frame whatever happens need no test at all.
         keep = earliest <= 1.0
         self.i, self.j, self.earliest = i[keep], j[keep], earliest[keep]
@@ -524,7 +536,9 @@ class _PairSet:
 
     def add(self, i: Int, j: Int) -> None:
         """Add new pairs (i < j), untested yet (they are tested with the dirty ones)."""
-        earliest = _earliest_touch(self._p0, self._p1, self._radius, self._slide, i, j)
+        earliest = _earliest_touch(
+            self._p0, self._p1, self._radius, self._slide, i, j, reach=self._reach
+        )
         keep = earliest <= 1.0
         self.i = np.concatenate([self.i, i[keep]])
         self.j = np.concatenate([self.j, j[keep]])
@@ -579,15 +593,26 @@ def _extend_deflected(
 _BISECTIONS = 5
 
 
-def _earliest_touch(p0: Float, p1: Float, radius: Float, deflect: Bool, i: Int, j: Int) -> Float:
+def _earliest_touch(
+    p0: Float,
+    p1: Float,
+    radius: Float,
+    deflect: Bool,
+    i: Int,
+    j: Int,
+    *,
+    reach: Float | None = None,
+) -> Float:
     """(k,) a time before which pair (i, j) cannot touch, whatever contacts do to either;
     ``inf`` where they never can this frame.
 
     A body that is never deflected (rewind) stays on its segment p0 -> p1: it can only stop
-    early. A deflected one (slide) stays within t |p1 - p0| of p0 at time t, since every
-    slide only removes motion. Two bodies cannot meet before those regions do.
+    early. A deflected one (slide) stays within t ``reach`` of p0 at time t: ``reach`` (n,)
+    is |p1 - p0| by default, since every slide only removes motion; in a rigid group it is
+    the group's largest. Two bodies cannot meet before those regions do.
     """
-    reach = np.linalg.norm(p1 - p0, axis=1)
+    if reach is None:
+        reach = np.linalg.norm(p1 - p0, axis=1)
     big_r = radius[i] + radius[j]
     gap = np.linalg.norm(p0[i] - p0[j], axis=1) - big_r
     speed = reach[i] + reach[j]
@@ -859,6 +884,10 @@ class _Rigid:
         low = np.full(int(self.group.max()) + 1, np.inf)
         np.minimum.at(low, self.group, values)
         return low[self.group]
+
+    def spread_max(self, values: Float) -> Float:
+        """Each sphere's value replaced by the largest of its group."""
+        return values if self.trivial else -self.spread_min(-values)
 
     def spread_any(self, flags: Bool) -> Bool:
         if self.trivial:

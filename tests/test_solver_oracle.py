@@ -1,4 +1,4 @@
-"""Second review of the change bound (``_solver._blocked``) and the split broad phase.
+"""The change bound (``_solver._blocked``) and the split broad phase against oracles.
 
 Batched rounds must give exactly what a strictly serial solver gives (one globally
 earliest contact per round, obtained by patching ``_blocked``), on the kinds of scene the
@@ -286,21 +286,16 @@ def rewind_overlap(p0, p1, radius, t_stop, rows):
     return depth[apart].max(initial=0.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="change bound ignores pairs a deflected slide adds later: K is accepted past "
-    "a contact with J that only the slide's new pair brings, and K tunnels through J",
-)
 def test_a_slide_deflected_out_of_its_box_cannot_let_a_rewind_body_tunnel():
     # Slide I glances off the diagonal wall x + y = 3 at t = 0.38 and leaves its swept box
     # (as in test_solver.py::test_a_deflected_slide_finds_a_body_outside_its_swept_box);
     # its new path meets J (rewind, falling fast; masked off the wall) at t = 0.882,
     # stopping J. K (rewind, fast along x) runs through J's stopped position at t ~ 0.905;
     # J's full path never meets K's, and K's pending contact is with the still W at 0.952.
-    # I and J are not a pair when round 1 is planned (J is outside I's straight box), so
-    # nothing in the pair set says J can change: change[J] = change[K] = 0.952, and round
-    # 1 takes K's contact with W. A serial run stops K on J at 0.905; the batched one
-    # retests (J, K) only from K's stop at 0.952 and K passes through J.
+    # Were I and J not a pair when round 1 is planned (J is outside I's straight box),
+    # nothing in the pair set would say J can change: change[J] = change[K] = 0.952, round
+    # 1 would take K's contact with W, and K would pass through the stopped J. Slides get
+    # their reach as broad-phase margin for this: the serial run stops K on J at 0.905.
     i, j, k, w = range(4)
     xj, yj, s, u, t_k = 3.793, -1.5, 0.882, 0.922, 0.952
     p0 = [
@@ -572,19 +567,13 @@ def test_slides_with_groups_planes_and_sensors_hold_every_invariant(seed):
         assert not res.capped
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a slide group's deflection moves every member by the lead's remaining motion, "
-    "beyond a slower member's own ball |p1 - p0|, which _earliest_touch assumes; the new "
-    "pair is dropped as unable to touch (pre-existing: also fails at 575b1bc, and serially)",
-)
 def test_a_turning_slide_group_cannot_carry_a_member_through_a_sphere():
     # Group G turns a quarter turn about its member M (M's own path: none, p0 == p1) while
     # L swings from (2, 0, 0) to (0, 2, 0). L meets the wall y = 1 at t = 0.5 and slides
     # along it, and the group takes L's remaining motion (-1, 0, 0): M now moves to
     # (-1, 0, 0). Y (rewind) rises at x = -1.2, out of M's reach as long as M stays put, and
-    # ends at (-1.2, 0, 0.3): inside M's final position. The pair (M, Y) is found when M
-    # leaves its box, but its causality bound says M cannot move (reach 0): dropped.
+    # ends at (-1.2, 0, 0.3): inside M's final position. M's own reach is 0; the bound
+    # must use the group's (a member moves at most as fast as the fastest one).
     lead, m, y = range(3)
     p0 = np.array([[2.0, 0, 0], [0, 0, 0], [-1.2, 0, -9]])
     p1 = np.array([[0.0, 2, 0], [0, 0, 0], [-1.2, 0, 0.3]])
