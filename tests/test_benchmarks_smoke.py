@@ -30,16 +30,11 @@ TRAVERSER_ROWS = (
 )
 
 
-@pytest.fixture(scope="module")
-def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
-    out = tmp_path_factory.mktemp("bench")
+def run_benchmarks(out: Path, *args: str) -> tuple[str, dict]:
+    """``python -m benchmarks ARGS --no-plot --out OUT`` from the repository root, as CI
+    would run it: its stdout and the results.json it wrote."""
     proc = subprocess.run(
-        [
-            sys.executable, "-m", "benchmarks", "--quick",
-            "--sizes", "40,150", "--frames", "2", "--warmup", "1",
-            "--pairs", "300", "--mem-n", "40", "--mem-frames", "20",
-            "--no-plot", "--out", str(out),
-        ],
+        [sys.executable, "-m", "benchmarks", *args, "--no-plot", "--out", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -47,6 +42,15 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout, json.loads((out / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
+    return run_benchmarks(
+        tmp_path_factory.mktemp("bench"),
+        "--quick", "--sizes", "40,150", "--frames", "2", "--warmup", "1",
+        "--pairs", "300", "--mem-n", "40", "--mem-frames", "20",
+    )  # fmt: skip
 
 
 def test_timing_table_has_every_size_and_system(quick_run: tuple[str, dict]) -> None:
@@ -139,18 +143,10 @@ def test_fast_pairs_truth_is_the_exact_kernel_and_pairs_are_isolated() -> None:
 def test_walls_option_runs_every_system_with_the_box_closed(tmp_path: Path) -> None:
     # --walls adds the box's six walls as planes: one node each for the plugin (a node is
     # registered once), one CollisionNode for the traverser, plane bodies for Bullet.
-    proc = subprocess.run(
-        [
-            sys.executable, "-m", "benchmarks", "--walls", "--sizes", "60",
-            "--frames", "2", "--warmup", "1", "--pairs", "0", "--mem-frames", "0",
-            "--no-plot", "--out", str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    record = json.loads((tmp_path / "results.json").read_text())
+    _, record = run_benchmarks(
+        tmp_path,
+        "--walls", "--sizes", "60", "--frames", "2", "--warmup", "1",
+        "--pairs", "0", "--mem-frames", "0",
+    )  # fmt: skip
     assert "walls on" in record["setup"]
     assert all(v is not None and v > 0 for v in record["timing"][0]["ms"].values())
