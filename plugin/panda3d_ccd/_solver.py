@@ -6,8 +6,9 @@ How the resolution stays exact without a loop per contact
 Every solid (non-sensor) sphere follows a piecewise-linear path: its current segment runs
 from ``xs`` at time ``ts`` to ``xe`` at time 1. Each pair of candidates keeps its time of
 impact on the pair's current segments. A round accepts, all at once, every contact that is
-the earliest pending contact of each of its moving bodies: such contacts cannot disturb one
-another, and the globally earliest one is always among them, so every round makes progress.
+the earliest pending contact of each of its moving bodies and that no neighbour can change
+in time to pre-empt (see ``_blocked``): such contacts cannot disturb one another, and the
+globally earliest one is always among them, so every round makes progress.
 A body whose motion is changed by an accepted contact (stopped by ``rewind``, deflected by
 ``slide``) gets a new segment starting at the contact time, and only the pairs involving it
 are tested again, from that time on: before it, neither path changed, so the old answer
@@ -276,12 +277,11 @@ def solve(
     moving = rigid.spread_any(np.any(p0 != p1, axis=1))
     # A deflected path stays within |p1 - p0| of p0 (each slide only removes motion), so
     # slides get that margin in both broad phases: every pair a slide can ever reach is
-    # known before the first round. The batching depends on it: a round takes a contact
-    # only if no neighbour in the pair set can change in time, so a pair found later (as
-    # once, by growing a deflected slide's box) could come too late and let a body pass
-    # through one the slide stopped. (A sweep too long to measure is ignored anyway.)
-    # In a slide group every member moves at most as fast as the fastest one (a deflection
-    # carries all members by the same motion), so each gets the group's largest reach.
+    # known before the first round, which the batching relies on (a round takes a contact
+    # once no neighbour in the pair set can change in time). In a slide group every member
+    # moves at most as fast as the fastest one (a deflection carries all members by the
+    # same motion), so each gets the group's largest reach. (A sweep too long to measure
+    # is ignored by the broad phase anyway.)
     with np.errstate(over="ignore", invalid="ignore"):
         own = np.linalg.norm(p1 - p0, axis=1)
     reach = np.where(slide, rigid.spread_max(np.where(slide & np.isfinite(own), own, 0.0)), 0.0)
@@ -317,7 +317,6 @@ def solve(
     pi, pk = qi[plane_solid], qk[plane_solid]
 
     paths = _Paths(np.where(finite[:, None], p0, 0.0), np.where(finite[:, None], p1, 0.0))
-    boxes = _Boxes(paths.xs, paths.xe, radius + reach, finite)
     bound_reach = np.where(slide, reach, np.where(finite, own, 0.0))
     pairs = _PairSet(paths, radius, slide, bound_reach, ci[pair_solid], cj[pair_solid])
     by_body_plane = _Adjacency(n, pi)
@@ -375,21 +374,6 @@ def solve(
         keep = ~still[body]
         changed = _respond(paths, rigid, body[keep], when[keep], push[keep], slide, slides, t_stop)
         still[changed] = ~rigid.spread_any(~paths.stationary())[changed]
-
-        # A deflected path may leave the box the broad phase covered: find its new pairs.
-        changed = _extend_deflected(
-            rigid,
-            changed,
-            still,
-            paths,
-            radius,
-            boxes,
-            pairs,
-            solid & finite,
-            from_mask,
-            into_mask,
-            t_stop,
-        )
         dirty_s = pairs.pairs_of(changed)
         dirty_p = by_body_plane.pairs_of(changed)
         pairs.retest(dirty_s)
@@ -403,15 +387,10 @@ def solve(
     if capped:
         solid_hits = _hold(paths, held, t_hold, t_stop, solid_hits)
 
-    ei, ej = ci[pair_sensor], cj[pair_sensor]
-    if boxes.grown.any():
-        grown = np.flatnonzero(boxes.grown)
-        xi, xj = boxes.pairs_with(grown, ~solid & finite, from_mask, into_mask)
-        key = _unique(np.concatenate([ei * n + ej, xi * n + xj]))
-        ei, ej = key // n, key % n
     sensor_hits = _sensor_hits(
-        paths, radius, ei, ej, solid, qi[plane_sensor], qk[plane_sensor], planes
-    )
+        paths, radius, ci[pair_sensor], cj[pair_sensor], solid, qi[plane_sensor],
+        qk[plane_sensor], planes,
+    )  # fmt: skip
     end = np.where(finite[:, None], paths.xe, p1)
     moved = finite & np.any(end != p1, axis=1)
     return PassResult(
@@ -430,51 +409,6 @@ class _Planes(NamedTuple):
     off0: Float  # (m,)
     off1: Float  # (m,)
     mask: NDArray[np.int64]  # (m,)
-
-
-class _Boxes:
-    """Per body, a box holding its whole path this frame as far as the broad phase knows:
-    the swept box, grown when a slide deflects the body out of it."""
-
-    def __init__(self, p0: Float, p1: Float, radius: Float, finite: Bool) -> None:
-        self.lo = np.fmin(p0, p1) - radius[:, None]
-        self.hi = np.fmax(p0, p1) + radius[:, None]
-        self.lo[~finite] = np.inf
-        self.hi[~finite] = -np.inf
-        self.grown = np.zeros(len(p0), bool)
-
-    def escaping(self, bodies: Int, paths: _Paths, radius: Float) -> tuple[Int, Float, Float]:
-        """Those of bodies whose current segments leave their boxes, with the segments'
-        boxes ((k, 3) low and high corners)."""
-        r = radius[bodies][:, None]
-        lo = np.fmin(paths.xs[bodies], paths.xe[bodies]) - r
-        hi = np.fmax(paths.xs[bodies], paths.xe[bodies]) + r
-        out = np.any((lo < self.lo[bodies]) | (hi > self.hi[bodies]), axis=1)
-        return bodies[out], lo[out], hi[out]
-
-    def extend(self, bodies: Int, lo: Float, hi: Float) -> None:
-        self.lo[bodies] = np.fmin(self.lo[bodies], lo)
-        self.hi[bodies] = np.fmax(self.hi[bodies], hi)
-        self.grown[bodies] = True
-
-    def pairs_with(
-        self, bodies: Int, others: Bool, from_mask: NDArray[np.int64], into_mask: NDArray[np.int64]
-    ) -> tuple[Int, Int]:
-        """Pairs (i < j) of bodies with bodies in others whose boxes overlap and whose
-        masks allow a test. Brute force over few bodies: only deflected ones come here."""
-        cand = np.flatnonzero(others)
-        overlap = np.all(
-            (self.lo[bodies][:, None, :] <= self.hi[cand][None, :, :])
-            & (self.hi[bodies][:, None, :] >= self.lo[cand][None, :, :]),
-            axis=2,
-        )
-        row, col = np.nonzero(overlap)
-        a, b = bodies[row], cand[col]
-        allowed = ((from_mask[a] & into_mask[b]) | (from_mask[b] & into_mask[a])) != 0
-        a, b = a[allowed & (a != b)], b[allowed & (a != b)]
-        i, j = np.minimum(a, b), np.maximum(a, b)
-        key = _unique(i * len(self.lo) + j)
-        return key // len(self.lo), key % len(self.lo)
 
 
 class _Adjacency:
@@ -504,88 +438,20 @@ class _PairSet:
     def __init__(
         self, paths: _Paths, radius: Float, slide: Bool, reach: Float, i: Int, j: Int
     ) -> None:
-        self._paths, self._radius, self._slide, self._reach = paths, radius, slide, reach
+        self._paths, self._radius = paths, radius
         # Bounds use the frame's original paths, which every response stays within.
-        self._p0, self._p1 = paths.xs.copy(), paths.xe.copy()
-        earliest = _earliest_touch(self._p0, self._p1, radius, slide, i, j, reach=reach)
+        earliest = _earliest_touch(paths.xs, paths.xe, radius, slide, i, j, reach=reach)
         # Pairs that cannot touch this frame whatever happens need no test at all.
         keep = earliest <= 1.0
         self.i, self.j, self.earliest = i[keep], j[keep], earliest[keep]
         self._adjacency = _Adjacency(len(radius), self.i, self.j)
-        self._fixed = len(self.i)
-        self.added = 0
         self.toi = _segment_toi(paths, radius, self.i, self.j)
 
     def pairs_of(self, bodies: Int) -> Int:
-        found = self._adjacency.pairs_of(bodies)
-        if len(self.i) == self._fixed:
-            return found
-        extra = np.arange(self._fixed, len(self.i))
-        mine = np.isin(self.i[extra], bodies) | np.isin(self.j[extra], bodies)
-        return np.concatenate([found, extra[mine]])
-
-    def unknown(self, i: Int, j: Int) -> tuple[Int, Int]:
-        """The pairs among (i, j) not in the set yet."""
-        n = len(self._radius)
-        fresh = np.isin(i * n + j, self.i * n + self.j, invert=True)
-        self.added += int(fresh.sum())
-        return i[fresh], j[fresh]
+        return self._adjacency.pairs_of(bodies)
 
     def retest(self, idx: Int) -> None:
         self.toi[idx] = _segment_toi(self._paths, self._radius, self.i[idx], self.j[idx])
-
-    def add(self, i: Int, j: Int) -> None:
-        """Add new pairs (i < j), untested yet (they are tested with the dirty ones)."""
-        earliest = _earliest_touch(
-            self._p0, self._p1, self._radius, self._slide, i, j, reach=self._reach
-        )
-        keep = earliest <= 1.0
-        self.i = np.concatenate([self.i, i[keep]])
-        self.j = np.concatenate([self.j, j[keep]])
-        self.earliest = np.concatenate([self.earliest, earliest[keep]])
-        self.toi = np.concatenate([self.toi, np.full(int(keep.sum()), np.inf)])
-
-
-def _extend_deflected(
-    rigid: _Rigid,
-    changed: Int,
-    still: Bool,
-    paths: _Paths,
-    radius: Float,
-    boxes: _Boxes,
-    pairs: _PairSet,
-    solid: Bool,
-    from_mask: NDArray[np.int64],
-    into_mask: NDArray[np.int64],
-    t_stop: Float,
-) -> Int:
-    """Give slides deflected out of their boxes the pairs they can now reach.
-
-    A new partner is safe to add only if its path has not been changed after the slide's
-    contact time: its later contacts were accepted without knowing this slide could reach
-    it. Where that happened the slide stops at its contact instead, which is always safe
-    (a stopped body stays on its original path, inside its old box).
-    """
-    bodies, lo, hi = boxes.escaping(changed[~still[changed]], paths, radius)
-    if len(bodies) == 0:
-        return changed
-    boxes.extend(bodies, lo, hi)
-    i, j = pairs.unknown(*boxes.pairs_with(bodies, solid, from_mask, into_mask))
-    late_j = paths.ts[j] > paths.ts[i]
-    late_i = paths.ts[i] > paths.ts[j]
-    stop = np.zeros(len(paths.xs), bool)
-    stop[i[late_j & np.isin(i, bodies)]] = True
-    stop[j[late_i & np.isin(j, bodies)]] = True
-    stop = rigid.spread_any(stop)  # a rigid group stops as one
-    halt = np.flatnonzero(stop)
-    paths.xe[halt] = paths.xs[halt]
-    t_stop[halt] = paths.ts[halt]
-    still[halt] = True
-    going = np.zeros(len(paths.xs), bool)
-    going[bodies[~stop[bodies]]] = True
-    mine = going[i] | going[j]
-    pairs.add(i[mine], j[mine])
-    return changed
 
 
 #: Steps of the prefix bound's bisection: it ends within 1/32 of the frame below the true

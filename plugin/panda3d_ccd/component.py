@@ -641,7 +641,7 @@ class ContinuousCollision:
         previous transforms if ``previous``), with one call per node where all is well."""
         m = len(rows)
         get = NodePath.getPrevTransform if previous else NodePath.getTransform
-        nodepaths = spheres.nodepath[rows].tolist()
+        nodepaths = spheres.nodepath[rows]
         transform = np.full(m, None, object)
         center = np.full((m, 3), np.nan)
         world_radius = np.full(m, np.nan)
@@ -649,7 +649,7 @@ class ContinuousCollision:
         bad = spheres.bad[rows]
         quick = np.flatnonzero(~bad)
         try:
-            ts = list(map(get, [nodepaths[i] for i in quick.tolist()], repeat(self._render)))
+            ts = list(map(get, nodepaths[quick].tolist(), repeat(self._render)))
             center[quick], world_radius[quick] = _centers(
                 ts, spheres.radius[rows[quick]], spheres.center[rows[quick]]
             )
