@@ -373,7 +373,10 @@ def solve(
         push = np.concatenate([hs.normal, -hs.normal, hp.normal])
         keep = ~still[body]
         changed = _respond(paths, rigid, body[keep], when[keep], push[keep], slide, slides, t_stop)
-        still[changed] = ~rigid.spread_any(~paths.stationary())[changed]
+        # _respond changes whole groups: a group is still once every member is.
+        moves = np.zeros(n, bool)
+        moves[changed] = ~paths.stationary_of(changed)
+        still[changed] = ~rigid.spread_any(moves)[changed]
         dirty_s = pairs.pairs_of(changed)
         dirty_p = by_body_plane.pairs_of(changed)
         pairs.retest(dirty_s)
