@@ -234,6 +234,34 @@ def test_segment_distance_matches_dense_sampling():
     assert np.all(sampled - exact <= 1e-2)  # and close to the sampled minimum
 
 
+def test_prefix_distance_matches_dense_sampling_of_the_travelled_parts():
+    # The causality bound's bisection asks how close two straight paths have come by time
+    # s: the distance between a0 -> a0 + s da and b0 -> b0 + s db, from dot products of the
+    # whole paths. Points, parallel paths and s = 0 included.
+    rng = np.random.default_rng(11)
+    k = 400
+    a0, a1, b0, b1 = (rng.normal(size=(k, 3)) for _ in range(4))
+    a1[:50] = a0[:50]
+    b1[50:100] = b0[50:100]
+    a1[100:120], b1[100:120] = a0[100:120], b0[100:120]  # two points
+    b1[120:170] = b0[120:170] + (a1[120:170] - a0[120:170]) * rng.uniform(-2, 2, (50, 1))
+    s = rng.uniform(0, 1, k)
+    s[170:190] = 0.0
+    s[190:210] = 1.0
+    u = np.linspace(0, 1, 601)[None, :, None] * s[:, None, None]
+    pa = a0[:, None] + u * (a1 - a0)[:, None]
+    pb = b0[:, None] + u * (b1 - b0)[:, None]
+    sampled = np.array(
+        [np.linalg.norm(pa[i][:, None] - pb[i][None], axis=2).min() for i in range(k)]
+    )
+    exact = _solver._Prefixes(a0, a1, b0, b1).distance(s)
+    assert np.all(exact <= sampled + 1e-12)
+    assert np.all(sampled - exact <= 1e-2)
+    rows = np.arange(0, k, 3)
+    part = _solver._Prefixes(a0, a1, b0, b1).take(rows).distance(s[rows])
+    assert np.array_equal(part, exact[rows])
+
+
 def test_no_stopping_pattern_beats_the_causality_bound():
     # Two straight (rewind) bodies may each stop anywhere on their segment at any time:
     # whatever they do, they must not touch before _earliest_touch says they can.

@@ -27,13 +27,14 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from ._arrays import unique as _unique
 from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES, SLOP_REL
-from .broadphase import sphere_pairs, sphere_plane_pairs
+from .broadphase import _sphere_pairs, sphere_plane_pairs
 from .sweep import (
+    _sphere_sphere_toi,
     sphere_plane_overlap,
     sphere_plane_toi,
     sphere_sphere_overlap,
-    sphere_sphere_toi,
 )
 
 REWIND, SLIDE, SENSOR = 0, 1, 2
@@ -99,15 +100,6 @@ def _first_per_pair(hits: Hits) -> Hits:
     first[1:] = np.any(key[1:] != key[:-1], axis=1)
     keep = np.sort(order[first])
     return Hits(*(col[keep] for col in hits))
-
-
-def _unique(values: Int) -> Int:
-    """Sorted unique values. np.unique's hash path costs milliseconds per call here even
-    for a handful of values; a sort is microseconds."""
-    ordered = np.sort(values)
-    keep = np.ones(len(ordered), bool)
-    keep[1:] = ordered[1:] != ordered[:-1]
-    return ordered[keep]
 
 
 def _unit(v: Float, fallback: Float) -> Float:
@@ -188,7 +180,7 @@ def _segment_toi(paths: _Paths, radius: Float, i: Int, j: Int) -> Float:
     start = np.maximum(paths.ts[i], paths.ts[j])
     a0, b0 = paths.at(i, start), paths.at(j, start)
     a1, b1 = paths.xe[i], paths.xe[j]
-    s = sphere_sphere_toi(a0, a1, radius[i], b0, b1, radius[j])
+    s = _sphere_sphere_toi(a0, a1, radius[i], b0, b1, radius[j])
     p = a0 - b0
     v = (a1 - a0) - (b1 - b0)
     vv = np.einsum("ij,ij->i", v, v)
@@ -290,7 +282,8 @@ def solve(
     # the broad phase keeps them; solids drop them below: they cannot start a contact.
     # Straight paths are cut into pieces, so a fast mover's box does not take in the whole
     # crowd around its diagonal. Not slides: their bent paths may go anywhere in their ball.
-    ci, cj = sphere_pairs(p0, p1, radius, from_mask, into_mask, margin=reach, split=~slide)
+    everyone = np.ones(n, bool)
+    ci, cj = _sphere_pairs(p0, p1, radius + reach, from_mask, into_mask, everyone, ~slide)
     qi, qk = np.zeros(0, np.int64), np.zeros(0, np.int64)
     if len(planes.normal):
         qi, qk = sphere_plane_pairs(
@@ -381,9 +374,9 @@ def solve(
         dirty_p = by_body_plane.pairs_of(changed)
         pairs.retest(dirty_s)
         toi_p[dirty_p] = _segment_plane_toi(paths, radius, pi[dirty_p], pk[dirty_p], planes)
-        pend_s = np.union1d(pend_s, dirty_s)
+        pend_s = _unique(np.concatenate([pend_s, dirty_s]))
         pend_s = pend_s[np.isfinite(pairs.toi[pend_s])]
-        pend_p = np.union1d(pend_p, dirty_p)
+        pend_p = _unique(np.concatenate([pend_p, dirty_p]))
         pend_p = pend_p[np.isfinite(toi_p[pend_p])]
 
     solid_hits = _first_per_pair(_concat_hits(hits))
@@ -490,25 +483,24 @@ def _earliest_touch(
     scale = 1.0 + np.abs(p0[i]).max(axis=1) + reach[i] + reach[j] + big_r
     slack = DIST_REL_EPS * scale
     straight_i, straight_j = ~deflect[i], ~deflect[j]
-    both = straight_i & straight_j
-    apart = _segment_distance(p0[i], p1[i], p0[j], p1[j]) > big_r + slack
-    bound = np.where(both & apart, np.inf, bound)
+    both = np.flatnonzero(straight_i & straight_j)
+    travelled = _Prefixes(p0[i[both]], p1[i[both]], p0[j[both]], p1[j[both]])
+    apart = travelled.distance(1.0) > big_r[both] + slack[both]
+    bound[both[apart]] = np.inf
     # Both straight and their segments do come close: they can touch only once the parts
     # of their paths travelled so far do. That distance only shrinks with time, so a short
     # bisection brackets the moment; its lower end is a safe bound. (The ball bound alone
     # treats a fast mover as a threat to everything within its speed, which serialises
     # every contact near its path.)
-    near = np.flatnonzero(both & ~apart & (bound < 1.0))
-    if len(near):
-        a, b = i[near], j[near]
+    close = np.flatnonzero(~apart & (bound[both] < 1.0))
+    if len(close):
+        near = both[close]
+        travelled = travelled.take(close)
         lo, hi = bound[near], np.ones(len(near))
         limit = big_r[near] + slack[near]
-        a0, b0 = p0[a], p0[b]
-        da, db = p1[a] - a0, p1[b] - b0
         for _ in range(_BISECTIONS):
             mid = 0.5 * (lo + hi)
-            step = mid[:, None]
-            reached = _segment_distance(a0, a0 + step * da, b0, b0 + step * db) <= limit
+            reached = travelled.distance(mid) <= limit
             hi = np.where(reached, mid, hi)
             lo = np.where(reached, lo, mid)
         bound[near] = lo
@@ -533,32 +525,56 @@ def _point_segment_distance(p: Float, a: Float, b: Float) -> Float:
 
 
 def _segment_distance(a0: Float, a1: Float, b0: Float, b1: Float) -> Float:
-    """(k,) shortest distance between segments a0 -> a1 and b0 -> b1 (Ericson, 5.1.9)."""
-    d1 = a1 - a0
-    d2 = b1 - b0
-    r = a0 - b0
-    a = np.einsum("ij,ij->i", d1, d1)
-    e = np.einsum("ij,ij->i", d2, d2)
-    f = np.einsum("ij,ij->i", d2, r)
-    c = np.einsum("ij,ij->i", d1, r)
-    b = np.einsum("ij,ij->i", d1, d2)
-    denom = a * e - b * b
-    zeros = np.zeros(len(a))
-    # Closest point of the infinite lines, clamped to the first segment (0 if parallel).
-    s = np.clip(np.divide(b * f - c * e, denom, out=zeros.copy(), where=denom > 0), 0.0, 1.0)
-    t = np.divide(b * s + f, e, out=zeros.copy(), where=e > 0)
-    # Clamp t to the second segment and recompute s for the clamped t.
-    s = np.where(t < 0, np.clip(np.divide(-c, a, out=zeros.copy(), where=a > 0), 0, 1), s)
-    s = np.where(t > 1, np.clip(np.divide(b - c, a, out=zeros.copy(), where=a > 0), 0, 1), s)
-    t = np.clip(t, 0.0, 1.0)
-    # Degenerate segments: a point against a segment, or two points.
-    point_b = e <= 0
-    s = np.where(point_b, np.clip(np.divide(-c, a, out=zeros.copy(), where=a > 0), 0, 1), s)
-    t = np.where(point_b, 0.0, t)
-    point_a = a <= 0
-    s = np.where(point_a, 0.0, s)
-    t = np.where(point_a, np.clip(np.divide(f, e, out=zeros.copy(), where=e > 0), 0, 1), t)
-    return np.linalg.norm(a0 + s[:, None] * d1 - (b0 + t[:, None] * d2), axis=1)
+    """(k,) shortest distance between segments a0 -> a1 and b0 -> b1."""
+    return _Prefixes(a0, a1, b0, b1).distance(1.0)
+
+
+class _Prefixes:
+    """Pairs of straight paths a0 -> a1 and b0 -> b1, and the distance between the parts of
+    them travelled by time s: segments a0 -> a0 + s (a1 - a0) and b0 -> b0 + s (b1 - b0).
+
+    Ericson's closest points of two segments (Real-Time Collision Detection, 5.1.9), with
+    its dot products taken once for the whole paths: for a prefix they only scale by s, so
+    each further s costs a few operations on (k,) arrays. Closest points are u and w along
+    the paths' motions (the fractions of the prefixes, times s).
+    """
+
+    def __init__(self, a0: Float, a1: Float, b0: Float, b1: Float) -> None:
+        self.r = a0 - b0
+        self.da = a1 - a0
+        self.db = b1 - b0
+        aa = np.einsum("ij,ij->i", self.da, self.da)
+        bb = np.einsum("ij,ij->i", self.db, self.db)
+        ab = np.einsum("ij,ij->i", self.da, self.db)
+        self.ar = np.einsum("ij,ij->i", self.da, self.r)
+        self.br = np.einsum("ij,ij->i", self.db, self.r)
+        zeros = np.zeros(len(aa))
+        self.inv_aa = np.divide(1.0, aa, out=zeros.copy(), where=aa > 0)
+        self.inv_bb = np.divide(1.0, bb, out=zeros.copy(), where=bb > 0)
+        self.ab = ab
+        # a's point nearest b0 (w = 0), and nearest b's whole line (0 if parallel). Where b
+        # is a point, w is 0 throughout, so that is a's point nearest b0 too.
+        self.u_b0 = np.maximum(-self.ar * self.inv_aa, 0.0)
+        denom = aa * bb - ab * ab
+        lines = np.divide(ab * self.br - self.ar * bb, denom, out=zeros, where=denom > 0)
+        self.u_line = np.where(bb > 0, lines, self.u_b0)
+
+    def take(self, rows: Int) -> _Prefixes:
+        part = object.__new__(_Prefixes)
+        part.__dict__ = {key: value[rows] for key, value in self.__dict__.items()}
+        return part
+
+    def distance(self, s: Float | float) -> Float:
+        """(k,) distance between the prefixes at s (scalar or (k,), in [0, 1])."""
+        u = np.minimum(np.maximum(self.u_line, 0.0), s)
+        w = (self.ab * u + self.br) * self.inv_bb
+        # w off b's prefix: clamp it, and take a's point nearest the clamped end.
+        u = np.where(w < 0, np.minimum(self.u_b0, s), u)
+        far = np.minimum(np.maximum((self.ab * s - self.ar) * self.inv_aa, 0.0), s)
+        u = np.where(w > s, far, u)
+        w = np.minimum(np.maximum(w, 0.0), s)
+        gap = self.r + u[:, None] * self.da - w[:, None] * self.db
+        return np.sqrt(np.einsum("ij,ij->i", gap, gap))
 
 
 def _blocked(
@@ -721,7 +737,7 @@ class _Rigid:
     deflects them all, so they wait for the group's earliest contact, together."""
 
     def __init__(self, n: int, group: NDArray[np.int64] | None) -> None:
-        self.trivial = group is None or len(np.unique(group)) == len(group)
+        self.trivial = group is None or len(_unique(group)) == len(group)
         if self.trivial:
             self.group = np.arange(n)
             return

@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._arrays import unique
 from ._tolerance import DIST_REL_EPS
 
 __all__ = ["sphere_pairs", "sphere_plane_pairs"]
@@ -261,8 +262,16 @@ def sphere_pairs(
     into = _masks("into_mask", into_mask, n)
     moves = _flags("moving", moving, n, default=True)
     cut = _flags("split", split, n, default=False)
+    return _sphere_pairs(p0_, p1_, reach, from_, into, moves, cut)
 
-    lo, hi = _swept_boxes(p0_, p1_, reach)
+
+def _sphere_pairs(
+    p0: Float, p1: Float, reach: Float, from_: Int, into: Int, moves: Bool, cut: Bool
+) -> tuple[Int, Int]:
+    """:func:`sphere_pairs` on arguments already checked and broadcast to (n,) rows, with
+    ``reach`` the radius plus margin (the solver calls this once per pass)."""
+    n = p0.shape[0]
+    lo, hi = _swept_boxes(p0, p1, reach)
     # Rows that can be in a pair at all; dropping them early keeps them out of the grid.
     with np.errstate(invalid="ignore", over="ignore"):
         live = np.isfinite(hi - lo).all(axis=0) & ((from_ | into) != 0)
@@ -272,7 +281,7 @@ def sphere_pairs(
     found: list[Int] = [np.empty(0, dtype=np.int64)]
     # Cutting pays only where the grid does: few boxes are all tested pairwise anyway.
     if len(rows) > _BRUTE_MAX and np.any(cut[rows]):
-        boxes = _pieces(p0_, p1_, reach, rows, moves, cut)
+        boxes = _pieces(p0, p1, reach, rows, moves, cut)
     else:
         boxes = _Boxes(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1), rows, moves[rows])
     _box_pairs(boxes, n, found)
@@ -332,10 +341,14 @@ def _box_pairs(boxes: _Boxes, n: int, found: list[Int]) -> None:
     lo, hi, ids, moving = boxes.lo, boxes.hi, boxes.ids, boxes.moving
     m = lo.shape[1]
     if m <= _BRUTE_MAX:
-        a, b = np.triu_indices(m, 1)
-        hit = np.all(lo[:, a] <= hi[:, b], axis=0) & np.all(lo[:, b] <= hi[:, a], axis=0)
-        hit &= moving[a] | moving[b]
-        found.append(_pair_keys(ids[a[hit]], ids[b[hit]], n))
+        # Every pair at once, as an (m, m) table: a few whole-table operations.
+        hit = lo[0][:, None] <= hi[0]
+        hit &= lo[1][:, None] <= hi[1]
+        hit &= lo[2][:, None] <= hi[2]
+        hit &= hit.T
+        hit &= moving[:, None] | moving
+        a, b = np.nonzero(np.triu(hit, 1))
+        found.append(_pair_keys(ids[a], ids[b], n))
         return
     size = (hi - lo).max(axis=0)
     median = float(np.partition(size, m // 2)[m // 2])  # no averaging: cannot overflow
@@ -417,7 +430,7 @@ def _cell_edge(flo: Float, fhi: Float, lo: Float, hi: Float, half: Bool, median:
 
 def _sample(m: int) -> Int:
     """At most 256 evenly spread row numbers below m (deterministic)."""
-    return np.unique(np.linspace(0, m - 1, min(m, 256)).astype(np.int64))
+    return unique(np.linspace(0, m - 1, min(m, 256)).astype(np.int64))
 
 
 def _expand(starts: Int, counts: Int) -> Int:
@@ -432,7 +445,7 @@ def _chunks(weights: Int, budget: int) -> list[tuple[int, int]]:
         return []
     cum = np.cumsum(weights)
     cuts = np.searchsorted(cum, np.arange(budget, cum[-1], budget), side="left") + 1
-    bounds = np.unique(np.concatenate([[0], cuts, [len(weights)]]))
+    bounds = unique(np.concatenate([[0], cuts, [len(weights)]]))
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
 
 
@@ -461,7 +474,7 @@ class _Grid:
         self.dims = corner.max(axis=1) + 1
         self.merge = np.ones(3, dtype=np.int64)
         if np.prod(self.dims.astype(np.float64)) > _DENSE_PER_BOX * lo.shape[1] + _DENSE_MIN:
-            self.levels = [np.unique(c).astype(np.float64) for c in corner]
+            self.levels = [unique(c).astype(np.float64) for c in corner]
             corner = np.stack([np.searchsorted(u, c) for u, c in zip(self.levels, corner)])
             self.dims = np.array([len(u) for u in self.levels], dtype=np.int64)
             # Keys must fit in int64: merge neighbouring cells (slower, never wrong) if not.

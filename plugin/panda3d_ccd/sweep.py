@@ -113,6 +113,13 @@ def _sphere_sphere_terms(
         _points("b1", b1),
         _radii("rb", rb),
     )
+    return _terms(a0_, a1_, ra_, b0_, b1_, rb_)
+
+
+def _terms(
+    a0_: Float, a1_: Float, ra_: Float, b0_: Float, b1_: Float, rb_: Float
+) -> tuple[Float, Float, Float, Float, Float]:
+    """:func:`_sphere_sphere_terms` of rows already checked: (k, 3) points, (k,) radii."""
     p0 = a0_ - b0_
     v = (a1_ - a0_) - (b1_ - b0_)
     big_r = ra_ + rb_
@@ -168,7 +175,15 @@ def sphere_sphere_toi(
         ...
     ValueError: b1 must have shape (n, 3), got (1, 2)
     """
-    c, half_b, _a, disc, approach_eps = _sphere_sphere_terms(a0, a1, ra, b0, b1, rb)
+    return _toi(*_sphere_sphere_terms(a0, a1, ra, b0, b1, rb))
+
+
+def _sphere_sphere_toi(a0: Float, a1: Float, ra: Float, b0: Float, b1: Float, rb: Float) -> Float:
+    """:func:`sphere_sphere_toi` of rows already checked (the solver's many small calls)."""
+    return _toi(*_terms(a0, a1, ra, b0, b1, rb))
+
+
+def _toi(c: Float, half_b: Float, _a: Float, disc: Float, approach_eps: Float) -> Float:
     approaching = half_b < -approach_eps
     t = np.full(c.shape, np.inf)
     t[approaching & (c <= 0)] = 0.0
