@@ -29,11 +29,11 @@ from numpy.typing import NDArray
 
 from ._arrays import unique as _unique
 from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES, SLOP_REL
-from .broadphase import _sphere_pairs, sphere_plane_pairs
+from .broadphase import _sphere_pairs, _sphere_plane_pairs
 from .sweep import (
+    _sphere_plane_toi,
     _sphere_sphere_toi,
     sphere_plane_overlap,
-    sphere_plane_toi,
     sphere_sphere_overlap,
 )
 
@@ -206,7 +206,7 @@ def _segment_plane_toi(paths: _Paths, radius: Float, i: Int, k: Int, planes: Any
     # by the plane's displacement along its normal instead.
     c0 = paths.at(i, start)
     end = paths.xe[i] + n * (off1[k] - off_start)[:, None]
-    s = sphere_plane_toi(c0, end, radius[i], n, off_start)
+    s = _sphere_plane_toi(c0, end, radius[i], n, off_start)
     deepest = np.minimum(
         np.einsum("ij,ij->i", n, c0) + off_start, np.einsum("ij,ij->i", n, end) + off_start
     )
@@ -284,25 +284,19 @@ def solve(
     # crowd around its diagonal. Not slides: their bent paths may go anywhere in their ball.
     everyone = np.ones(n, bool)
     ci, cj = _sphere_pairs(p0, p1, radius + reach, from_mask, into_mask, everyone, ~slide)
+    plane_moving = planes.off0 != planes.off1
     qi, qk = np.zeros(0, np.int64), np.zeros(0, np.int64)
     if len(planes.normal):
-        qi, qk = sphere_plane_pairs(
-            p0,
-            p1,
-            radius + reach,
-            planes.normal,
-            planes.off0,
-            from_mask,
-            planes.mask,
-            plane_offsets1=planes.off1,
-        )
+        qi, qk = _sphere_plane_pairs(
+            p0, p1, radius + reach, planes.normal, planes.off0, planes.off1, from_mask,
+            planes.mask, everyone, plane_moving,
+        )  # fmt: skip
     if group is not None:
         apart = group[ci] != group[cj]
         ci, cj = ci[apart], cj[apart]
         if plane_group is not None:
             apart = group[qi] != plane_group[qk]
             qi, qk = qi[apart], qk[apart]
-    plane_moving = planes.off0 != planes.off1
     pair_sensor = ~(solid[ci] & solid[cj])
     pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
     plane_sensor = ~solid[qi]
@@ -507,6 +501,8 @@ def _earliest_touch(
     # One straight, one deflected: the deflected one must first reach the other's segment.
     for seg, ball, mask in ((i, j, straight_i & ~straight_j), (j, i, straight_j & ~straight_i)):
         rows = np.flatnonzero(mask)
+        if len(rows) == 0:
+            continue
         s, b = seg[rows], ball[rows]
         d = _point_segment_distance(p0[b], p0[s], p1[s]) - big_r[rows] - slack[rows]
         rate = reach[b]

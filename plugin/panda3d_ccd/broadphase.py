@@ -740,11 +740,27 @@ def sphere_plane_pairs(
         plane_moves = off1 != off0
     else:
         plane_moves = _flags("plane_moving", plane_moving, m, default=False)
-    if n == 0 or m == 0:
-        return _empty_pairs()
+    return _sphere_plane_pairs(p0_, p1_, r, nrm, off0, off1, from_, into, moves, plane_moves)
 
-    a = np.ascontiguousarray(p0_.T)
-    b = np.ascontiguousarray(p1_.T)
+
+def _sphere_plane_pairs(
+    p0: Float,
+    p1: Float,
+    r: Float,
+    nrm: Float,
+    off0: Float,
+    off1: Float,
+    from_: Int,
+    into: Int,
+    moves: Bool,
+    plane_moves: Bool,
+) -> tuple[Int, Int]:
+    """:func:`sphere_plane_pairs` on arguments already checked: unit normals, offsets to
+    match, and (n,) or (m,) rows."""
+    if len(p0) == 0 or len(nrm) == 0:
+        return _empty_pairs()
+    a = np.ascontiguousarray(p0.T)
+    b = np.ascontiguousarray(p1.T)
     with np.errstate(invalid="ignore", over="ignore"):
         # Spelled out by axis: a matrix product with an inner size of 3 is several times
         # slower here, and (3, n) rows reduce fast.

@@ -254,6 +254,14 @@ def _sphere_plane_terms(
         nrm,
         off,
     )
+    return _plane_terms(c0_, c1_, r_, nrm_, off_)
+
+
+def _plane_terms(
+    c0_: Float, c1_: Float, r_: Float, nrm_: Float, off_: Float
+) -> tuple[Float, Float, Float, Float]:
+    """:func:`_sphere_plane_terms` of rows already checked: (k, 3) points and unit normals,
+    (k,) radii and offsets."""
     motion = c1_ - c0_
     d0 = _rowdot(nrm_, c0_) + off_
     dn = _rowdot(nrm_, motion)
@@ -301,7 +309,15 @@ def sphere_plane_toi(
         ...
     ValueError: normal must be finite and non-zero, got [0.0, 0.0, 0.0]
     """
-    gap0, dn, approach_eps, _r = _sphere_plane_terms(c0, c1, r, normal, offset)
+    return _plane_toi(*_sphere_plane_terms(c0, c1, r, normal, offset))
+
+
+def _sphere_plane_toi(c0: Float, c1: Float, r: Float, normal: Float, offset: Float) -> Float:
+    """:func:`sphere_plane_toi` of rows already checked (the solver's many small calls)."""
+    return _plane_toi(*_plane_terms(c0, c1, r, normal, offset))
+
+
+def _plane_toi(gap0: Float, dn: Float, approach_eps: Float, _r: Float) -> Float:
     approaching = dn < -approach_eps
     t = np.full(gap0.shape, np.inf)
     t[approaching & (gap0 <= 0)] = 0.0
