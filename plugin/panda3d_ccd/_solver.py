@@ -27,6 +27,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from ._arrays import length as _length
+from ._arrays import row_all as _row_all
+from ._arrays import row_any as _row_any
+from ._arrays import row_max as _row_max
 from ._arrays import unique as _unique
 from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES, SLOP_REL
 from .broadphase import _sphere_pairs, _sphere_plane_pairs
@@ -104,7 +108,7 @@ def _first_per_pair(hits: Hits) -> Hits:
 
 def _unit(v: Float, fallback: Float) -> Float:
     """Rows of v normalised; rows of zero length take the matching row of fallback."""
-    length = np.linalg.norm(v, axis=1)
+    length = _length(v)
     ok = length > 0
     out = np.array(fallback, dtype=np.float64, copy=True)
     out[ok] = v[ok] / length[ok, None]
@@ -115,9 +119,14 @@ class _Paths:
     """Current piecewise-linear paths of the spheres, and the log of finished segments."""
 
     def __init__(self, p0: Float, p1: Float) -> None:
-        self.xs = p0.copy()
-        self.xe = p1.copy()
-        self.ts = np.zeros(len(p0))
+        # One row per body: segment start point, end point and start time. xs, xe and ts
+        # are views of it; a test of many pairs gathers each side's rows in one go.
+        self.rows = np.zeros((len(p0), 7))
+        self.xs = self.rows[:, 0:3]
+        self.xe = self.rows[:, 3:6]
+        self.ts = self.rows[:, 6]
+        self.xs[:] = p0
+        self.xe[:] = p1
         # The last contact normal that deflected each body, and when (slides in a wedge).
         self.normal = np.zeros_like(self.xs)
         self.normal_t = np.full(len(p0), -1.0)
@@ -125,22 +134,17 @@ class _Paths:
 
     def at(self, idx: Int, t: Float) -> Float:
         """(k, 3) positions of bodies idx at times t (t >= their segment start)."""
-        ts = self.ts[idx]
-        span = 1.0 - ts
-        frac = np.divide(t - ts, span, out=np.zeros_like(span), where=span > 0)
-        return self.xs[idx] + frac[:, None] * (self.xe[idx] - self.xs[idx])
+        return _position(self.rows[idx], t)
 
     def velocity(self, idx: Int) -> Float:
         """(k, 3) velocities in units per frame on the current segments."""
-        span = 1.0 - self.ts[idx]
-        inv = np.divide(1.0, span, out=np.zeros_like(span), where=span > 0)
-        return (self.xe[idx] - self.xs[idx]) * inv[:, None]
+        return _velocity(self.rows[idx])
 
     def stationary(self) -> Bool:
-        return np.all(self.xs == self.xe, axis=1)
+        return _row_all(self.xs == self.xe)
 
     def stationary_of(self, idx: Int) -> Bool:
-        return np.all(self.xs[idx] == self.xe[idx], axis=1)
+        return _row_all(self.xs[idx] == self.xe[idx])
 
     def restart(self, idx: Int, t: Float, at_t: Float, new_end: Float) -> None:
         """Close the current segments of idx at t and start new ones from at_t to new_end."""
@@ -158,6 +162,21 @@ class _Paths:
         return body[order], t0[order], t1[order], x0[order], x1[order]
 
 
+def _position(rows: Float, t: Float) -> Float:
+    """(k, 3) positions at times t on segments given as rows of _Paths.rows."""
+    ts = rows[:, 6]
+    span = 1.0 - ts
+    frac = np.divide(t - ts, span, out=np.zeros_like(span), where=span > 0)
+    return rows[:, 0:3] + frac[:, None] * (rows[:, 3:6] - rows[:, 0:3])
+
+
+def _velocity(rows: Float) -> Float:
+    """(k, 3) velocities in units per frame on segments given as rows of _Paths.rows."""
+    span = 1.0 - rows[:, 6]
+    inv = np.divide(1.0, span, out=np.zeros_like(span), where=span > 0)
+    return (rows[:, 3:6] - rows[:, 0:3]) * inv[:, None]
+
+
 def _slop(*points: Float) -> Float:
     """(k,) penetration too shallow to count as a contact, for pairs near these points.
 
@@ -168,7 +187,7 @@ def _slop(*points: Float) -> Float:
     """
     scale = np.ones(len(points[0]))
     for p in points:
-        scale = np.maximum(scale, np.abs(p).max(axis=1))
+        scale = np.maximum(scale, _row_max(np.abs(p)))
     return SLOP_REL * scale
 
 
@@ -177,15 +196,16 @@ def _segment_toi(paths: _Paths, radius: Float, i: Int, j: Int) -> Float:
     Pairs whose deepest approach on the segments stays within the slop do not count."""
     if len(i) == 0:  # a round with nothing to retest: skip some forty numpy calls
         return np.zeros(0)
-    start = np.maximum(paths.ts[i], paths.ts[j])
-    a0, b0 = paths.at(i, start), paths.at(j, start)
-    a1, b1 = paths.xe[i], paths.xe[j]
+    rows_a, rows_b = paths.rows[i], paths.rows[j]
+    start = np.maximum(rows_a[:, 6], rows_b[:, 6])
+    a0, b0 = _position(rows_a, start), _position(rows_b, start)
+    a1, b1 = rows_a[:, 3:6], rows_b[:, 3:6]
     s = _sphere_sphere_toi(a0, a1, radius[i], b0, b1, radius[j])
     p = a0 - b0
     v = (a1 - a0) - (b1 - b0)
     vv = np.einsum("ij,ij->i", v, v)
     u = np.divide(-np.einsum("ij,ij->i", p, v), vv, out=np.zeros(len(p)), where=vv > 0)
-    closest = np.linalg.norm(p + np.clip(u, 0.0, 1.0)[:, None] * v, axis=1)
+    closest = _length(p + np.clip(u, 0.0, 1.0)[:, None] * v)
     shallow = radius[i] + radius[j] - closest <= _slop(a0, b0)
     return np.where(shallow, np.inf, start + s * (1.0 - start))
 
@@ -258,7 +278,7 @@ def solve(
         planes = _Planes(np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros(0, np.int64))
     else:
         planes = _Planes(plane_normal, plane_offset0, plane_offset1, plane_mask)  # type: ignore
-    finite = np.all(np.isfinite(p0), axis=1) & np.all(np.isfinite(p1), axis=1)
+    finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
     p0 = np.where(finite[:, None], p0, np.nan)
     p1 = np.where(finite[:, None], p1, np.nan)
     solid = response != SENSOR
@@ -266,7 +286,7 @@ def solve(
     rigid = _Rigid(n, group)
     # A rigid group moves as one: a member whose own path is still is carried when a slide
     # group is deflected (a group turning about it), so stillness is the group's.
-    moving = rigid.spread_any(np.any(p0 != p1, axis=1))
+    moving = rigid.spread_any(_row_any(p0 != p1))
     # A deflected path stays within |p1 - p0| of p0 (each slide only removes motion), so
     # slides get that margin in both broad phases: every pair a slide can ever reach is
     # known before the first round, which the batching relies on (a round takes a contact
@@ -275,7 +295,7 @@ def solve(
     # same motion), so each gets the group's largest reach. (A sweep too long to measure
     # is ignored by the broad phase anyway.)
     with np.errstate(over="ignore", invalid="ignore"):
-        own = np.linalg.norm(p1 - p0, axis=1)
+        own = _length(p1 - p0)
     reach = np.where(slide, rigid.spread_max(np.where(slide & np.isfinite(own), own, 0.0)), 0.0)
 
     # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
@@ -382,7 +402,7 @@ def solve(
         qk[plane_sensor], planes,
     )  # fmt: skip
     end = np.where(finite[:, None], paths.xe, p1)
-    moved = finite & np.any(end != p1, axis=1)
+    moved = finite & _row_any(end != p1)
     return PassResult(
         end=end,
         t_stop=t_stop,
@@ -468,13 +488,13 @@ def _earliest_touch(
     the group's largest. Two bodies cannot meet before those regions do.
     """
     if reach is None:
-        reach = np.linalg.norm(p1 - p0, axis=1)
+        reach = _length(p1 - p0)
     big_r = radius[i] + radius[j]
-    gap = np.linalg.norm(p0[i] - p0[j], axis=1) - big_r
+    gap = _length(p0[i] - p0[j]) - big_r
     speed = reach[i] + reach[j]
     bound = np.divide(gap, speed, out=np.full(len(i), np.inf), where=speed > 0)
     bound = np.where(gap <= 0, 0.0, bound)
-    scale = 1.0 + np.abs(p0[i]).max(axis=1) + reach[i] + reach[j] + big_r
+    scale = 1.0 + _row_max(np.abs(p0[i])) + reach[i] + reach[j] + big_r
     slack = DIST_REL_EPS * scale
     straight_i, straight_j = ~deflect[i], ~deflect[j]
     both = np.flatnonzero(straight_i & straight_j)
@@ -517,7 +537,7 @@ def _point_segment_distance(p: Float, a: Float, b: Float) -> Float:
     dd = np.einsum("ij,ij->i", d, d)
     s = np.divide(np.einsum("ij,ij->i", p - a, d), dd, out=np.zeros(len(p)), where=dd > 0)
     closest = a + np.clip(s, 0.0, 1.0)[:, None] * d
-    return np.linalg.norm(p - closest, axis=1)
+    return _length(p - closest)
 
 
 def _segment_distance(a0: Float, a1: Float, b0: Float, b1: Float) -> Float:
@@ -609,10 +629,9 @@ def _blocked(
 
 
 def _sphere_hits(paths: _Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
-    pa = paths.at(a, t)
-    pb = paths.at(b, t)
-    va = paths.velocity(a)
-    vb = paths.velocity(b)
+    rows_a, rows_b = paths.rows[a], paths.rows[b]
+    pa, pb = _position(rows_a, t), _position(rows_b, t)
+    va, vb = _velocity(rows_a), _velocity(rows_b)
     # Coincident centres (two points meeting exactly) have no direction: use the motion.
     fallback = _unit(vb - va, np.broadcast_to([0.0, 0.0, 1.0], pa.shape))
     normal = _unit(pa - pb, fallback)

@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._arrays import length as _length
 from ._arrays import unique
 from ._tolerance import DIST_REL_EPS
 
@@ -185,7 +186,7 @@ def _pieces(p0: Float, p1: Float, reach: Float, rows: Int, moving: Bool, cut: Bo
     computed by one formula, so the pieces cover the whole segment exactly, and each box
     gets the usual rounding pad."""
     a, b, r = p0[rows], p1[rows], reach[rows]
-    length = np.linalg.norm(b - a, axis=1)
+    length = _length(b - a)
     edge = _PIECE_REACHES * np.maximum(r, np.median(r))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         count = np.ceil(np.where(edge > 0, length / edge, _MAX_PIECES))

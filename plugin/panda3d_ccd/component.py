@@ -36,6 +36,7 @@ from panda3d.core import (
 )
 
 from . import _solver
+from ._arrays import length, row_all, row_any
 from ._events import EventPatterns, PairTracker, send_contact, send_events
 from ._spheres import SphereRecord, SphereTable
 from .contact import Contact
@@ -521,7 +522,7 @@ class ContinuousCollision:
         _collect["Read"].stop()
 
         _collect["Broad and narrow phase"].start()
-        valid = np.all(np.isfinite(p1), axis=1) & np.all(np.isfinite(p0), axis=1)
+        valid = row_all(np.isfinite(p1)) & row_all(np.isfinite(p0))
         result = _solver.solve(
             p0,
             p1,
@@ -705,7 +706,7 @@ class ContinuousCollision:
         else:
             start[rows[swept]] = spheres.prev_center[rows[swept]]
 
-        finite = np.isfinite(end).all(axis=1) & np.isfinite(radius)
+        finite = row_all(np.isfinite(end)) & np.isfinite(radius)
         for k in np.flatnonzero(~finite & ~spheres.bad).tolist():
             notify.warning(
                 f"{spheres.nodepath[k]} has a non-finite transform; skipped until it is "
@@ -772,10 +773,10 @@ class ContinuousCollision:
         p1 = frame.end
         moved = np.flatnonzero(result.moved)
         # Largest correction first: a node with several spheres takes that one's answer.
-        order = moved[np.argsort(-np.linalg.norm(result.end[moved] - p1[moved], axis=1))]
+        order = moved[np.argsort(-length(result.end[moved] - p1[moved]))]
         _, first = np.unique(spheres.owner[order], return_index=True)
         order = order[np.sort(first)]
-        off_centre = np.any(spheres.center[order] != 0.0, axis=1)
+        off_centre = row_any(spheres.center[order] != 0.0)
         for cur, nodepath, prev, t, end, off, center in zip(
             frame.transforms[order].tolist(),
             spheres.nodepath[order].tolist(),
@@ -1072,7 +1073,7 @@ def _centers(
             for j in (1, 2):
                 largest = np.where(s[:, j] > largest, s[:, j], largest)
             scale[scaled] = largest
-        off = np.flatnonzero(np.any(center != 0.0, axis=1))
+        off = np.flatnonzero(row_any(center != 0.0))
         if len(off):
             mat = _mat4s(map(TransformState.getMat, [transforms[i] for i in off]), len(off))
             c = center[off].astype(np.float32)
