@@ -801,7 +801,11 @@ class ContinuousCollision:
                     quat = cur.getQuat()
                 scale = cur.getScale()
                 target = target - quat.xform(LVector3(*(c * k_ for c, k_ in zip(center, scale))))
-            nodepath.setFluidPos(render, target)
+            if nodepath.getParent() == render:
+                # The same transform, bit for bit, at half the cost of the relative call.
+                nodepath.setFluidPos(target)
+            else:
+                nodepath.setFluidPos(render, target)
         # Spheres of a node just written are read again (Panda3D keeps float32, so where a
         # node ended up is not exactly result.end); the others are where they were read.
         written = np.isin(spheres.owner, spheres.owner[order])
