@@ -206,10 +206,16 @@ def test_symmetric_crossing_stream_matches_the_serial_solver():
     assert len(serial.hits.t) > k
 
 
+@pytest.mark.parametrize("brute_max", [None, 16])
 @pytest.mark.parametrize("seed", range(3))
-def test_big_scene_with_groups_planes_and_sensors_matches_the_serial_solver(seed):
+def test_big_scene_with_groups_planes_and_sensors_matches_the_serial_solver(
+    seed, brute_max, monkeypatch
+):
     # Over 128 spheres, so sphere_pairs cuts the straight sweeps into pieces; very fast and
-    # very slow bodies together, rigid pairs, a translating floor and some sensors.
+    # very slow bodies together, rigid pairs, a translating floor and some sensors. The
+    # pieces are paired as one table by default, through the grid with brute_max = 16.
+    if brute_max is not None:
+        monkeypatch.setattr(broadphase, "_BRUTE_MAX", brute_max)
     rng = np.random.default_rng(600 + seed)
     bodies = 200
     centres = place(rng, np.full(bodies, 1.2), 14.0)
@@ -232,7 +238,7 @@ def test_big_scene_with_groups_planes_and_sensors_matches_the_serial_solver(seed
         group=group,
     )
     scene = (p0, p0 + v, radius, response.astype(np.int8), floor)
-    assert len(p0) > broadphase._BRUTE_MAX
+    assert len(p0) > broadphase._PIECE_ROWS
     batched, serial = assert_same_as_serial(scene)
     assert len(serial.hits.t) > 30
 
@@ -545,7 +551,7 @@ def test_split_points_lying_on_a_long_sweep_are_all_found(scale):
     p1 = np.vstack([b, on])
     moving = np.r_[True, np.zeros(len(on), bool)]
     i, j = sphere_pairs(p0, p1, 0.0, moving=moving, split=True)
-    assert len(p0) > broadphase._BRUTE_MAX
+    assert len(p0) > broadphase._PIECE_ROWS
     assert i.tolist() == [0] * len(on) and j.tolist() == list(range(1, len(on) + 1))
 
 
