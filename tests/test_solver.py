@@ -332,6 +332,40 @@ def test_dense_fast_scene_matches_the_serial_solver_in_few_rounds(monkeypatch, s
     assert batched.rounds * 4 <= serial.rounds
 
 
+def test_bounds_computed_only_when_a_round_needs_them_give_the_same_pass(monkeypatch):
+    # Small pair sets compute the causality bounds lazily: first the change bound with
+    # every bound 0 (which can only block more), the real bounds only if that blocks a
+    # contact being judged. The pass must be exactly the one with bounds up front, and the
+    # scenes must take both branches.
+    rng = np.random.default_rng(31)
+    scenes = [random_scene(rng, int(rng.integers(3, 40))) for _ in range(60)]
+    computed = []
+    bounds = _solver._PairSet._bounds
+
+    def counting(self, i, j):
+        computed.append(len(i))
+        return bounds(self, i, j)
+
+    monkeypatch.setattr(_solver._PairSet, "_bounds", counting)
+    lazy = []
+    for scene in scenes:
+        before = len(computed)
+        lazy.append(run(*scene, walls=True))
+        lazy[-1] = (lazy[-1], len(computed) > before)
+    monkeypatch.setattr(_solver, "_LAZY_PAIRS", -1)
+    for scene, (res, _needed) in zip(scenes, lazy):
+        eager = run(*scene, walls=True)
+        assert np.array_equal(res.end, eager.end)
+        assert np.array_equal(res.t_stop, eager.t_stop)
+        for col_lazy, col_eager in zip(res.hits, eager.hits):
+            assert np.array_equal(col_lazy, col_eager, equal_nan=True)
+        assert res.rounds == eager.rounds
+    needed = [needed for _res, needed in lazy]
+    rounds = [res.rounds for res, _needed in lazy]
+    assert any(needed) and not all(needed)
+    assert any(r > 0 and not n for r, n in zip(rounds, needed))
+
+
 def test_a_chain_of_stops_two_neighbours_away_is_waited_for():
     # D stops on E at t = 0.05; C, whose full path never meets D's, then runs into the
     # stopped D; A then runs into the stopped C before it would reach F. Nothing about

@@ -356,14 +356,12 @@ def solve(
         soonest = rigid.spread_min(first)
         if not rigid.trivial:
             active = rigid.members(_unique(rigid.group[active]))[0]
-        free = ~_blocked(pairs.i, pairs.j, pairs.toi, soonest, still, pairs.earliest, rigid)
         # A stationary body is never changed by a contact, so it need not be "first".
-        acc_s = (
-            (still[a_s] | (t_s == soonest[a_s]))
-            & (still[b_s] | (t_s == soonest[b_s]))
-            & ((t_s == t_min) | (free[a_s] & free[b_s]))
-        )
-        acc_p = (t_p == soonest[a_p]) & ((t_p == t_min) | free[a_p])
+        first_s = (still[a_s] | (t_s == soonest[a_s])) & (still[b_s] | (t_s == soonest[b_s]))
+        first_p = t_p == soonest[a_p]
+        free = pairs.free(soonest, still, rigid, a_s[first_s], b_s[first_s], a_p[first_p])
+        acc_s = first_s & ((t_s == t_min) | (free[a_s] & free[b_s]))
+        acc_p = first_p & ((t_p == t_min) | free[a_p])
         first[active] = np.inf
 
         a_s, b_s, t_s = a_s[acc_s], b_s[acc_s], t_s[acc_s]
@@ -441,6 +439,12 @@ class _Adjacency:
         return _unique(self._pair[offset + np.arange(total)])
 
 
+#: Up to this many solid pairs, the causality bounds are computed only if a round needs
+#: them (see _PairSet.free); above it, up front, where they also drop the many pairs that
+#: cannot touch this frame before any time of impact is computed.
+_LAZY_PAIRS = 256
+
+
 class _PairSet:
     """The solid sphere pairs under test: times of impact on the current segments, and for
     each a time before which it cannot touch (see _earliest_touch)."""
@@ -450,12 +454,41 @@ class _PairSet:
     ) -> None:
         self._paths, self._radius = paths, radius
         # Bounds use the frame's original paths, which every response stays within.
-        earliest = _earliest_touch(paths.xs, paths.xe, radius, slide, i, j, reach=reach)
-        # Pairs that cannot touch this frame whatever happens need no test at all.
-        keep = earliest <= 1.0
-        self.i, self.j, self.earliest = i[keep], j[keep], earliest[keep]
+        self._bound_args = (paths.xs.copy(), paths.xe.copy(), radius, slide, reach)
+        self._earliest: Float | None = None
+        if len(i) > _LAZY_PAIRS:
+            earliest = self._bounds(i, j)
+            # Pairs that cannot touch this frame whatever happens need no test at all.
+            keep = earliest <= 1.0
+            i, j, self._earliest = i[keep], j[keep], earliest[keep]
+        self.i, self.j = i, j
         self._adjacency = _Adjacency(len(radius), self.i, self.j)
         self.toi = _segment_toi(paths, radius, self.i, self.j)
+
+    def _bounds(self, i: Int, j: Int) -> Float:
+        p0, p1, radius, slide, reach = self._bound_args
+        return _earliest_touch(p0, p1, radius, slide, i, j, reach=reach)
+
+    @property
+    def earliest(self) -> Float:
+        if self._earliest is None:
+            self._earliest = self._bounds(self.i, self.j)
+        return self._earliest
+
+    def free(self, first: Float, still: Bool, rigid: _Rigid, *bodies: Int) -> Bool:
+        """(n,) bodies whose earliest contact no neighbour can pre-empt (see _blocked);
+        exact for the given bodies, whose contacts a round is about to judge.
+
+        While the bounds are not yet computed, the change bound is first taken with a bound
+        of 0 for every pair: that can only make a body look more threatened, so a body it
+        leaves free is free. Only if one of the given bodies looks threatened are the real
+        bounds computed (in a small scene of isolated contacts, never).
+        """
+        if self._earliest is None:
+            crude = _blocked(self.i, self.j, self.toi, first, still, np.zeros(len(self.i)), rigid)
+            if not any(crude[b].any() for b in bodies):
+                return ~crude
+        return ~_blocked(self.i, self.j, self.toi, first, still, self.earliest, rigid)
 
     def pairs_of(self, bodies: Int) -> Int:
         return self._adjacency.pairs_of(bodies)
