@@ -88,9 +88,14 @@ def _empty_hits() -> Hits:
 
 
 def _concat_hits(parts: list[Hits]) -> Hits:
+    """The rows of all parts, sorted by time (stable). Hits has fifteen columns, so empty
+    parts are left out and a lone part already in order is returned as it is."""
+    parts = [part for part in parts if len(part.t)]
     if not parts:
         return _empty_hits()
-    merged = Hits(*(np.concatenate(col) for col in zip(*parts)))
+    merged = parts[0] if len(parts) == 1 else Hits(*(np.concatenate(c) for c in zip(*parts)))
+    if np.all(merged.t[1:] >= merged.t[:-1]):
+        return merged  # what a stable sort would give
     order = np.argsort(merged.t, kind="stable")
     return Hits(*(col[order] for col in merged))
 
