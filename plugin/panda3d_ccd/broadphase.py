@@ -353,8 +353,9 @@ def _box_pairs(boxes: _Boxes, n: int, found: list[Int]) -> None:
         hit &= lo[2][:, None] <= hi[2]
         hit &= hit.T
         hit &= moving[:, None] | moving
-        a, b = np.nonzero(np.triu(hit, 1))
-        found.append(_pair_keys(ids[a], ids[b], n))
+        a, b = np.nonzero(hit)  # symmetric: keep each pair once (np.triu is slower)
+        upper = a < b
+        found.append(_pair_keys(ids[a[upper]], ids[b[upper]], n))
         return
     size = (hi - lo).max(axis=0)
     median = float(np.partition(size, m // 2)[m // 2])  # no averaging: cannot overflow
