@@ -150,3 +150,24 @@ def test_walls_option_runs_every_system_with_the_box_closed(tmp_path: Path) -> N
     )  # fmt: skip
     assert "walls on" in record["setup"]
     assert all(v is not None and v > 0 for v in record["timing"][0]["ms"].values())
+
+
+def test_phase_table_times_every_phase_including_the_broad_phase() -> None:
+    # The table wraps the component's and the solver's functions by name; one renamed
+    # behind its back must fail here, not vanish from the table.
+    from benchmarks.profiling import phase_table
+    from benchmarks.systems import PluginOptions
+
+    table = phase_table(
+        150, frames=2, warmup=1, seed=1, plugin=PluginOptions(), walls=True
+    )
+    for label in (
+        "read every sphere's transforms",
+        "solve: broad phase, times of impact, resolution",
+        "(inside solve) broad phase, sphere pairs",
+        "(inside solve) broad phase, sphere-plane pairs",
+        "write moved nodes back",
+        "build Contact objects",
+        "**whole step()**",
+    ):
+        assert f"| {label} |" in table
