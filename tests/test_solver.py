@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from panda3d_ccd import _solver
 from panda3d_ccd._solver import REWIND, SENSOR, SLIDE, solve
-from panda3d_ccd.sweep import sphere_sphere_toi
+from panda3d_ccd.sweep import sphere_plane_toi, sphere_sphere_toi
 
 MASK = np.int64(0xFFFFF)
 BOX = 10.0
@@ -332,11 +334,15 @@ def test_dense_fast_scene_matches_the_serial_solver_in_few_rounds(monkeypatch, s
     assert batched.rounds * 4 <= serial.rounds
 
 
-def test_bounds_computed_only_when_a_round_needs_them_give_the_same_pass(monkeypatch):
+@pytest.mark.parametrize("max_rounds", [None, 1, 3])
+def test_bounds_computed_only_when_a_round_needs_them_give_the_same_pass(monkeypatch, max_rounds):
     # Small pair sets compute the causality bounds lazily: first the change bound with
     # every bound 0 (which can only block more), the real bounds only if that blocks a
     # contact being judged. The pass must be exactly the one with bounds up front, and the
-    # scenes must take both branches.
+    # scenes must take both branches; at the round cap too, where what is held is found
+    # through the pairs (only those that can touch this frame).
+    if max_rounds is not None:
+        monkeypatch.setattr(_solver, "MAX_ROUNDS", max_rounds)
     rng = np.random.default_rng(31)
     scenes = [random_scene(rng, int(rng.integers(3, 40))) for _ in range(60)]
     computed = []
@@ -362,8 +368,34 @@ def test_bounds_computed_only_when_a_round_needs_them_give_the_same_pass(monkeyp
         assert res.rounds == eager.rounds
     needed = [needed for _res, needed in lazy]
     rounds = [res.rounds for res, _needed in lazy]
-    assert any(needed) and not all(needed)
-    assert any(r > 0 and not n for r, n in zip(rounds, needed))
+    if max_rounds is None:
+        assert any(needed) and not all(needed)
+        assert any(r > 0 and not n for r, n in zip(rounds, needed))
+    else:
+        assert sum(res.capped for res, _needed in lazy) >= 10
+
+
+def test_a_tilted_plane_gives_the_kernels_exact_time_whatever_its_normals_rounding():
+    # Unit normals computed elsewhere (a / |a| in Python floats) are 1 ulp off length 1 a
+    # third of the time; the solver must still give sphere_plane_toi's answer bit for bit
+    # (that function scales the normal to length 1 itself).
+    rng = np.random.default_rng(12)
+    off_length = 0
+    for _ in range(300):
+        a, b, c = rng.normal(size=3)
+        length = math.sqrt(a * a + b * b + c * c)
+        normal = np.array([[a / length, b / length, c / length]])
+        off_length += np.linalg.norm(normal) != 1.0
+        p0 = rng.normal(size=(1, 3)) * 3
+        p1 = p0 - normal * rng.uniform(8, 30)
+        offset = np.array([rng.uniform(-2, 2) - float(normal[0] @ p0[0]) + 5.0])
+        res = solve(
+            p0, p1, np.array([0.5]), np.array([REWIND], np.int8), np.array([MASK]),
+            np.array([MASK]), plane_normal=normal, plane_offset0=offset,
+            plane_offset1=offset, plane_mask=np.array([MASK]),
+        )  # fmt: skip
+        assert res.hits.t.tolist() == sphere_plane_toi(p0, p1, 0.5, normal, offset).tolist()
+    assert off_length > 30
 
 
 def test_a_chain_of_stops_two_neighbours_away_is_waited_for():

@@ -231,7 +231,10 @@ def _segment_plane_toi(paths: _Paths, radius: Float, i: Int, k: Int, planes: Any
     # by the plane's displacement along its normal instead.
     c0 = paths.at(i, start)
     end = paths.xe[i] + n * (off1[k] - off_start)[:, None]
-    s = _sphere_plane_toi(c0, end, radius[i], n, off_start)
+    # The exact test takes the normal at length 1 in float64 (unit normals from elsewhere
+    # are often 1 ulp off), and the offset with it.
+    length = _length(n)
+    s = _sphere_plane_toi(c0, end, radius[i], n / length[:, None], off_start / length)
     deepest = np.minimum(
         np.einsum("ij,ij->i", n, c0) + off_start, np.einsum("ij,ij->i", n, end) + off_start
     )
@@ -313,8 +316,8 @@ def solve(
     qi, qk = np.zeros(0, np.int64), np.zeros(0, np.int64)
     if len(planes.normal):
         qi, qk = _sphere_plane_pairs(
-            p0, p1, radius + reach, planes.normal, planes.off0, planes.off1, from_mask,
-            planes.mask, everyone, plane_moving,
+            p0, p1, radius + reach, *planes.unit(), from_mask, planes.mask, everyone,
+            plane_moving,
         )  # fmt: skip
     if group is not None:
         apart = group[ci] != group[cj]
@@ -350,7 +353,10 @@ def solve(
         if rounds == MAX_ROUNDS:
             capped, t_hold = True, t_min
             unresolved = np.concatenate([pairs.i[pend_s], pairs.j[pend_s], pi[pend_p]])
-            held = rigid.spread_any(_reach(unresolved, pairs.i, pairs.j, still))
+            # Through the pairs that can touch this frame only (bound <= 1), as when the
+            # bounds are computed up front: a pair that cannot touch carries no change.
+            near = pairs.earliest <= 1.0
+            held = rigid.spread_any(_reach(unresolved, pairs.i[near], pairs.j[near], still))
             break
         rounds += 1
         a_s, b_s, a_p = pairs.i[pend_s], pairs.j[pend_s], pi[pend_p]
@@ -422,6 +428,12 @@ class _Planes(NamedTuple):
     off0: Float  # (m,)
     off1: Float  # (m,)
     mask: NDArray[np.int64]  # (m,)
+
+    def unit(self) -> tuple[Float, Float, Float]:
+        """Normals scaled to length 1 in float64 (unit normals from elsewhere are often
+        1 ulp off), and both offsets with them: what the broad phase takes."""
+        length = _length(self.normal)
+        return self.normal / length[:, None], self.off0 / length, self.off1 / length
 
 
 class _Adjacency:
