@@ -789,20 +789,24 @@ class ContinuousCollision:
             if cur is None:
                 continue
             quat = None
+            turned = False
             if t < 1.0 and prev is not None:
                 quat = cur.getQuat()
                 q0 = prev.getQuat()
                 if not q0.almostEqual(quat):
                     quat = _slerp(q0, quat, t)
                     nodepath.setQuat(render, quat)
+                    turned = True
             target = LPoint3(*end)
             if off:
                 if quat is None:
                     quat = cur.getQuat()
                 scale = cur.getScale()
                 target = target - quat.xform(LVector3(*(c * k_ for c, k_ in zip(center, scale))))
-            if nodepath.getParent() == render:
-                # The same transform, bit for bit, at half the cost of the relative call.
+            if not turned and cur.hprGiven() and nodepath.getParent() == render:
+                # For a transform given as pos/hpr/scale (the usual), the same transform and
+                # previous transform, bit for bit, at half the cost of the relative call;
+                # that one rebuilds quaternion and matrix transforms from components.
                 nodepath.setFluidPos(target)
             else:
                 nodepath.setFluidPos(render, target)
