@@ -281,6 +281,8 @@ def solve(
     plane_group : (m,) int64, optional
         The group of each plane: never tested against the spheres of its own group.
     """
+    # float64 throughout (the broad phase's rounding pad assumes it).
+    p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
     n = len(p0)
     if plane_normal is None or len(plane_normal) == 0:
         planes = _Planes(np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros(0, np.int64))
