@@ -29,7 +29,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from panda3d.core import LPlane, LPoint3, LVector3
 
@@ -305,6 +305,8 @@ def test_a_resting_sphere_moved_along_its_floor_ends_exactly_there(
     bullet_radius=st.sampled_from([0.0, 0.01, 0.3]),
     with_wall=st.booleans(),
 )
+# A target grazed within the slop, found by a random run: its kernel time is not a contact.
+@example(seed=1560, targets=4, speed=1000.0, bullet_radius=0.3, with_wall=False)
 def test_a_bullets_first_contact_agrees_with_dense_sampling(
     base, seed, targets, speed, bullet_radius, with_wall
 ):
@@ -342,6 +344,13 @@ def test_a_bullets_first_contact_agrees_with_dense_sampling(
                                        np.repeat(a1[None], targets, 0), bullet_radius,
                                        b, b, radii))
         assume(all(np.linalg.norm(a0 - b, axis=1) > radii + bullet_radius + 1e-3))
+        # By the plugin's rule, a pass that never gets deeper than the slop is not a contact
+        # (a resting body must not stick): a target it only grazes does not count.
+        d = a1 - a0
+        u = np.clip(((b - a0) @ d) / (d @ d), 0.0, 1.0)
+        closest = np.linalg.norm(a0 + u[:, None] * d - b, axis=1)
+        grazed = radii + bullet_radius - closest <= slop(np.repeat(a0[None], targets, 0), b)
+        times = [np.inf if g else t for t, g in zip(times, grazed)]
         wall_plane = None
         if with_wall:
             n = -direction + rng.normal(size=3) * 0.3
@@ -354,7 +363,10 @@ def test_a_bullets_first_contact_agrees_with_dense_sampling(
             length = math.sqrt(pa * pa + pb * pb + pc * pc)
             wall_plane = np.array([pa, pb, pc, pd]) / length
             assume(wall_plane[:3] @ a0 + wall_plane[3] > bullet_radius + 1e-3)
-            times.append(sphere_plane_toi(a0[None], a1[None], bullet_radius,
+            deepest = min(wall_plane[:3] @ a0, wall_plane[:3] @ a1) + wall_plane[3]
+            grazed_wall = bullet_radius - deepest <= slop(a0[None], a1[None])[0]
+            times.append(np.inf if grazed_wall else
+                         sphere_plane_toi(a0[None], a1[None], bullet_radius,
                                           wall_plane[None, :3], wall_plane[3:])[0])
         contacts = [c for c in ccd.step() if c.from_np == bullet]
 
