@@ -229,12 +229,14 @@ def sphere_sphere_overlap(
     inside0 = c < 0
     moving = a > 0
     enter[inside0] = 0.0
-    leave[inside0 & ~moving] = 1.0
     # Exactly, disc = b^2 - a c >= -a c > 0 when they start inside (c < 0); rounding in the
     # cross-product form can make it <= 0 for a tangential start just inside, which left
     # t_enter = 0 with t_exit = nan.
     disc = np.maximum(disc, -a * c)
     real = moving & (disc > 0)
+    # Inside at the start with no root to leave by: still, or a motion so small (1e-162)
+    # that even -a c underflows to 0; either way still inside at the end.
+    leave[inside0 & ~real] = 1.0
     sq = np.sqrt(np.where(real, disc, 0.0))
     # Roots of a t^2 + 2 b t + c: q = -(b + sign(b) sqrt(disc)), roots q / a and c / q.
     q = -(half_b + np.copysign(sq, half_b))
