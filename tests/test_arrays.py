@@ -38,3 +38,9 @@ def test_unique_matches_numpys_unique():
     for size in (0, 1, 7, 1000):
         values = rng.integers(-20, 20, size)
         assert np.array_equal(_arrays.unique(values), np.unique(values))
+
+
+def test_largest_abs_is_the_largest_magnitude_across_every_array(rows):
+    other = rows[::-1].copy()
+    expected = np.max(np.abs(np.concatenate([rows, other], axis=1)), axis=1)
+    assert np.array_equal(_arrays.largest_abs(rows, other), expected, equal_nan=True)

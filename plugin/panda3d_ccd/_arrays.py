@@ -43,3 +43,11 @@ def row_all(flags: NDArray) -> NDArray:
 def row_any(flags: NDArray) -> NDArray:
     """(k,) rows of flags (k, 3) with any true."""
     return flags[:, 0] | flags[:, 1] | flags[:, 2]
+
+
+def largest_abs(*points: NDArray) -> NDArray:
+    """(k,) largest coordinate magnitude of each row across the (k, 3) arrays points."""
+    scale = row_max(np.abs(points[0]))
+    for p in points[1:]:
+        scale = np.maximum(scale, row_max(np.abs(p)))
+    return scale

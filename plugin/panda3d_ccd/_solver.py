@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from ._arrays import largest_abs as _largest_abs
 from ._arrays import length as _length
 from ._arrays import row_all as _row_all
 from ._arrays import row_any as _row_any
@@ -190,10 +191,7 @@ def _slop(*points: Float) -> Float:
     stop the ball (it would stick); ignoring contacts that could never sink deeper than
     this keeps every overlap within it.
     """
-    scale = np.ones(len(points[0]))
-    for p in points:
-        scale = np.maximum(scale, _row_max(np.abs(p)))
-    return SLOP_REL * scale
+    return SLOP_REL * np.maximum(1.0, _largest_abs(*points))
 
 
 def _segment_toi(paths: _Paths, radius: Float, i: Int, j: Int) -> Float:
@@ -231,9 +229,7 @@ def _segment_plane_toi(paths: _Paths, radius: Float, i: Int, k: Int, planes: Any
     # by the plane's displacement along its normal instead.
     c0 = paths.at(i, start)
     end = paths.xe[i] + n * (off1[k] - off_start)[:, None]
-    # The exact test takes the normal at length 1 in float64 (unit normals from elsewhere
-    # are often 1 ulp off), and the offset with it.
-    length = _length(n)
+    length = planes.length[k]  # the exact test takes the normal at length 1 (see _Planes)
     s = _sphere_plane_toi(c0, end, radius[i], n / length[:, None], off_start / length)
     deepest = np.minimum(
         np.einsum("ij,ij->i", n, c0) + off_start, np.einsum("ij,ij->i", n, end) + off_start
@@ -285,9 +281,9 @@ def solve(
     p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
     n = len(p0)
     if plane_normal is None or len(plane_normal) == 0:
-        planes = _Planes(np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros(0, np.int64))
+        planes = _Planes.of(np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros(0, np.int64))
     else:
-        planes = _Planes(plane_normal, plane_offset0, plane_offset1, plane_mask)  # type: ignore
+        planes = _Planes.of(plane_normal, plane_offset0, plane_offset1, plane_mask)  # type: ignore
     finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
     p0 = np.where(finite[:, None], p0, np.nan)
     p1 = np.where(finite[:, None], p1, np.nan)
@@ -430,11 +426,18 @@ class _Planes(NamedTuple):
     off0: Float  # (m,)
     off1: Float  # (m,)
     mask: NDArray[np.int64]  # (m,)
+    # Lengths of the normals in float64: unit normals from elsewhere are often 1 ulp off,
+    # and the broad phase and the exact test take them scaled to length 1, as the public
+    # functions do.
+    length: Float  # (m,)
+
+    @classmethod
+    def of(cls, normal: Float, off0: Float, off1: Float, mask: NDArray[np.int64]) -> _Planes:
+        return cls(normal, off0, off1, mask, _length(normal))
 
     def unit(self) -> tuple[Float, Float, Float]:
-        """Normals scaled to length 1 in float64 (unit normals from elsewhere are often
-        1 ulp off), and both offsets with them: what the broad phase takes."""
-        length = _length(self.normal)
+        """Normals scaled to length 1, and both offsets with them."""
+        length = self.length
         return self.normal / length[:, None], self.off0 / length, self.off1 / length
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._arrays import length, row_max
+from ._arrays import largest_abs, length
 from ._tolerance import DIST_REL_EPS, ROUNDING_REL
 
 __all__ = [
@@ -91,14 +91,6 @@ def _plane(normal: ArrayLike, offset: ArrayLike) -> tuple[Float, Float]:
     return nrm / length[:, None], off / length
 
 
-def _largest(*points: Float) -> Float:
-    """(k,) largest coordinate magnitude of each row across the (k, 3) arrays points."""
-    scale = row_max(np.abs(points[0]))
-    for p in points[1:]:
-        scale = np.maximum(scale, row_max(np.abs(p)))
-    return scale
-
-
 def _rowdot(a: Float, b: Float) -> Float:
     return np.einsum("ij,ij->i", a, b)
 
@@ -144,7 +136,7 @@ def _terms(
     # threshold a sphere resting against another would be "approaching" and stick. Bodies
     # moving together get a v that is pure rounding noise of their coordinates (random in
     # direction however small), so the threshold also has a floor at that noise.
-    coord_scale = _largest(a0_, a1_, b0_, b1_)
+    coord_scale = largest_abs(a0_, a1_, b0_, b1_)
     approach_eps = dist0 * (DIST_REL_EPS * np.sqrt(a) + ROUNDING_REL * coord_scale)
     return c, half_b, a, disc, approach_eps
 
@@ -278,7 +270,7 @@ def _plane_terms(
     dn = _rowdot(nrm_, motion)
     # The floor: a sphere sliding along a tilted plane far from the origin gets a normal
     # motion that is rounding noise of its coordinates, which must not read as "moving in".
-    coord_scale = _largest(c0_, c1_)
+    coord_scale = largest_abs(c0_, c1_)
     approach_eps = DIST_REL_EPS * length(motion) + ROUNDING_REL * coord_scale
     return d0 - r_, dn, approach_eps, r_
 
