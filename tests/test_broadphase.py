@@ -130,10 +130,12 @@ def check_structure(pairs):
 
 @contextmanager
 def deep_paths(brute_max=2, chunk=5, dense=True, max_key=2.0**62) -> Iterator[None]:
-    """Make a small scene take every path of the grid search: more size classes, batches of
-    a few rows, and optionally the grid numbered by occupied cells with binary-search
-    lookups (``dense=False``), even with neighbouring cells merged (small ``max_key``)."""
+    """Make a small scene take every path of the grid search: sweeps cut into pieces (with
+    ``split``), more size classes, batches of a few rows, and optionally the grid numbered
+    by occupied cells with binary-search lookups (``dense=False``), even with neighbouring
+    cells merged (small ``max_key``)."""
     with (
+        mock.patch.object(broadphase, "_PIECE_ROWS", 1),
         mock.patch.object(broadphase, "_BRUTE_MAX", brute_max),
         mock.patch.object(broadphase, "_CHUNK", chunk),
         mock.patch.object(broadphase, "_DENSE_PER_BOX", 32 if dense else -1),
