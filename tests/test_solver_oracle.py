@@ -537,11 +537,15 @@ def test_split_sweeps_keep_every_touching_pair_in_odd_scenes(kind, seed):
         assert len(pairs) < len(boxes)  # the pieces did cut something
 
 
+@pytest.mark.parametrize("brute_max", [None, 16])
 @pytest.mark.parametrize("scale", [1.0, 1e6])
-def test_split_points_lying_on_a_long_sweep_are_all_found(scale):
+def test_split_points_lying_on_a_long_sweep_are_all_found(scale, brute_max, monkeypatch):
     # A point (radius 0) sweeping 1e5 * scale units diagonally, and 300 still points placed
     # on its segment by the same interpolation formula (rounding puts them a few ulps off
-    # the exact line): the rounding pad of each piece's box must still hold every one.
+    # the exact line): the rounding pad of each piece's box must still hold every one,
+    # whether the boxes are paired as one table (the default at this size) or by the grid.
+    if brute_max is not None:
+        monkeypatch.setattr(broadphase, "_BRUTE_MAX", brute_max)
     rng = np.random.default_rng(9)
     a = np.array([-3e4, 1e4, 7e3]) * scale
     b = a + np.array([6e4, -5e4, 5.5e4]) * scale
