@@ -585,6 +585,7 @@ def test_sphere_plane_bad_input(func, args, message):
 
 def test_docstring_examples():
     """The Examples sections run here too, so plain ``pytest`` checks them."""
-    result = doctest.testmod(sweep, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
-    assert result.attempted >= 11
+    modules = (sweep, sweep.sphere_sphere, sweep.sphere_plane)
+    results = [doctest.testmod(m, optionflags=doctest.ELLIPSIS) for m in modules]
+    assert sum(r.failed for r in results) == 0
+    assert sum(r.attempted for r in results) >= 11

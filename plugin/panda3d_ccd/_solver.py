@@ -35,12 +35,8 @@ from ._arrays import row_max as _row_max
 from ._arrays import unique as _unique
 from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES, SLOP_REL
 from .broadphase import _sphere_pairs, _sphere_plane_pairs
-from .sweep import (
-    _sphere_plane_toi,
-    _sphere_sphere_toi,
-    sphere_plane_overlap,
-    sphere_sphere_overlap,
-)
+from .sweep.sphere_plane import _sphere_plane_toi, sphere_plane_overlap
+from .sweep.sphere_sphere import _sphere_sphere_toi, sphere_sphere_overlap
 
 REWIND, SLIDE, SENSOR = 0, 1, 2
 

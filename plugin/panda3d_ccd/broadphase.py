@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from . import _check
 from ._arrays import length as _length
 from ._arrays import unique
 from ._tolerance import DIST_REL_EPS
@@ -51,8 +52,6 @@ __all__ = ["sphere_pairs", "sphere_plane_pairs"]
 Float = NDArray[np.float64]
 Int = NDArray[np.int64]
 Bool = NDArray[np.bool_]
-
-_MASK_MAX = 0xFFFFFFFF
 
 #: At or below this many boxes, every pair is tested at once as an (m, m) table, which is
 #: cheaper than building a grid: on the benchmark's scenes the whole solve at 200 and 300
@@ -90,55 +89,7 @@ _MAX_PIECES = 64
 
 
 def _positions(name: str, value: ArrayLike) -> Float:
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.ndim != 2 or arr.shape[1] != 3:
-        raise ValueError(f"{name} must have shape (n, 3), got {arr.shape}")
-    return arr
-
-
-def _row_shape(name: str, arr: np.ndarray, n: int) -> None:
-    if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != n):
-        raise ValueError(f"{name} must be a scalar or have shape ({n},), got {arr.shape}")
-
-
-def _lengths(name: str, value: ArrayLike, n: int) -> Float:
-    """Finite, non-negative per-row lengths (radius, margin) as (n,) float64."""
-    arr = np.asarray(value, dtype=np.float64)
-    _row_shape(name, arr, n)
-    bad = ~np.isfinite(arr) | (arr < 0)
-    if np.any(bad):
-        shown = arr if arr.ndim == 0 else arr[bad][0]
-        raise ValueError(f"{name} must be finite and >= 0, got {shown}")
-    return np.broadcast_to(arr, (n,))
-
-
-def _masks(name: str, value: ArrayLike | None, n: int) -> Int:
-    """32-bit collide masks as (n,) int64; None means every bit on."""
-    if value is None:
-        return np.full(n, _MASK_MAX, dtype=np.int64)
-    arr = np.asarray(value)
-    if arr.size == 0:
-        arr = arr.astype(np.int64)
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"{name} must be an integer array of 32-bit masks, got dtype {arr.dtype}")
-    _row_shape(name, arr, n)
-    bad = (arr < 0) | (arr > _MASK_MAX)
-    if np.any(bad):
-        shown = arr if arr.ndim == 0 else arr[bad][0]
-        raise ValueError(f"{name} must hold 32-bit unsigned masks (0 to {_MASK_MAX}), got {shown}")
-    return np.broadcast_to(arr.astype(np.int64), (n,))
-
-
-def _flags(name: str, value: ArrayLike | None, n: int, default: bool) -> Bool:
-    if value is None:
-        return np.full(n, default)
-    arr = np.asarray(value)
-    if arr.size == 0:
-        arr = arr.astype(np.bool_)
-    if arr.dtype != np.bool_:
-        raise ValueError(f"{name} must be a boolean array, got dtype {arr.dtype}")
-    _row_shape(name, arr, n)
-    return np.broadcast_to(arr, (n,))
+    return _check.points(name, value, single=False)
 
 
 def _planes(normals: ArrayLike, offsets: ArrayLike) -> tuple[Float, Float, Float]:
@@ -261,13 +212,13 @@ def sphere_pairs(
     if p1_.shape != p0_.shape:
         raise ValueError(f"p1 must have the same shape as p0 {p0_.shape}, got {p1_.shape}")
     n = p0_.shape[0]
-    reach = _lengths("radius", radius, n)
+    reach = _check.lengths("radius", radius, n)
     if margin is not None:
-        reach = reach + _lengths("margin", margin, n)
-    from_ = _masks("from_mask", from_mask, n)
-    into = _masks("into_mask", into_mask, n)
-    moves = _flags("moving", moving, n, default=True)
-    cut = _flags("split", split, n, default=False)
+        reach = reach + _check.lengths("margin", margin, n)
+    from_ = _check.masks("from_mask", from_mask, n)
+    into = _check.masks("into_mask", into_mask, n)
+    moves = _check.flags("moving", moving, n, default=True)
+    cut = _check.flags("split", split, n, default=False)
     return _sphere_pairs(p0_, p1_, reach, from_, into, moves, cut)
 
 
@@ -726,7 +677,7 @@ def sphere_plane_pairs(
     if p1_.shape != p0_.shape:
         raise ValueError(f"p1 must have the same shape as p0 {p0_.shape}, got {p1_.shape}")
     n = p0_.shape[0]
-    r = _lengths("radius", radius, n)
+    r = _check.lengths("radius", radius, n)
     nrm, off0, length = _planes(normals, offsets)
     m = nrm.shape[0]
     if plane_offsets1 is None:
@@ -740,13 +691,13 @@ def sphere_plane_pairs(
         if not np.all(np.isfinite(raw1)):
             raise ValueError(f"plane_offsets1 must be finite, got {raw1[~np.isfinite(raw1)][0]}")
         off1 = raw1 / length
-    from_ = _masks("sphere_from_mask", sphere_from_mask, n)
-    into = _masks("plane_into_mask", plane_into_mask, m)
-    moves = _flags("moving", moving, n, default=True)
+    from_ = _check.masks("sphere_from_mask", sphere_from_mask, n)
+    into = _check.masks("plane_into_mask", plane_into_mask, m)
+    moves = _check.flags("moving", moving, n, default=True)
     if plane_moving is None:
         plane_moves = off1 != off0
     else:
-        plane_moves = _flags("plane_moving", plane_moving, m, default=False)
+        plane_moves = _check.flags("plane_moving", plane_moving, m, default=False)
     return _sphere_plane_pairs(p0_, p1_, r, nrm, off0, off1, from_, into, moves, plane_moves)
 
 

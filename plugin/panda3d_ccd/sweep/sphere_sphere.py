@@ -1,4 +1,4 @@
-"""Exact swept tests: when do two moving spheres, or a moving sphere and a plane, first touch?
+"""Exact swept test of two moving spheres: when do they first touch?
 
 Both bodies move linearly in the normalised frame time ``t`` in [0, 1]. A *contact* is a
 moment when the surfaces touch while approaching; touching and moving apart, or sliding
@@ -25,70 +25,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._arrays import largest_abs, length
-from ._tolerance import DIST_REL_EPS, ROUNDING_REL
+from .. import _check
+from .._arrays import largest_abs, length
+from .._tolerance import DIST_REL_EPS, ROUNDING_REL
 
-__all__ = [
-    "sphere_sphere_toi",
-    "sphere_plane_toi",
-    "sphere_sphere_overlap",
-    "sphere_plane_overlap",
-]
+__all__ = ["sphere_sphere_toi", "sphere_sphere_overlap"]
 
 Float = NDArray[np.float64]
-
-
-def _points(name: str, value: ArrayLike) -> Float:
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.ndim == 1 and arr.shape[0] == 3:
-        arr = arr[None, :]
-    if arr.ndim != 2 or arr.shape[1] != 3:
-        raise ValueError(f"{name} must have shape (n, 3), got {np.shape(value)}")
-    return arr
-
-
-def _radii(name: str, value: ArrayLike) -> Float:
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.ndim > 1:
-        raise ValueError(f"{name} must be a scalar or have shape (n,), got {arr.shape}")
-    bad = ~np.isfinite(arr) | (arr < 0)
-    if np.any(bad):
-        shown = arr if arr.ndim == 0 else arr[bad][0]
-        raise ValueError(f"{name} must be finite and >= 0, got {shown}")
-    return arr
-
-
-def _broadcast(names: tuple[str, ...], *arrays: Float) -> list[Float]:
-    """Broadcast to a common row count, naming the arguments if that is impossible."""
-    rows = {a.shape[0] for a in arrays if a.ndim >= 1 and a.shape[0] != 1}
-    if len(rows) > 1:
-        shapes = ", ".join(f"{n}: {a.shape}" for n, a in zip(names, arrays))
-        raise ValueError(f"row counts do not match ({shapes})")
-    n = rows.pop() if rows else (1 if any(a.ndim >= 1 for a in arrays) else 0)
-    out = []
-    for a in arrays:
-        if a.ndim == 2:
-            out.append(np.broadcast_to(a, (n, 3)))
-        else:
-            out.append(np.broadcast_to(a, (n,)))
-    return out
-
-
-def _plane(normal: ArrayLike, offset: ArrayLike) -> tuple[Float, Float]:
-    """Unit normals (n, 3) and offsets (n,) scaled to match, from any non-zero normal."""
-    nrm = _points("normal", normal)
-    off = np.asarray(offset, dtype=np.float64)
-    if off.ndim > 1:
-        raise ValueError(f"offset must be a scalar or have shape (n,), got {off.shape}")
-    if off.ndim == 1 and off.shape[0] != 1 and nrm.shape[0] not in (1, off.shape[0]):
-        raise ValueError(f"row counts do not match (normal: {nrm.shape}, offset: {off.shape})")
-    length = np.linalg.norm(nrm, axis=1)
-    bad = ~np.isfinite(length) | (length == 0)
-    if np.any(bad):
-        raise ValueError(f"normal must be finite and non-zero, got {nrm[bad][0].tolist()}")
-    if not np.all(np.isfinite(off)):
-        raise ValueError(f"offset must be finite, got {off}")
-    return nrm / length[:, None], off / length
 
 
 def _rowdot(a: Float, b: Float) -> Float:
@@ -105,14 +48,14 @@ def _sphere_sphere_terms(
     when the motion is large against the gap) and the approach threshold.
     """
     names = ("a0", "a1", "ra", "b0", "b1", "rb")
-    a0_, a1_, ra_, b0_, b1_, rb_ = _broadcast(
+    a0_, a1_, ra_, b0_, b1_, rb_ = _check.broadcast(
         names,
-        _points("a0", a0),
-        _points("a1", a1),
-        _radii("ra", ra),
-        _points("b0", b0),
-        _points("b1", b1),
-        _radii("rb", rb),
+        _check.points("a0", a0),
+        _check.points("a1", a1),
+        _check.lengths("ra", ra),
+        _check.points("b0", b0),
+        _check.points("b1", b1),
+        _check.lengths("rb", rb),
     )
     return _terms(a0_, a1_, ra_, b0_, b1_, rb_)
 
@@ -242,118 +185,4 @@ def sphere_sphere_overlap(
     hit = real & (hi > 0) & (lo < 1)
     enter[hit] = np.maximum(lo[hit], 0.0)
     leave[hit] = np.minimum(hi[hit], 1.0)
-    return enter, leave
-
-
-def _sphere_plane_terms(
-    c0: ArrayLike, c1: ArrayLike, r: ArrayLike, normal: ArrayLike, offset: ArrayLike
-) -> tuple[Float, Float, Float, Float]:
-    nrm, off = _plane(normal, offset)
-    c0_, c1_, r_, nrm_, off_ = _broadcast(
-        ("c0", "c1", "r", "normal", "offset"),
-        _points("c0", c0),
-        _points("c1", c1),
-        _radii("r", r),
-        nrm,
-        off,
-    )
-    return _plane_terms(c0_, c1_, r_, nrm_, off_)
-
-
-def _plane_terms(
-    c0_: Float, c1_: Float, r_: Float, nrm_: Float, off_: Float
-) -> tuple[Float, Float, Float, Float]:
-    """:func:`_sphere_plane_terms` of rows already checked: (k, 3) points and unit normals,
-    (k,) radii and offsets."""
-    motion = c1_ - c0_
-    d0 = _rowdot(nrm_, c0_) + off_
-    dn = _rowdot(nrm_, motion)
-    # The floor: a sphere sliding along a tilted plane far from the origin gets a normal
-    # motion that is rounding noise of its coordinates, which must not read as "moving in".
-    coord_scale = largest_abs(c0_, c1_)
-    approach_eps = DIST_REL_EPS * length(motion) + ROUNDING_REL * coord_scale
-    return d0 - r_, dn, approach_eps, r_
-
-
-def sphere_plane_toi(
-    c0: ArrayLike, c1: ArrayLike, r: ArrayLike, normal: ArrayLike, offset: ArrayLike
-) -> Float:
-    """Time of first contact of a moving sphere with a solid half-space.
-
-    Parameters
-    ----------
-    c0, c1 : (n, 3) float64
-        Sphere centres at the start and end of the frame.
-    r : (n,) or scalar float64
-        Radii, finite and >= 0.
-    normal : (3,) or (n, 3) float64
-        Plane normals (need not be unit length; they are normalised, and ``offset`` with
-        them). The plane is ``normal . x + offset = 0``; the solid side is behind it.
-    offset : scalar or (n,) float64
-        Plane offsets.
-
-    Returns
-    -------
-    t : (n,) float64
-        Normalised time in [0, 1] when the sphere first touches the plane while moving into
-        it; ``inf`` where it does not. A sphere touching or behind the plane at t = 0 and
-        moving further in gives 0.
-
-    Examples
-    --------
-    The floor z = 0 (normal up, solid below): falling onto it, already in it and sinking
-    further, already in it and climbing out.
-
-    >>> sphere_plane_toi([[0, 0, 5], [0, 0, -2], [0, 0, -2]],
-    ...                  [[0, 0, -3], [0, 0, -4], [0, 0, 4]], 1.0, (0, 0, 1), 0.0)
-    array([0.5, 0. , inf])
-    >>> sphere_plane_toi([[0, 0, 5]], [[0, 0, -3]], 1.0, (0, 0, 0), 0.0)
-    Traceback (most recent call last):
-        ...
-    ValueError: normal must be finite and non-zero, got [0.0, 0.0, 0.0]
-    """
-    return _plane_toi(*_sphere_plane_terms(c0, c1, r, normal, offset))
-
-
-def _sphere_plane_toi(c0: Float, c1: Float, r: Float, normal: Float, offset: Float) -> Float:
-    """:func:`sphere_plane_toi` of rows already checked (the solver's many small calls)."""
-    return _plane_toi(*_plane_terms(c0, c1, r, normal, offset))
-
-
-def _plane_toi(gap0: Float, dn: Float, approach_eps: Float, _r: Float) -> Float:
-    approaching = dn < -approach_eps
-    t = np.full(gap0.shape, np.inf)
-    t[approaching & (gap0 <= 0)] = 0.0
-    # gap0 > 0 >= gap0 + dn, so the divisor -dn >= gap0 > 0: never zero.
-    crossing = approaching & (gap0 > 0) & (gap0 + dn <= 0)
-    t[crossing] = gap0[crossing] / -dn[crossing]
-    return t
-
-
-def sphere_plane_overlap(
-    c0: ArrayLike, c1: ArrayLike, r: ArrayLike, normal: ArrayLike, offset: ArrayLike
-) -> tuple[Float, Float]:
-    """The part of the frame during which a moving sphere overlaps a half-space.
-
-    Parameters are as for :func:`sphere_plane_toi`.
-
-    Returns
-    -------
-    t_enter, t_exit : (n,) float64
-        The overlap interval clipped to [0, 1], ``nan`` where there is none.
-
-    Examples
-    --------
-    >>> sphere_plane_overlap([[0, 0, 3]], [[0, 0, -1]], 1.0, (0, 0, 1), 0.0)
-    (array([0.5]), array([1.]))
-    """
-    gap0, dn, _eps, _r = _sphere_plane_terms(c0, c1, r, normal, offset)
-    gap1 = gap0 + dn
-    enter = np.full(gap0.shape, np.nan)
-    leave = np.full(gap0.shape, np.nan)
-    hit = (gap0 < 0) | (gap1 < 0)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        cross = np.where(dn != 0, -gap0 / np.where(dn != 0, dn, 1.0), np.nan)
-    enter[hit] = np.where(gap0[hit] < 0, 0.0, cross[hit])
-    leave[hit] = np.where(gap1[hit] < 0, 1.0, cross[hit])
     return enter, leave
