@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 from panda3d_ccd import _solver
-from panda3d_ccd._solver import REWIND, SENSOR, SLIDE, solve
+from panda3d_ccd._solver import PLANE, REWIND, SENSOR, SLIDE, SPHERE, solve
+from panda3d_ccd._tolerance import SLOP_REL
 from panda3d_ccd.sweep import sphere_plane_toi, sphere_sphere_toi
 
 MASK = np.int64(0xFFFFF)
 BOX = 10.0
 # Overlap allowed by the slop (positions near the box are at most ~1e3 here).
-SLOP = _solver.SLOP_REL * 1e3
+SLOP = SLOP_REL * 1e3
 WALLS = np.array(
     [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)], dtype=np.float64
 )
@@ -141,7 +142,7 @@ def test_random_scenes_hold_every_invariant(seed):
         assert np.all(np.diff(res.hits.t) >= 0)
         assert np.all((res.hits.t >= 0) & (res.hits.t <= 1))
         # Every contact respects the causality bound that let the solver batch it.
-        sphere = ~res.hits.b_plane & ~res.hits.sensor
+        sphere = (res.hits.kind == SPHERE) & ~res.hits.sensor
         a, b = res.hits.a[sphere], res.hits.b[sphere]
         bound = _solver._earliest_touch(p0, p1, radius, response == SLIDE, a, b)
         assert np.all(res.hits.t[sphere] >= bound - 1e-12)
@@ -210,7 +211,7 @@ def test_a_deflected_slide_finds_a_body_outside_its_swept_box():
         plane_offset1=offset,
         plane_mask=np.array([MASK]),
     )
-    assert res.hits.b_plane.tolist() == [True, False]
+    assert (res.hits.kind == PLANE).tolist() == [True, False]
     straight_box_y = (p0[0, 1] - radius[0], p1[0, 1] + radius[0])
     assert p0[1, 1] + radius[1] < straight_box_y[0]  # out of the straight path's reach
     gap = np.linalg.norm(res.end[0] - res.end[1]) - radius.sum()

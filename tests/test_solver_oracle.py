@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from panda3d_ccd import _solver, broadphase
-from panda3d_ccd._solver import REWIND, SENSOR, SLIDE, solve
+from panda3d_ccd._solver import PLANE, REWIND, SENSOR, SLIDE, SPHERE, solve
+from panda3d_ccd._tolerance import SLOP_REL
 from panda3d_ccd.broadphase import sphere_pairs
 
 MASK = np.int64(0xFFFFF)
@@ -63,7 +64,7 @@ def assert_same_as_serial(scene):
             zip(
                 h.a.tolist(),
                 h.b.tolist(),
-                h.b_plane.tolist(),
+                h.kind.tolist(),
                 h.sensor.tolist(),
                 h.t.tolist(),
                 np.nan_to_num(h.t_exit, nan=-1.0).tolist(),
@@ -427,7 +428,7 @@ def check_invariants(scene):
     res = run(scene)
     group = kwargs["group"]
     solid = response != SENSOR
-    slop = _solver.SLOP_REL * (1.0 + np.abs(np.r_[p0.ravel(), p1.ravel()]).max())
+    slop = SLOP_REL * (1.0 + np.abs(np.r_[p0.ravel(), p1.ravel()]).max())
     # No sphere outside a wall at the end (walls at their final offsets).
     inside = res.end @ kwargs["plane_normal"].T + kwargs["plane_offset1"] - radius[:, None]
     assert inside[solid].min(initial=0.0) >= -slop
@@ -446,11 +447,11 @@ def check_invariants(scene):
     assert rewind_overlap(p0, p1, radius, res.t_stop, alone) <= max(slop, 1e-3)
     # Every solid contact is real: surfaces touch at its time.
     h = res.hits
-    sphere = ~h.b_plane & ~h.sensor
+    sphere = (h.kind == SPHERE) & ~h.sensor
     dist = np.linalg.norm(h.pos_a[sphere] - h.pos_b[sphere], axis=1)
     touch = radius[h.a[sphere]] + radius[h.b[sphere]]
     assert np.all(np.isclose(dist, touch, rtol=1e-7, atol=1e-7) | (h.t[sphere] == 0))
-    plane = h.b_plane & ~h.sensor
+    plane = (h.kind == PLANE) & ~h.sensor
     k = h.b[plane]
     off = kwargs["plane_offset0"][k] + h.t[plane] * (
         kwargs["plane_offset1"][k] - kwargs["plane_offset0"][k]
@@ -596,7 +597,7 @@ def test_a_turning_slide_group_cannot_carry_a_member_through_a_sphere():
     )
     response = np.array([SLIDE, SLIDE, REWIND], np.int8)
     res = run((p0, p1, np.full(3, 0.5), response, kwargs))
-    assert res.hits.t[0] == 0.5 and res.hits.b_plane[0]  # L meets the wall
+    assert res.hits.t[0] == 0.5 and res.hits.kind[0] == PLANE  # L meets the wall
     # Carried along (now: to (-1, 0, 0)) or stopped, M must not end inside Y.
     gap = np.linalg.norm(res.end[m] - res.end[y]) - 1.0
-    assert gap >= -_solver.SLOP_REL * 10
+    assert gap >= -SLOP_REL * 10

@@ -18,24 +18,48 @@ what lets a pillar or a wall absorb any number of hits in a single round.
 Deflected paths stay inside the ball of radius |p1 - p0| around p0 (each slide only removes
 motion), so one broad phase with that margin finds every pair a slide can reach. Sensors
 never change anyone's motion; they are tested once at the end against the final paths.
+
+Pair sets, not shapes
+---------------------
+The bodies are spheres. What they run into is either another body (the sphere pairs,
+where both sides can change) or a row of an obstacle table: planes, and every other kind
+the geometry layer sweeps against (``_obstacles``). Obstacles never change, so their pairs
+only ever wait for their own body. The loop below treats every obstacle table alike
+(``_ObstaclePairs``) and never names a shape: a new kind is a new table class.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ._arrays import largest_abs as _largest_abs
 from ._arrays import length as _length
 from ._arrays import row_all as _row_all
 from ._arrays import row_any as _row_any
 from ._arrays import row_max as _row_max
 from ._arrays import unique as _unique
-from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES, SLOP_REL
-from .broadphase import _sphere_pairs, _sphere_plane_pairs
-from .sweep.sphere_plane import _sphere_plane_toi, sphere_plane_overlap
+
+# The kinds of Hits.b, for the solver's callers.
+from ._obstacles import PLANE as PLANE
+from ._obstacles import Planes
+from ._paths import (
+    SPHERE,
+    Hits,
+    Paths,
+    concat_hits,
+    empty_hits,
+    position,
+    sensor_at,
+    sensor_velocity,
+    slop,
+    unit,
+    velocity,
+)
+from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES
+from .broadphase import _sphere_pairs
 from .sweep.sphere_sphere import _sphere_sphere_toi, sphere_sphere_overlap
 
 REWIND, SLIDE, SENSOR = 0, 1, 2
@@ -43,27 +67,6 @@ REWIND, SLIDE, SENSOR = 0, 1, 2
 Float = NDArray[np.float64]
 Int = NDArray[np.int64]
 Bool = NDArray[np.bool_]
-
-
-class Hits(NamedTuple):
-    """Contacts of one pass, one row each. ``a`` is a sphere; ``b`` is a sphere, or a plane
-    where ``b_plane``. Rows of sensor pairs carry the exit, others have ``t_exit`` nan."""
-
-    a: Int  # (k,)
-    b: Int  # (k,)
-    b_plane: Bool  # (k,)
-    sensor: Bool  # (k,) either side is a sensor
-    t: Float  # (k,) time of impact (entry, for sensor pairs)
-    point: Float  # (k, 3) world contact point
-    normal: Float  # (k, 3) unit, out of b toward a
-    speed: Float  # (k,) approach speed along the normal, units per frame
-    pos_a: Float  # (k, 3) centre of a at t
-    pos_b: Float  # (k, 3) centre of b at t (nan for planes)
-    t_exit: Float  # (k,) time a sensor pair stopped overlapping; nan if still at the end
-    exit_point: Float  # (k, 3)
-    exit_normal: Float  # (k, 3)
-    exit_pos_a: Float  # (k, 3)
-    exit_pos_b: Float  # (k, 3)
 
 
 class PassResult(NamedTuple):
@@ -76,128 +79,25 @@ class PassResult(NamedTuple):
     capped: bool  # MAX_ROUNDS reached: everything held at the earliest unresolved contact
 
 
-def _empty_hits() -> Hits:
-    z3 = np.zeros((0, 3))
-    z = np.zeros(0)
-    zi = np.zeros(0, np.int64)
-    zb = np.zeros(0, bool)
-    return Hits(zi, zi, zb, zb, z, z3, z3, z, z3, z3, z, z3, z3, z3, z3)
-
-
-def _concat_hits(parts: list[Hits]) -> Hits:
-    """The rows of all parts, sorted by time (stable). Hits has fifteen columns, so empty
-    parts are left out and a lone part already in order is returned as it is."""
-    parts = [part for part in parts if len(part.t)]
-    if not parts:
-        return _empty_hits()
-    merged = parts[0] if len(parts) == 1 else Hits(*(np.concatenate(c) for c in zip(*parts)))
-    if np.all(merged.t[1:] >= merged.t[:-1]):
-        return merged  # what a stable sort would give
-    order = np.argsort(merged.t, kind="stable")
-    return Hits(*(col[order] for col in merged))
-
-
 def _first_per_pair(hits: Hits) -> Hits:
     """Keep each pair's earliest contact: a slide can meet the same surface again later in
     the pass, and a pair has one contact (one event) per pass."""
-    order = np.lexsort((hits.t, hits.b_plane, hits.b, hits.a))
-    key = np.stack([hits.a[order], hits.b[order], hits.b_plane[order]], axis=1)
+    order = np.lexsort((hits.t, hits.kind, hits.b, hits.a))
+    key = np.stack([hits.a[order], hits.b[order], hits.kind[order]], axis=1)
     first = np.ones(len(order), bool)
     first[1:] = np.any(key[1:] != key[:-1], axis=1)
     keep = np.sort(order[first])
     return Hits(*(col[keep] for col in hits))
 
 
-def _unit(v: Float, fallback: Float) -> Float:
-    """Rows of v normalised; rows of zero length take the matching row of fallback."""
-    length = _length(v)
-    ok = length > 0
-    out = np.array(fallback, dtype=np.float64, copy=True)
-    out[ok] = v[ok] / length[ok, None]
-    return out
-
-
-class _Paths:
-    """Current piecewise-linear paths of the spheres, and the log of finished segments."""
-
-    def __init__(self, p0: Float, p1: Float) -> None:
-        # One row per body: segment start point, end point and start time. xs, xe and ts
-        # are views of it; a test of many pairs gathers each side's rows in one go.
-        self.rows = np.zeros((len(p0), 7))
-        self.xs = self.rows[:, 0:3]
-        self.xe = self.rows[:, 3:6]
-        self.ts = self.rows[:, 6]
-        self.xs[:] = p0
-        self.xe[:] = p1
-        # The last contact normal that deflected each body, and when (slides in a wedge).
-        self.normal = np.zeros_like(self.xs)
-        self.normal_t = np.full(len(p0), -1.0)
-        self.log: list[tuple[Int, Float, Float, Float, Float]] = []
-
-    def at(self, idx: Int, t: Float) -> Float:
-        """(k, 3) positions of bodies idx at times t (t >= their segment start)."""
-        return _position(self.rows[idx], t)
-
-    def velocity(self, idx: Int) -> Float:
-        """(k, 3) velocities in units per frame on the current segments."""
-        return _velocity(self.rows[idx])
-
-    def stationary(self) -> Bool:
-        return _row_all(self.xs == self.xe)
-
-    def stationary_of(self, idx: Int) -> Bool:
-        return _row_all(self.xs[idx] == self.xe[idx])
-
-    def restart(self, idx: Int, t: Float, at_t: Float, new_end: Float) -> None:
-        """Close the current segments of idx at t and start new ones from at_t to new_end."""
-        self.log.append((idx, self.ts[idx].copy(), t.copy(), self.xs[idx].copy(), at_t.copy()))
-        self.xs[idx] = at_t
-        self.xe[idx] = new_end
-        self.ts[idx] = t
-
-    def segments(self) -> tuple[Int, Float, Float, Float, Float]:
-        """All segments (finished and current), sorted by body then start time."""
-        n = len(self.xs)
-        parts = [*self.log, (np.arange(n), self.ts, np.ones(n), self.xs, self.xe)]
-        body, t0, t1, x0, x1 = (np.concatenate(col) for col in zip(*parts))
-        order = np.lexsort((t0, body))
-        return body[order], t0[order], t1[order], x0[order], x1[order]
-
-
-def _position(rows: Float, t: Float) -> Float:
-    """(k, 3) positions at times t on segments given as rows of _Paths.rows."""
-    ts = rows[:, 6]
-    span = 1.0 - ts
-    frac = np.divide(t - ts, span, out=np.zeros_like(span), where=span > 0)
-    return rows[:, 0:3] + frac[:, None] * (rows[:, 3:6] - rows[:, 0:3])
-
-
-def _velocity(rows: Float) -> Float:
-    """(k, 3) velocities in units per frame on segments given as rows of _Paths.rows."""
-    span = 1.0 - rows[:, 6]
-    inv = np.divide(1.0, span, out=np.zeros_like(span), where=span > 0)
-    return (rows[:, 3:6] - rows[:, 0:3]) * inv[:, None]
-
-
-def _slop(*points: Float) -> Float:
-    """(k,) penetration too shallow to count as a contact, for pairs near these points.
-
-    Panda3D stores positions in float32: a ball moved along a tilted floor by setPos
-    arrives up to ~1e-7 of its coordinates inside it. Counting that as an approach would
-    stop the ball (it would stick); ignoring contacts that could never sink deeper than
-    this keeps every overlap within it.
-    """
-    return SLOP_REL * np.maximum(1.0, _largest_abs(*points))
-
-
-def _segment_toi(paths: _Paths, radius: Float, i: Int, j: Int) -> Float:
+def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
     """Times of impact of sphere pairs on their current segments, from the later start on.
     Pairs whose deepest approach on the segments stays within the slop do not count."""
     if len(i) == 0:  # a round with nothing to retest: skip some forty numpy calls
         return np.zeros(0)
     rows_a, rows_b = paths.rows[i], paths.rows[j]
     start = np.maximum(rows_a[:, 6], rows_b[:, 6])
-    a0, b0 = _position(rows_a, start), _position(rows_b, start)
+    a0, b0 = position(rows_a, start), position(rows_b, start)
     a1, b1 = rows_a[:, 3:6], rows_b[:, 3:6]
     s = _sphere_sphere_toi(a0, a1, radius[i], b0, b1, radius[j])
     p = a0 - b0
@@ -205,32 +105,7 @@ def _segment_toi(paths: _Paths, radius: Float, i: Int, j: Int) -> Float:
     vv = np.einsum("ij,ij->i", v, v)
     u = np.divide(-np.einsum("ij,ij->i", p, v), vv, out=np.zeros(len(p)), where=vv > 0)
     closest = _length(p + np.clip(u, 0.0, 1.0)[:, None] * v)
-    shallow = radius[i] + radius[j] - closest <= _slop(a0, b0)
-    return np.where(shallow, np.inf, start + s * (1.0 - start))
-
-
-def _plane_offset_at(off0: Float, off1: Float, t: Float) -> Float:
-    return off0 + t * (off1 - off0)
-
-
-def _segment_plane_toi(paths: _Paths, radius: Float, i: Int, k: Int, planes: Any) -> Float:
-    """Times of impact of spheres with (translating) planes on the current segments."""
-    if len(i) == 0:  # most scenes' rounds: no plane pair to retest
-        return np.zeros(0)
-    off0, off1 = planes.off0, planes.off1
-    start = paths.ts[i]
-    n = planes.normal[k]
-    off_start = _plane_offset_at(off0[k], off1[k], start)
-    # A translating plane is a fixed plane in the frame of the plane: move the sphere's end
-    # by the plane's displacement along its normal instead.
-    c0 = paths.at(i, start)
-    end = paths.xe[i] + n * (off1[k] - off_start)[:, None]
-    length = planes.length[k]  # the exact test takes the normal at length 1 (see _Planes)
-    s = _sphere_plane_toi(c0, end, radius[i], n / length[:, None], off_start / length)
-    deepest = np.minimum(
-        np.einsum("ij,ij->i", n, c0) + off_start, np.einsum("ij,ij->i", n, end) + off_start
-    )
-    shallow = radius[i] - deepest <= _slop(c0, end)
+    shallow = radius[i] + radius[j] - closest <= slop(a0, b0)
     return np.where(shallow, np.inf, start + s * (1.0 - start))
 
 
@@ -248,6 +123,7 @@ def solve(
     plane_mask: NDArray[np.int64] | None = None,
     group: NDArray[np.int64] | None = None,
     plane_group: NDArray[np.int64] | None = None,
+    obstacles: Sequence[Any] = (),
 ) -> PassResult:
     """Run one pass.
 
@@ -272,14 +148,17 @@ def solve(
         each other, and a contact of one stops or deflects them all alike.
     plane_group : (m,) int64, optional
         The group of each plane: never tested against the spheres of its own group.
+    obstacles : sequence of obstacle tables, optional
+        Further tables of things the bodies run into but never move, one per kind (see
+        ``_obstacles``); the planes above are one more, first.
     """
     # float64 throughout (the broad phase's rounding pad assumes it).
     p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
     n = len(p0)
-    if plane_normal is None or len(plane_normal) == 0:
-        planes = _Planes.of(np.zeros((0, 3)), np.zeros(0), np.zeros(0), np.zeros(0, np.int64))
-    else:
-        planes = _Planes.of(plane_normal, plane_offset0, plane_offset1, plane_mask)  # type: ignore
+    tables = list(obstacles)
+    if plane_normal is not None and len(plane_normal):
+        planes = Planes(plane_normal, plane_offset0, plane_offset1, plane_mask, plane_group)  # type: ignore
+        tables.insert(0, planes)
     finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
     p0 = np.where(finite[:, None], p0, np.nan)
     p1 = np.where(finite[:, None], p1, np.nan)
@@ -290,7 +169,7 @@ def solve(
     # group is deflected (a group turning about it), so stillness is the group's.
     moving = rigid.spread_any(_row_any(p0 != p1))
     # A deflected path stays within |p1 - p0| of p0 (each slide only removes motion), so
-    # slides get that margin in both broad phases: every pair a slide can ever reach is
+    # slides get that margin in every broad phase: every pair a slide can ever reach is
     # known before the first round, which the batching relies on (a round takes a contact
     # once no neighbour in the pair set can change in time). In a slide group every member
     # moves at most as fast as the fastest one (a deflection carries all members by the
@@ -306,81 +185,84 @@ def solve(
     # crowd around its diagonal. Not slides: their bent paths may go anywhere in their ball.
     everyone = np.ones(n, bool)
     ci, cj = _sphere_pairs(p0, p1, radius + reach, from_mask, into_mask, everyone, ~slide)
-    plane_moving = planes.off0 != planes.off1
-    qi, qk = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if len(planes.normal):
-        qi, qk = _sphere_plane_pairs(
-            p0, p1, radius + reach, *planes.unit(), from_mask, planes.mask, everyone,
-            plane_moving,
-        )  # fmt: skip
     if group is not None:
         apart = group[ci] != group[cj]
         ci, cj = ci[apart], cj[apart]
-        if plane_group is not None:
-            apart = group[qi] != plane_group[qk]
-            qi, qk = qi[apart], qk[apart]
     pair_sensor = ~(solid[ci] & solid[cj])
     pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
-    plane_sensor = ~solid[qi]
-    plane_solid = ~plane_sensor & (moving[qi] | plane_moving[qk])
-    pi, pk = qi[plane_solid], qk[plane_solid]
 
-    paths = _Paths(np.where(finite[:, None], p0, 0.0), np.where(finite[:, None], p1, 0.0))
+    paths = Paths(np.where(finite[:, None], p0, 0.0), np.where(finite[:, None], p1, 0.0))
     bound_reach = np.where(slide, reach, np.where(finite, own, 0.0))
     pairs = _PairSet(paths, radius, slide, bound_reach, ci[pair_solid], cj[pair_solid])
-    by_body_plane = _Adjacency(n, pi)
+    struck = [
+        _ObstaclePairs(
+            table,
+            paths,
+            radius,
+            n,
+            *table.candidates(p0, p1, radius + reach, from_mask, everyone),
+            solid,
+            moving,
+            group,
+        )
+        for table in tables
+    ]
     still = ~rigid.spread_any(~paths.stationary())
     t_stop = np.ones(n)
     slides = np.zeros(n, np.int64)
-    toi_p = _segment_plane_toi(paths, radius, pi, pk, planes)
     pend_s = np.flatnonzero(np.isfinite(pairs.toi))
-    pend_p = np.flatnonzero(np.isfinite(toi_p))
     first = np.full(n, np.inf)
     hits: list[Hits] = []
     rounds = 0
     capped = False
     t_hold = np.inf
 
-    while len(pend_s) or len(pend_p):
-        t_s, t_p = pairs.toi[pend_s], toi_p[pend_p]
-        t_min = min(t_s.min(initial=np.inf), t_p.min(initial=np.inf))
+    while len(pend_s) or any(len(o.pend) for o in struck):
+        t_s = pairs.toi[pend_s]
+        t_o = [o.toi[o.pend] for o in struck]
+        t_min = min([t_s.min(initial=np.inf), *(t.min(initial=np.inf) for t in t_o)])
         if rounds == MAX_ROUNDS:
             capped, t_hold = True, t_min
-            unresolved = np.concatenate([pairs.i[pend_s], pairs.j[pend_s], pi[pend_p]])
+            unresolved = np.concatenate(
+                [pairs.i[pend_s], pairs.j[pend_s], *(o.i[o.pend] for o in struck)]
+            )
             # Through the pairs that can touch this frame only (bound <= 1), as when the
             # bounds are computed up front: a pair that cannot touch carries no change.
             near = pairs.earliest <= 1.0
             held = rigid.spread_any(_reach(unresolved, pairs.i[near], pairs.j[near], still))
             break
         rounds += 1
-        a_s, b_s, a_p = pairs.i[pend_s], pairs.j[pend_s], pi[pend_p]
-        active = _unique(np.concatenate([a_s, b_s, a_p]))
+        a_s, b_s = pairs.i[pend_s], pairs.j[pend_s]
+        a_o = [o.i[o.pend] for o in struck]
+        active = _unique(np.concatenate([a_s, b_s, *a_o]))
         np.minimum.at(first, a_s, t_s)
         np.minimum.at(first, b_s, t_s)
-        np.minimum.at(first, a_p, t_p)
+        for a, t in zip(a_o, t_o):
+            np.minimum.at(first, a, t)
         soonest = rigid.spread_min(first)
         if not rigid.trivial:
             active = rigid.members(_unique(rigid.group[active]))[0]
         # A stationary body is never changed by a contact, so it need not be "first".
         first_s = (still[a_s] | (t_s == soonest[a_s])) & (still[b_s] | (t_s == soonest[b_s]))
-        first_p = t_p == soonest[a_p]
-        free = pairs.free(soonest, still, rigid, a_s[first_s], b_s[first_s], a_p[first_p])
+        first_o = [t == soonest[a] for a, t in zip(a_o, t_o)]
+        free = pairs.free(
+            soonest, still, rigid, a_s[first_s], b_s[first_s], *(a[f] for a, f in zip(a_o, first_o))
+        )
         acc_s = first_s & ((t_s == t_min) | (free[a_s] & free[b_s]))
-        acc_p = first_p & ((t_p == t_min) | free[a_p])
         first[active] = np.inf
 
         a_s, b_s, t_s = a_s[acc_s], b_s[acc_s], t_s[acc_s]
-        k_p, a_p, t_p = pk[pend_p[acc_p]], a_p[acc_p], t_p[acc_p]
         hs = _sphere_hits(paths, radius, a_s, b_s, t_s)
-        hp = _plane_hits(paths, a_p, k_p, t_p, planes)
-        hits += [hs, hp]
         pairs.toi[pend_s[acc_s]] = np.inf
-        toi_p[pend_p[acc_p]] = np.inf
+        accepted = [
+            o.accept(f & ((t == t_min) | free[a])) for o, a, t, f in zip(struck, a_o, t_o, first_o)
+        ]
+        hits += [hs, *accepted]
 
         # Each accepted contact pushes on its moving bodies: (body, time, normal toward it).
-        body = np.concatenate([a_s, b_s, a_p])
-        when = np.concatenate([t_s, t_s, t_p])
-        push = np.concatenate([hs.normal, -hs.normal, hp.normal])
+        body = np.concatenate([a_s, b_s, *(h.a for h in accepted)])
+        when = np.concatenate([t_s, t_s, *(h.t for h in accepted)])
+        push = np.concatenate([hs.normal, -hs.normal, *(h.normal for h in accepted)])
         keep = ~still[body]
         changed = _respond(paths, rigid, body[keep], when[keep], push[keep], slide, slides, t_stop)
         # _respond changes whole groups: a group is still once every member is.
@@ -388,53 +270,72 @@ def solve(
         moves[changed] = ~paths.stationary_of(changed)
         still[changed] = ~rigid.spread_any(moves)[changed]
         dirty_s = pairs.pairs_of(changed)
-        dirty_p = by_body_plane.pairs_of(changed)
         pairs.retest(dirty_s)
-        toi_p[dirty_p] = _segment_plane_toi(paths, radius, pi[dirty_p], pk[dirty_p], planes)
         pend_s = _unique(np.concatenate([pend_s, dirty_s]))
         pend_s = pend_s[np.isfinite(pairs.toi[pend_s])]
-        pend_p = _unique(np.concatenate([pend_p, dirty_p]))
-        pend_p = pend_p[np.isfinite(toi_p[pend_p])]
+        for o in struck:
+            o.retest(changed)
 
-    solid_hits = _first_per_pair(_concat_hits(hits))
+    solid_hits = _first_per_pair(concat_hits(hits))
     if capped:
         solid_hits = _hold(paths, held, t_hold, t_stop, solid_hits)
 
-    sensor_hits = _sensor_hits(
-        paths, radius, ci[pair_sensor], cj[pair_sensor], solid, qi[plane_sensor],
-        qk[plane_sensor], planes,
-    )  # fmt: skip
+    sensor_hits = _sensor_hits(paths, radius, ci[pair_sensor], cj[pair_sensor], solid, struck)
     end = np.where(finite[:, None], paths.xe, p1)
     moved = finite & _row_any(end != p1)
     return PassResult(
         end=end,
         t_stop=t_stop,
         moved=moved,
-        hits=_concat_hits([solid_hits, sensor_hits]),
-        candidates=len(ci) + len(qi),
+        hits=concat_hits([solid_hits, sensor_hits]),
+        candidates=len(ci) + sum(len(o.qi) for o in struck),
         rounds=rounds,
         capped=capped,
     )
 
 
-class _Planes(NamedTuple):
-    normal: Float  # (m, 3)
-    off0: Float  # (m,)
-    off1: Float  # (m,)
-    mask: NDArray[np.int64]  # (m,)
-    # Lengths of the normals in float64: unit normals from elsewhere are often 1 ulp off,
-    # and the broad phase and the exact test take them scaled to length 1, as the public
-    # functions do.
-    length: Float  # (m,)
+class _ObstaclePairs:
+    """The (body, row) pairs of one obstacle table: the solid ones under test, with their
+    times of impact on the current segments, and the sensor ones, tested once at the end."""
 
-    @classmethod
-    def of(cls, normal: Float, off0: Float, off1: Float, mask: NDArray[np.int64]) -> _Planes:
-        return cls(normal, off0, off1, mask, _length(normal))
+    def __init__(
+        self,
+        table: Any,
+        paths: Paths,
+        radius: Float,
+        n: int,
+        qi: Int,
+        qk: Int,
+        solid: Bool,
+        moving: Bool,
+        group: NDArray[np.int64] | None,
+    ) -> None:
+        if group is not None and table.group is not None:
+            apart = group[qi] != table.group[qk]
+            qi, qk = qi[apart], qk[apart]
+        self.table, self._paths, self._radius = table, paths, radius
+        self.qi = qi
+        sensor = ~solid[qi]
+        keep = ~sensor & (moving[qi] | table.moving[qk])
+        self.sensor_i, self.sensor_k = qi[sensor], qk[sensor]
+        self.i, self.k = qi[keep], qk[keep]
+        self._by_body = _Adjacency(n, self.i)
+        self.toi = table.toi(paths, radius, self.i, self.k)
+        self.pend = np.flatnonzero(np.isfinite(self.toi))
 
-    def unit(self) -> tuple[Float, Float, Float]:
-        """Normals scaled to length 1, and both offsets with them."""
-        length = self.length
-        return self.normal / length[:, None], self.off0 / length, self.off1 / length
+    def accept(self, rows: Bool) -> Hits:
+        """Take the pending pairs ``rows`` (of ``pend``): their contacts, now resolved."""
+        taken = self.pend[rows]
+        t = self.toi[taken]
+        self.toi[taken] = np.inf
+        return self.table.hits(self._paths, self._radius, self.i[taken], self.k[taken], t)
+
+    def retest(self, changed: Int) -> None:
+        """New times of impact for the pairs of bodies whose paths changed."""
+        dirty = self._by_body.pairs_of(changed)
+        self.toi[dirty] = self.table.toi(self._paths, self._radius, self.i[dirty], self.k[dirty])
+        pend = _unique(np.concatenate([self.pend, dirty]))
+        self.pend = pend[np.isfinite(self.toi[pend])]
 
 
 class _Adjacency:
@@ -468,7 +369,7 @@ class _PairSet:
     each a time before which it cannot touch (see _earliest_touch)."""
 
     def __init__(
-        self, paths: _Paths, radius: Float, slide: Bool, reach: Float, i: Int, j: Int
+        self, paths: Paths, radius: Float, slide: Bool, reach: Float, i: Int, j: Int
     ) -> None:
         self._paths, self._radius = paths, radius
         # Bounds use the frame's original paths, which every response stays within.
@@ -679,66 +580,20 @@ def _blocked(
     return ~still & (change < first)
 
 
-def _sphere_hits(paths: _Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
+def _sphere_hits(paths: Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
     rows_a, rows_b = paths.rows[a], paths.rows[b]
-    pa, pb = _position(rows_a, t), _position(rows_b, t)
-    va, vb = _velocity(rows_a), _velocity(rows_b)
+    pa, pb = position(rows_a, t), position(rows_b, t)
+    va, vb = velocity(rows_a), velocity(rows_b)
     # Coincident centres (two points meeting exactly) have no direction: use the motion.
-    fallback = _unit(vb - va, np.broadcast_to([0.0, 0.0, 1.0], pa.shape))
-    normal = _unit(pa - pb, fallback)
+    fallback = unit(vb - va, np.broadcast_to([0.0, 0.0, 1.0], pa.shape))
+    normal = unit(pa - pb, fallback)
     speed = np.maximum(-np.einsum("ij,ij->i", va - vb, normal), 0.0)
     point = pb + normal * radius[b][:, None]
-    nan3 = np.full(pa.shape, np.nan)
-    k = len(a)
-    return Hits(
-        a,
-        b,
-        np.zeros(k, bool),
-        np.zeros(k, bool),
-        t,
-        point,
-        normal,
-        speed,
-        pa,
-        pb,
-        np.full(k, np.nan),
-        nan3,
-        nan3,
-        nan3,
-        nan3,
-    )
-
-
-def _plane_hits(paths: _Paths, a: Int, k: Int, t: Float, planes: Any) -> Hits:
-    off0, off1 = planes.off0, planes.off1
-    pa = paths.at(a, t)
-    nrm = planes.normal[k]
-    dist = np.einsum("ij,ij->i", nrm, pa) + _plane_offset_at(off0[k], off1[k], t)
-    point = pa - nrm * dist[:, None]
-    speed = np.maximum(-(np.einsum("ij,ij->i", paths.velocity(a), nrm) + off1[k] - off0[k]), 0.0)
-    nan3 = np.full(pa.shape, np.nan)
-    count = len(a)
-    return Hits(
-        a,
-        k,
-        np.ones(count, bool),
-        np.zeros(count, bool),
-        t,
-        point,
-        nrm.copy(),
-        speed,
-        pa,
-        nan3,
-        np.full(count, np.nan),
-        nan3,
-        nan3,
-        nan3,
-        nan3,
-    )
+    return Hits.of(a, b, SPHERE, t, point, normal, speed, pa, pb)
 
 
 def _respond(
-    paths: _Paths,
+    paths: Paths,
     rigid: _Rigid,
     body: Int,
     when: Float,
@@ -782,7 +637,7 @@ def _respond(
     wedged = (paths.normal_t[lead] == t) & (np.einsum("ij,ij->i", remaining, previous) < 0)
     if wedged.any():
         crease = np.cross(previous[wedged], latest[wedged])
-        along = _unit(crease, np.zeros_like(crease))
+        along = unit(crease, np.zeros_like(crease))
         keep = np.einsum("ij,ij->i", remaining[wedged], along)
         remaining[wedged] = along * keep[:, None]
     displacement = np.where(deflect[:, None], remaining, 0.0)
@@ -864,7 +719,7 @@ def _reach(seeds: Int, i: Int, j: Int, still: Bool) -> Bool:
         mark = grown
 
 
-def _hold(paths: _Paths, held: Bool, t_hold: float, t_stop: Float, hits: Hits) -> Hits:
+def _hold(paths: Paths, held: Bool, t_hold: float, t_stop: Float, hits: Hits) -> Hits:
     """Iteration cap reached: stop the held bodies (those the unresolved contacts could
     reach) where they were at t_hold, when nothing was unresolved yet, so nothing is left
     overlapping; drop their contacts after it. Every other body keeps its resolved path."""
@@ -890,36 +745,29 @@ def _hold(paths: _Paths, held: Bool, t_hold: float, t_stop: Float, hits: Hits) -
     paths.ts[idx] = t_hold
     t_stop[idx] = np.minimum(t_stop[idx], t_hold)
     late = (hits.t > t_hold) & (
-        held[hits.a] | (~hits.b_plane & held[np.where(hits.b_plane, 0, hits.b)])
+        held[hits.a] | ((hits.kind == SPHERE) & held[np.where(hits.kind == SPHERE, hits.b, 0)])
     )
     return Hits(*(col[~late] for col in hits))
 
 
 def _sensor_hits(
-    paths: _Paths,
-    radius: Float,
-    ei: Int,
-    ej: Int,
-    solid: Bool,
-    qi: Int,
-    qk: Int,
-    planes: Any,
+    paths: Paths, radius: Float, ei: Int, ej: Int, solid: Bool, struck: list[_ObstaclePairs]
 ) -> Hits:
     """Overlap intervals of sensor pairs, tested against every segment of the final paths."""
     parts = []
-    if len(ei) or len(qi):
+    if len(ei):
         body, t0, t1, x0, x1 = paths.segments()
         start = np.searchsorted(body, np.arange(len(paths.xs)))
         count = np.diff(np.append(start, len(body)))
-    if len(ei):
         # Put the sensor on side a when only one side is a sensor: it has a single segment.
         swap = solid[ei]
         a = np.where(swap, ej, ei)
         b = np.where(swap, ei, ej)
         parts.append(_sensor_sphere_rows(paths, radius, a, b, body, t0, t1, x0, x1, start, count))
-    if len(qi):
-        parts.append(_sensor_plane_rows(paths, radius, qi, qk, planes))
-    return _concat_hits(parts)
+    for o in struck:
+        if len(o.sensor_i):
+            parts.append(o.table.sensor_hits(paths, radius, o.sensor_i, o.sensor_k))
+    return concat_hits(parts)
 
 
 def _expand(owner: Int, start: Int, count: Int) -> tuple[Int, Int]:
@@ -931,7 +779,7 @@ def _expand(owner: Int, start: Int, count: Int) -> tuple[Int, Int]:
 
 
 def _sensor_sphere_rows(
-    paths: _Paths,
+    paths: Paths,
     radius: Float,
     a: Int,
     b: Int,
@@ -949,8 +797,8 @@ def _sensor_sphere_rows(
     ib = b[item]
     lo, hi = t0[seg], t1[seg]
     span = hi - lo
-    a_lo = _sensor_at(paths, ia, lo)
-    a_hi = _sensor_at(paths, ia, hi)
+    a_lo = sensor_at(paths, ia, lo)
+    a_hi = sensor_at(paths, ia, hi)
     enter, leave = sphere_sphere_overlap(a_lo, a_hi, radius[ia], x0[seg], x1[seg], radius[ib])
     hit = (span > 0) & np.isfinite(enter)
     # A zero-length final segment (stopped exactly at t = 1) still overlaps at its instant.
@@ -958,7 +806,7 @@ def _sensor_sphere_rows(
     t_in = lo[hit] + enter[hit] * span[hit]
     t_out = lo[hit] + leave[hit] * span[hit]
     if len(item) == 0:
-        return _empty_hits()
+        return empty_hits()
     first = _pick(item, t_in)
     last = _pick(item, -t_out)
     t_enter = t_in[first]
@@ -968,33 +816,19 @@ def _sensor_sphere_rows(
         s = seg[rows]
         frac = np.divide(t - t0[s], t1[s] - t0[s], out=np.zeros_like(t), where=t1[s] > t0[s])
         pb = x0[s] + frac[:, None] * (x1[s] - x0[s])
-        pa = _sensor_at(paths, ia[rows], t)
-        normal = _unit(pa - pb, np.broadcast_to([0.0, 0.0, 1.0], pa.shape))
+        pa = sensor_at(paths, ia[rows], t)
+        normal = unit(pa - pb, np.broadcast_to([0.0, 0.0, 1.0], pa.shape))
         return pa, pb, normal, pb + normal * radius[ib[rows]][:, None]
 
     pa, pb, nrm, point = geometry(first, t_enter)
     xa, xb, xn, xpoint = geometry(last, np.where(np.isnan(t_exit), 1.0, t_exit))
-    rel = _sensor_velocity(paths, ia[first]) - (x1[seg[first]] - x0[seg[first]]) / np.maximum(
+    rel = sensor_velocity(paths, ia[first]) - (x1[seg[first]] - x0[seg[first]]) / np.maximum(
         (t1[seg[first]] - t0[seg[first]])[:, None], 1e-300
     )
     speed = np.maximum(-np.einsum("ij,ij->i", rel, nrm), 0.0)
-    k = len(first)
-    return Hits(
-        ia[first],
-        ib[first],
-        np.zeros(k, bool),
-        np.ones(k, bool),
-        t_enter,
-        point,
-        nrm,
-        speed,
-        pa,
-        pb,
-        t_exit,
-        xpoint,
-        xn,
-        xa,
-        xb,
+    exit = (t_exit, xpoint, xn, xa, xb)
+    return Hits.of(
+        ia[first], ib[first], SPHERE, t_enter, point, nrm, speed, pa, pb, sensor=True, exit=exit
     )
 
 
@@ -1004,52 +838,3 @@ def _pick(item: Int, key: Float) -> Int:
     first = np.ones(len(order), bool)
     first[1:] = item[order][1:] != item[order][:-1]
     return order[first]
-
-
-def _sensor_at(paths: _Paths, idx: Int, t: Float) -> Float:
-    """Position of never-deflected bodies (sensors) at any time in the frame."""
-    return paths.xs[idx] + t[:, None] * (paths.xe[idx] - paths.xs[idx])
-
-
-def _sensor_velocity(paths: _Paths, idx: Int) -> Float:
-    return paths.xe[idx] - paths.xs[idx]
-
-
-def _sensor_plane_rows(paths: _Paths, radius: Float, i: Int, k: Int, planes: Any) -> Hits:
-    off0, off1 = planes.off0, planes.off1
-    nrm = planes.normal[k]
-    c0 = paths.xs[i]
-    c1 = paths.xe[i] + nrm * (off1[k] - off0[k])[:, None]
-    enter, leave = sphere_plane_overlap(c0, c1, radius[i], nrm, off0[k])
-    hit = np.isfinite(enter)
-    i, k, nrm, enter, leave = i[hit], k[hit], nrm[hit], enter[hit], leave[hit]
-    t_exit = np.where(leave >= 1.0, np.nan, leave)
-
-    def geometry(t: Float) -> tuple[Float, Float]:
-        pa = _sensor_at(paths, i, t)
-        dist = np.einsum("ij,ij->i", nrm, pa) + _plane_offset_at(off0[k], off1[k], t)
-        return pa, pa - nrm * dist[:, None]
-
-    pa, point = geometry(enter)
-    xa, xpoint = geometry(np.where(np.isnan(t_exit), 1.0, t_exit))
-    v = _sensor_velocity(paths, i)
-    speed = np.maximum(-(np.einsum("ij,ij->i", v, nrm) + off1[k] - off0[k]), 0.0)
-    nan3 = np.full(pa.shape, np.nan)
-    c = len(i)
-    return Hits(
-        i,
-        k,
-        np.ones(c, bool),
-        np.ones(c, bool),
-        enter,
-        point,
-        nrm.copy(),
-        speed,
-        pa,
-        nan3,
-        t_exit,
-        xpoint,
-        nrm.copy(),
-        xa,
-        nan3,
-    )

@@ -835,7 +835,7 @@ class ContinuousCollision:
             return []
         n = len(radius)
         a = hits.a
-        b = np.where(hits.b_plane, n + hits.b, hits.b)
+        b = np.where(hits.kind == _solver.PLANE, n + hits.b, hits.b)
         # Direction 2 * row is a -> b, 2 * row + 1 is b -> a (a plane's from mask is 0, so
         # a plane is never the from side).
         allowed = np.empty(2 * k, bool)

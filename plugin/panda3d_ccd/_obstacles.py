@@ -1,0 +1,118 @@
+"""Obstacle tables: the kinds of ``b`` that bodies run into but never move.
+
+Each kind is one table class with the same four methods, which the solver calls without
+naming a shape (as Box2D's ``s_registers`` or Jolt's ``CollisionDispatch``):
+
+- ``candidates(p0, p1, reach, from_mask, moving)``: the (body, row) pairs of the broad phase,
+  collide masks and motion already applied;
+- ``toi(paths, radius, i, k)``: times of impact on the bodies' current segments;
+- ``hits(paths, radius, i, k, t)``: the :class:`Hits` rows of accepted contacts;
+- ``sensor_hits(paths, radius, i, k)``: overlap intervals of sensor bodies (one segment each).
+
+A table also carries ``kind``, ``mask`` (m,) into masks, ``moving`` (m,) and ``group`` (m,)
+or None (never tested against the bodies of its own rigid group).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._arrays import length as _length
+from ._paths import Bool, Float, Hits, Int, Paths, sensor_at, sensor_velocity, slop
+from .broadphase import _sphere_plane_pairs
+from .sweep.sphere_plane import _sphere_plane_toi, sphere_plane_overlap
+
+#: Kinds of obstacle (``Hits.kind``); 0 is a body sphere.
+PLANE = 1
+
+
+class Planes:
+    """Solid half-spaces ``normal . x + offset = 0`` that translate along their normals:
+    offsets ``off0`` at the start of the frame and ``off1`` at the end."""
+
+    kind = PLANE
+
+    def __init__(
+        self,
+        normal: Float,
+        off0: Float,
+        off1: Float,
+        mask: NDArray[np.int64],
+        group: NDArray[np.int64] | None = None,
+    ) -> None:
+        self.normal, self.off0, self.off1, self.mask, self.group = normal, off0, off1, mask, group
+        # Lengths of the normals in float64: unit normals from elsewhere are often 1 ulp
+        # off, and the broad phase and the exact test take them scaled to length 1, as the
+        # public functions do.
+        self.length = _length(normal)
+        self.moving = off0 != off1
+
+    def unit(self) -> tuple[Float, Float, Float]:
+        """Normals scaled to length 1, and both offsets with them."""
+        length = self.length
+        return self.normal / length[:, None], self.off0 / length, self.off1 / length
+
+    def candidates(
+        self, p0: Float, p1: Float, reach: Float, from_mask: Int, moving: Bool
+    ) -> tuple[Int, Int]:
+        return _sphere_plane_pairs(
+            p0, p1, reach, *self.unit(), from_mask, self.mask, moving, self.moving
+        )
+
+    def toi(self, paths: Paths, radius: Float, i: Int, k: Int) -> Float:
+        """Times of impact of spheres with (translating) planes on the current segments."""
+        if len(i) == 0:  # most scenes' rounds: no plane pair to retest
+            return np.zeros(0)
+        off0, off1 = self.off0, self.off1
+        start = paths.ts[i]
+        n = self.normal[k]
+        off_start = _plane_offset_at(off0[k], off1[k], start)
+        # A translating plane is a fixed plane in the frame of the plane: move the sphere's
+        # end by the plane's displacement along its normal instead.
+        c0 = paths.at(i, start)
+        end = paths.xe[i] + n * (off1[k] - off_start)[:, None]
+        length = self.length[k]  # the exact test takes the normal at length 1 (see __init__)
+        s = _sphere_plane_toi(c0, end, radius[i], n / length[:, None], off_start / length)
+        deepest = np.minimum(
+            np.einsum("ij,ij->i", n, c0) + off_start, np.einsum("ij,ij->i", n, end) + off_start
+        )
+        shallow = radius[i] - deepest <= slop(c0, end)
+        return np.where(shallow, np.inf, start + s * (1.0 - start))
+
+    def hits(self, paths: Paths, radius: Float, a: Int, k: Int, t: Float) -> Hits:
+        off0, off1 = self.off0, self.off1
+        pa = paths.at(a, t)
+        nrm = self.normal[k]
+        dist = np.einsum("ij,ij->i", nrm, pa) + _plane_offset_at(off0[k], off1[k], t)
+        point = pa - nrm * dist[:, None]
+        speed = np.maximum(
+            -(np.einsum("ij,ij->i", paths.velocity(a), nrm) + off1[k] - off0[k]), 0.0
+        )
+        return Hits.of(a, k, PLANE, t, point, nrm.copy(), speed, pa)
+
+    def sensor_hits(self, paths: Paths, radius: Float, i: Int, k: Int) -> Hits:
+        off0, off1 = self.off0, self.off1
+        nrm = self.normal[k]
+        c0 = paths.xs[i]
+        c1 = paths.xe[i] + nrm * (off1[k] - off0[k])[:, None]
+        enter, leave = sphere_plane_overlap(c0, c1, radius[i], nrm, off0[k])
+        hit = np.isfinite(enter)
+        i, k, nrm, enter, leave = i[hit], k[hit], nrm[hit], enter[hit], leave[hit]
+        t_exit = np.where(leave >= 1.0, np.nan, leave)
+
+        def geometry(t: Float) -> tuple[Float, Float]:
+            pa = sensor_at(paths, i, t)
+            dist = np.einsum("ij,ij->i", nrm, pa) + _plane_offset_at(off0[k], off1[k], t)
+            return pa, pa - nrm * dist[:, None]
+
+        pa, point = geometry(enter)
+        xa, xpoint = geometry(np.where(np.isnan(t_exit), 1.0, t_exit))
+        v = sensor_velocity(paths, i)
+        speed = np.maximum(-(np.einsum("ij,ij->i", v, nrm) + off1[k] - off0[k]), 0.0)
+        exit = (t_exit, xpoint, nrm.copy(), xa, None)
+        return Hits.of(i, k, PLANE, enter, point, nrm.copy(), speed, pa, sensor=True, exit=exit)
+
+
+def _plane_offset_at(off0: Float, off1: Float, t: Float) -> Float:
+    return off0 + t * (off1 - off0)

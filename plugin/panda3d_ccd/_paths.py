@@ -1,0 +1,203 @@
+"""The pieces of a pass that every pair set shares: the bodies' piecewise-linear paths,
+the rows of contacts they produce (:class:`Hits`), and the slop. Pure numpy.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._arrays import largest_abs as _largest_abs
+from ._arrays import length as _length
+from ._arrays import row_all as _row_all
+from ._tolerance import SLOP_REL
+from .sweep._result import FACE
+
+Float = NDArray[np.float64]
+Int = NDArray[np.int64]
+Bool = NDArray[np.bool_]
+
+#: Kinds of ``b`` in :class:`Hits`: a body sphere, or a row of an obstacle table. Every
+#: obstacle table names its kind (``_obstacles``).
+SPHERE = 0
+
+
+class Hits(NamedTuple):
+    """Contacts of one pass, one row each. ``a`` is a body sphere; ``b`` is a sphere
+    (``kind`` SPHERE) or a row of the obstacle table of its ``kind``, touched at ``feature``
+    (FACE, EDGE or VERTEX) number ``part``. Rows of sensor pairs carry the exit, others have
+    ``t_exit`` nan."""
+
+    a: Int  # (k,)
+    b: Int  # (k,)
+    kind: NDArray[np.int8]  # (k,) SPHERE or an obstacle kind
+    feature: NDArray[np.int8]  # (k,) FACE, EDGE or VERTEX of b
+    part: Int  # (k,) which face, edge or vertex of b
+    sensor: Bool  # (k,) either side is a sensor
+    t: Float  # (k,) time of impact (entry, for sensor pairs)
+    point: Float  # (k, 3) world contact point
+    normal: Float  # (k, 3) unit, out of b toward a
+    speed: Float  # (k,) approach speed along the normal, units per frame
+    pos_a: Float  # (k, 3) centre of a at t
+    pos_b: Float  # (k, 3) centre of b at t (nan where b is not a sphere)
+    t_exit: Float  # (k,) time a sensor pair stopped overlapping; nan if still at the end
+    exit_point: Float  # (k, 3)
+    exit_normal: Float  # (k, 3)
+    exit_pos_a: Float  # (k, 3)
+    exit_pos_b: Float  # (k, 3)
+
+    @classmethod
+    def of(
+        cls,
+        a: Int,
+        b: Int,
+        kind: int,
+        t: Float,
+        point: Float,
+        normal: Float,
+        speed: Float,
+        pos_a: Float,
+        pos_b: Float | None = None,
+        *,
+        sensor: bool = False,
+        feature: NDArray[np.int8] | None = None,
+        part: Int | None = None,
+        exit: tuple[Float, Float, Float, Float, Float | None] | None = None,
+    ) -> Hits:
+        """Rows of one kind; ``pos_b`` None is nan, ``feature`` and ``part`` None are FACE
+        and 0; ``exit`` is (t_exit, point, normal, pos_a, pos_b), None for none."""
+        k = len(a)
+        nan3 = np.full((k, 3), np.nan)
+        if exit is None:
+            exit = (np.full(k, np.nan), nan3, nan3, nan3, nan3)
+        t_exit, exit_point, exit_normal, exit_pos_a, exit_pos_b = exit
+        return cls(
+            a,
+            b,
+            np.full(k, kind, np.int8),
+            np.full(k, FACE, np.int8) if feature is None else feature,
+            np.zeros(k, np.int64) if part is None else part,
+            np.full(k, sensor),
+            t,
+            point,
+            normal,
+            speed,
+            pos_a,
+            nan3 if pos_b is None else pos_b,
+            t_exit,
+            exit_point,
+            exit_normal,
+            exit_pos_a,
+            nan3 if exit_pos_b is None else exit_pos_b,
+        )
+
+
+def empty_hits() -> Hits:
+    none, z, z3 = np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 3))
+    return Hits.of(none, none, SPHERE, z, z3, z3, z, z3)
+
+
+def concat_hits(parts: list[Hits]) -> Hits:
+    """The rows of all parts, sorted by time (stable). Hits has many columns, so empty
+    parts are left out and a lone part already in order is returned as it is."""
+    parts = [part for part in parts if len(part.t)]
+    if not parts:
+        return empty_hits()
+    merged = parts[0] if len(parts) == 1 else Hits(*(np.concatenate(c) for c in zip(*parts)))
+    if np.all(merged.t[1:] >= merged.t[:-1]):
+        return merged  # what a stable sort would give
+    order = np.argsort(merged.t, kind="stable")
+    return Hits(*(col[order] for col in merged))
+
+
+def unit(v: Float, fallback: Float) -> Float:
+    """Rows of v normalised; rows of zero length take the matching row of fallback."""
+    length = _length(v)
+    ok = length > 0
+    out = np.array(fallback, dtype=np.float64, copy=True)
+    out[ok] = v[ok] / length[ok, None]
+    return out
+
+
+class Paths:
+    """Current piecewise-linear paths of the spheres, and the log of finished segments."""
+
+    def __init__(self, p0: Float, p1: Float) -> None:
+        # One row per body: segment start point, end point and start time. xs, xe and ts
+        # are views of it; a test of many pairs gathers each side's rows in one go.
+        self.rows = np.zeros((len(p0), 7))
+        self.xs = self.rows[:, 0:3]
+        self.xe = self.rows[:, 3:6]
+        self.ts = self.rows[:, 6]
+        self.xs[:] = p0
+        self.xe[:] = p1
+        # The last contact normal that deflected each body, and when (slides in a wedge).
+        self.normal = np.zeros_like(self.xs)
+        self.normal_t = np.full(len(p0), -1.0)
+        self.log: list[tuple[Int, Float, Float, Float, Float]] = []
+
+    def at(self, idx: Int, t: Float) -> Float:
+        """(k, 3) positions of bodies idx at times t (t >= their segment start)."""
+        return position(self.rows[idx], t)
+
+    def velocity(self, idx: Int) -> Float:
+        """(k, 3) velocities in units per frame on the current segments."""
+        return velocity(self.rows[idx])
+
+    def stationary(self) -> Bool:
+        return _row_all(self.xs == self.xe)
+
+    def stationary_of(self, idx: Int) -> Bool:
+        return _row_all(self.xs[idx] == self.xe[idx])
+
+    def restart(self, idx: Int, t: Float, at_t: Float, new_end: Float) -> None:
+        """Close the current segments of idx at t and start new ones from at_t to new_end."""
+        self.log.append((idx, self.ts[idx].copy(), t.copy(), self.xs[idx].copy(), at_t.copy()))
+        self.xs[idx] = at_t
+        self.xe[idx] = new_end
+        self.ts[idx] = t
+
+    def segments(self) -> tuple[Int, Float, Float, Float, Float]:
+        """All segments (finished and current), sorted by body then start time."""
+        n = len(self.xs)
+        parts = [*self.log, (np.arange(n), self.ts, np.ones(n), self.xs, self.xe)]
+        body, t0, t1, x0, x1 = (np.concatenate(col) for col in zip(*parts))
+        order = np.lexsort((t0, body))
+        return body[order], t0[order], t1[order], x0[order], x1[order]
+
+
+def position(rows: Float, t: Float) -> Float:
+    """(k, 3) positions at times t on segments given as rows of _Paths.rows."""
+    ts = rows[:, 6]
+    span = 1.0 - ts
+    frac = np.divide(t - ts, span, out=np.zeros_like(span), where=span > 0)
+    return rows[:, 0:3] + frac[:, None] * (rows[:, 3:6] - rows[:, 0:3])
+
+
+def velocity(rows: Float) -> Float:
+    """(k, 3) velocities in units per frame on segments given as rows of _Paths.rows."""
+    span = 1.0 - rows[:, 6]
+    inv = np.divide(1.0, span, out=np.zeros_like(span), where=span > 0)
+    return (rows[:, 3:6] - rows[:, 0:3]) * inv[:, None]
+
+
+def slop(*points: Float) -> Float:
+    """(k,) penetration too shallow to count as a contact, for pairs near these points.
+
+    Panda3D stores positions in float32: a ball moved along a tilted floor by setPos
+    arrives up to ~1e-7 of its coordinates inside it. Counting that as an approach would
+    stop the ball (it would stick); ignoring contacts that could never sink deeper than
+    this keeps every overlap within it.
+    """
+    return SLOP_REL * np.maximum(1.0, _largest_abs(*points))
+
+
+def sensor_at(paths: Paths, idx: Int, t: Float) -> Float:
+    """Position of never-deflected bodies (sensors) at any time in the frame."""
+    return paths.xs[idx] + t[:, None] * (paths.xe[idx] - paths.xs[idx])
+
+
+def sensor_velocity(paths: Paths, idx: Int) -> Float:
+    return paths.xe[idx] - paths.xs[idx]
