@@ -30,6 +30,9 @@ _METHODS = {
 _SOLVER = {
     "solve": "solve: broad phase, times of impact, resolution",
     "_sphere_pairs": "(inside solve) broad phase, sphere pairs",
+}
+#: The obstacle tables' broad phases (in ``_obstacles``, called by solve).
+_OBSTACLES = {
     "_sphere_plane_pairs": "(inside solve) broad phase, sphere-plane pairs",
 }
 
@@ -120,13 +123,17 @@ def phase_table(
     n: int, *, frames: int, warmup: int, seed: int, plugin: PluginOptions, walls: bool
 ) -> str:
     """A markdown table of milliseconds per pass in each phase of ``step()`` at ``n``."""
-    from panda3d_ccd import _solver
+    from panda3d_ccd import _obstacles, _solver
 
     scene, world, system = _scene(n, seed, plugin, walls)
     spent: dict[str, float] = {}
     total = 0.0
     try:
-        with _timing(system.ccd, _METHODS, spent), _timing(_solver, _SOLVER, spent):
+        with (
+            _timing(system.ccd, _METHODS, spent),
+            _timing(_solver, _SOLVER, spent),
+            _timing(_obstacles, _OBSTACLES, spent),
+        ):
             for frame in _frames(scene, world, system, warmup + frames):
                 if frame == warmup + 1:
                     spent.clear()
@@ -137,7 +144,7 @@ def phase_table(
     finally:
         system.close()
         world.destroy()
-    labels = {**_METHODS, **_SOLVER}
+    labels = {**_METHODS, **_SOLVER, **_OBSTACLES}
     order = ["_drop_removed", "_read_all", "_read_planes", "solve", "_sphere_pairs"]
     order += ["_sphere_plane_pairs", "_write_back", "_touches"]
     rows = [(labels[k], spent[k]) for k in order if k in spent]
