@@ -89,6 +89,21 @@ def test_sensor_pass_through_reports_entry_and_exit_and_moves_nothing():
     assert not res.moved.any()
 
 
+@pytest.mark.parametrize("offset", [0.0, 250.0])
+def test_two_points_meeting_exactly_are_a_contact_at_the_kernels_time(offset):
+    """A point cannot sink into a point, so the slop rule must not drop their meeting."""
+    p0 = np.array([[-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]) + offset
+    p1 = np.array([[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]]) + offset
+    kernel = sphere_sphere_toi(p0[:1], p1[:1], 0.0, p0[1:], p1[1:], 0.0)
+    res = run(p0, p1, [0.0, 0.0], [REWIND, REWIND])
+    assert kernel.tolist() == [0.5]
+    assert res.hits.t.tolist() == [0.5]
+    np.testing.assert_array_equal(res.end, np.full((2, 3), offset))
+    # A point passing beside another one, however close, is not a contact.
+    res = run(p0, p1 + [[0.0, 0.0, 0.0], [0.0, 1e-9, 0.0]], [0.0, 0.0], [REWIND, REWIND])
+    assert len(res.hits.t) == 0
+
+
 def test_resting_contact_moving_along_or_away_is_not_a_contact():
     along = run([[0, 0, -9]], [[5, 3, -9]], [1], [REWIND], walls=True)
     away = run([[0, 0, -9]], [[0, 0, -5]], [1], [REWIND], walls=True)

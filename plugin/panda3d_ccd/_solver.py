@@ -92,7 +92,8 @@ def _first_per_pair(hits: Hits) -> Hits:
 
 def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
     """Times of impact of sphere pairs on their current segments, from the later start on.
-    Pairs whose deepest approach on the segments stays within the slop do not count."""
+    Pairs whose deepest approach on the segments stays within the slop do not count (but
+    for two points, which meet exactly or not at all)."""
     if len(i) == 0:  # a round with nothing to retest: skip some forty numpy calls
         return np.zeros(0)
     rows_a, rows_b = paths.rows[i], paths.rows[j]
@@ -105,7 +106,10 @@ def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
     vv = np.einsum("ij,ij->i", v, v)
     u = np.divide(-np.einsum("ij,ij->i", p, v), vv, out=np.zeros(len(p)), where=vv > 0)
     closest = _length(p + np.clip(u, 0.0, 1.0)[:, None] * v)
-    shallow = radius[i] + radius[j] - closest <= slop(a0, b0)
+    reach = radius[i] + radius[j]
+    # Two points cannot sink into each other at all: their exact meeting, which the kernel
+    # reports, is the contact.
+    shallow = (reach - closest <= slop(a0, b0)) & (reach > 0)
     return np.where(shallow, np.inf, start + s * (1.0 - start))
 
 
