@@ -48,25 +48,33 @@ def _plane(normal: ArrayLike, offset: ArrayLike) -> tuple[Float, Float]:
 
 
 def _sphere_plane_terms(
-    c0: ArrayLike, c1: ArrayLike, r: ArrayLike, normal: ArrayLike, offset: ArrayLike
+    c0: ArrayLike,
+    c1: ArrayLike,
+    r: ArrayLike,
+    normal: ArrayLike,
+    offset: ArrayLike,
+    r1: ArrayLike | None = None,
 ) -> tuple[Float, Float, Float, Float]:
     nrm, off = _plane(normal, offset)
-    c0_, c1_, r_, nrm_, off_ = _check.broadcast(
-        ("c0", "c1", "r", "normal", "offset"),
-        _check.points("c0", c0),
-        _check.points("c1", c1),
-        _check.lengths("r", r),
-        nrm,
-        off,
-    )
-    return _plane_terms(c0_, c1_, r_, nrm_, off_)
+    named = {
+        "c0": _check.points("c0", c0),
+        "c1": _check.points("c1", c1),
+        "r": _check.lengths("r", r),
+        "normal": nrm,
+        "offset": off,
+    }
+    if r1 is not None:
+        named["r1"] = _check.lengths("r1", r1)
+    rows = _check.broadcast(tuple(named), *named.values())
+    c0_, c1_, r_, nrm_, off_ = rows[:5]
+    return _plane_terms(c0_, c1_, r_, nrm_, off_, None if r1 is None else rows[5] - r_)
 
 
 def _plane_terms(
-    c0_: Float, c1_: Float, r_: Float, nrm_: Float, off_: Float
+    c0_: Float, c1_: Float, r_: Float, nrm_: Float, off_: Float, grow: Float | None = None
 ) -> tuple[Float, Float, Float, Float]:
     """:func:`_sphere_plane_terms` of rows already checked: (k, 3) points and unit normals,
-    (k,) radii and offsets."""
+    (k,) radii and offsets; ``grow`` (k,) the radii's growth over the frame (None: none)."""
     motion = c1_ - c0_
     d0 = _rowdot(nrm_, c0_) + off_
     dn = _rowdot(nrm_, motion)
@@ -74,11 +82,20 @@ def _plane_terms(
     # motion that is rounding noise of its coordinates, which must not read as "moving in".
     coord_scale = largest_abs(c0_, c1_)
     approach_eps = DIST_REL_EPS * length(motion) + ROUNDING_REL * coord_scale
+    if grow is not None:  # the gap shrinks by the growth too, linearly in t
+        dn = dn - grow
+        approach_eps = approach_eps + DIST_REL_EPS * np.abs(grow)
     return d0 - r_, dn, approach_eps, r_
 
 
 def sphere_plane_toi(
-    c0: ArrayLike, c1: ArrayLike, r: ArrayLike, normal: ArrayLike, offset: ArrayLike
+    c0: ArrayLike,
+    c1: ArrayLike,
+    r: ArrayLike,
+    normal: ArrayLike,
+    offset: ArrayLike,
+    *,
+    r1: ArrayLike | None = None,
 ) -> Float:
     """Time of first contact of a moving sphere with a solid half-space.
 
@@ -93,6 +110,9 @@ def sphere_plane_toi(
         them). The plane is ``normal . x + offset = 0``; the solid side is behind it.
     offset : scalar or (n,) float64
         Plane offsets.
+    r1 : (n,) or scalar float64, optional
+        Radii at the end of the frame, for spheres that grow or shrink (linearly in t);
+        None: ``r`` throughout.
 
     Returns
     -------
@@ -114,7 +134,7 @@ def sphere_plane_toi(
         ...
     ValueError: normal must be finite and non-zero, got [0.0, 0.0, 0.0]
     """
-    return _plane_toi(*_sphere_plane_terms(c0, c1, r, normal, offset))
+    return _plane_toi(*_sphere_plane_terms(c0, c1, r, normal, offset, r1))
 
 
 def _sphere_plane_toi(c0: Float, c1: Float, r: Float, normal: Float, offset: Float) -> Float:
@@ -133,7 +153,13 @@ def _plane_toi(gap0: Float, dn: Float, approach_eps: Float, _r: Float) -> Float:
 
 
 def sphere_plane_overlap(
-    c0: ArrayLike, c1: ArrayLike, r: ArrayLike, normal: ArrayLike, offset: ArrayLike
+    c0: ArrayLike,
+    c1: ArrayLike,
+    r: ArrayLike,
+    normal: ArrayLike,
+    offset: ArrayLike,
+    *,
+    r1: ArrayLike | None = None,
 ) -> tuple[Float, Float]:
     """The part of the frame during which a moving sphere overlaps a half-space.
 
@@ -149,7 +175,7 @@ def sphere_plane_overlap(
     >>> sphere_plane_overlap([[0, 0, 3]], [[0, 0, -1]], 1.0, (0, 0, 1), 0.0)
     (array([0.5]), array([1.]))
     """
-    gap0, dn, _eps, _r = _sphere_plane_terms(c0, c1, r, normal, offset)
+    gap0, dn, _eps, _r = _sphere_plane_terms(c0, c1, r, normal, offset, r1)
     gap1 = gap0 + dn
     enter = np.full(gap0.shape, np.nan)
     leave = np.full(gap0.shape, np.nan)

@@ -22,6 +22,8 @@ ValueError: ra must be finite and >= 0, got -1.0
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -39,31 +41,60 @@ def _rowdot(a: Float, b: Float) -> Float:
 
 
 def _sphere_sphere_terms(
-    a0: ArrayLike, a1: ArrayLike, ra: ArrayLike, b0: ArrayLike, b1: ArrayLike, rb: ArrayLike
-) -> tuple[Float, Float, Float, Float, Float]:
-    """Relative motion terms of |p0 + t v|^2 = R^2.
+    a0: ArrayLike,
+    a1: ArrayLike,
+    ra: ArrayLike,
+    b0: ArrayLike,
+    b1: ArrayLike,
+    rb: ArrayLike,
+    ra1: ArrayLike | None = None,
+    rb1: ArrayLike | None = None,
+) -> Terms:
+    """Relative motion terms of |p0 + t v|^2 = (R + t w)^2 (w: the radii's growth).
 
-    Returns ``c`` (|p0|^2 - R^2, factored), ``half_b`` (p0 . v), ``a`` (v . v), ``disc``
-    (the quarter discriminant, computed as a R^2 - |p0 x v|^2 so that it does not cancel
-    when the motion is large against the gap) and the approach threshold.
+    Returns ``c`` (|p0|^2 - R^2, factored), ``half_b`` (p0 . v - R w), ``a`` (v . v - w^2),
+    ``disc`` (the quarter discriminant, computed as a R^2 - |p0 x v|^2 plus the growth's
+    terms, so that it does not cancel when the motion is large against the gap), the
+    approach threshold and the approach rate at t = 0 (|p0| times d(|p| - R)/dt).
     """
-    names = ("a0", "a1", "ra", "b0", "b1", "rb")
-    a0_, a1_, ra_, b0_, b1_, rb_ = _check.broadcast(
-        names,
-        _check.points("a0", a0),
-        _check.points("a1", a1),
-        _check.lengths("ra", ra),
-        _check.points("b0", b0),
-        _check.points("b1", b1),
-        _check.lengths("rb", rb),
-    )
-    return _terms(a0_, a1_, ra_, b0_, b1_, rb_)
+    named = {
+        "a0": _check.points("a0", a0),
+        "a1": _check.points("a1", a1),
+        "ra": _check.lengths("ra", ra),
+        "b0": _check.points("b0", b0),
+        "b1": _check.points("b1", b1),
+        "rb": _check.lengths("rb", rb),
+    }
+    grows = ra1 is not None or rb1 is not None
+    if grows:
+        named["ra1"] = _check.lengths("ra1", ra if ra1 is None else ra1)
+        named["rb1"] = _check.lengths("rb1", rb if rb1 is None else rb1)
+    rows = _check.broadcast(tuple(named), *named.values())
+    a0_, a1_, ra_, b0_, b1_, rb_ = rows[:6]
+    grow = (rows[6] + rows[7]) - (ra_ + rb_) if grows else None
+    return _terms(a0_, a1_, ra_, b0_, b1_, rb_, grow)
+
+
+class Terms(NamedTuple):
+    c: Float
+    half_b: Float
+    a: Float
+    disc: Float
+    approach_eps: Float
+    rate: Float
 
 
 def _terms(
-    a0_: Float, a1_: Float, ra_: Float, b0_: Float, b1_: Float, rb_: Float
-) -> tuple[Float, Float, Float, Float, Float]:
-    """:func:`_sphere_sphere_terms` of rows already checked: (k, 3) points, (k,) radii."""
+    a0_: Float,
+    a1_: Float,
+    ra_: Float,
+    b0_: Float,
+    b1_: Float,
+    rb_: Float,
+    grow: Float | None = None,
+) -> Terms:
+    """:func:`_sphere_sphere_terms` of rows already checked: (k, 3) points, (k,) radii, and
+    ``grow`` (k,) the growth of the sum of the radii over the frame (None: none)."""
     p0 = a0_ - b0_
     v = (a1_ - a0_) - (b1_ - b0_)
     big_r = ra_ + rb_
@@ -80,14 +111,30 @@ def _terms(
     # moving together get a v that is pure rounding noise of their coordinates (random in
     # direction however small), so the threshold also has a floor at that noise.
     coord_scale = largest_abs(a0_, a1_, b0_, b1_)
-    approach_eps = dist0 * (DIST_REL_EPS * np.sqrt(a) + ROUNDING_REL * coord_scale)
-    return c, half_b, a, disc, approach_eps
+    if grow is None:
+        approach_eps = dist0 * (DIST_REL_EPS * np.sqrt(a) + ROUNDING_REL * coord_scale)
+        return Terms(c, half_b, a, disc, approach_eps, half_b)
+    # Growing radii: the gap |p| - R shrinks at p0 . v / |p0| - w, and the quadratic takes
+    # -R w into its middle term, -w^2 into its leading one (disc = b^2 - a c expanded).
+    speed = np.sqrt(a) + np.abs(grow)
+    approach_eps = dist0 * (DIST_REL_EPS * speed + ROUNDING_REL * coord_scale)
+    rate = half_b - grow * dist0
+    disc = disc + grow * (grow * dist0 * dist0 - 2.0 * big_r * half_b)
+    return Terms(c, half_b - big_r * grow, a - grow * grow, disc, approach_eps, rate)
 
 
 def sphere_sphere_toi(
-    a0: ArrayLike, a1: ArrayLike, ra: ArrayLike, b0: ArrayLike, b1: ArrayLike, rb: ArrayLike
+    a0: ArrayLike,
+    a1: ArrayLike,
+    ra: ArrayLike,
+    b0: ArrayLike,
+    b1: ArrayLike,
+    rb: ArrayLike,
+    *,
+    ra1: ArrayLike | None = None,
+    rb1: ArrayLike | None = None,
 ) -> Float:
-    """Time of first contact of two linearly moving spheres.
+    """Time of first contact of two linearly moving (and growing) spheres.
 
     Parameters
     ----------
@@ -99,6 +146,9 @@ def sphere_sphere_toi(
         Centres of sphere B at the start and end of the frame.
     rb : (n,) or scalar float64
         Radii of B.
+    ra1, rb1 : (n,) or scalar float64, optional
+        Radii at the end of the frame, for spheres that grow or shrink (linearly in t);
+        None: ``ra`` and ``rb`` throughout. Growing towards each other is approaching.
 
     Returns
     -------
@@ -119,28 +169,42 @@ def sphere_sphere_toi(
         ...
     ValueError: b1 must have shape (n, 3), got (1, 2)
     """
-    return _toi(*_sphere_sphere_terms(a0, a1, ra, b0, b1, rb))
+    return _toi(_sphere_sphere_terms(a0, a1, ra, b0, b1, rb, ra1, rb1))
 
 
-def _sphere_sphere_toi(a0: Float, a1: Float, ra: Float, b0: Float, b1: Float, rb: Float) -> Float:
-    """:func:`sphere_sphere_toi` of rows already checked (the solver's many small calls)."""
-    return _toi(*_terms(a0, a1, ra, b0, b1, rb))
+def _sphere_sphere_toi(
+    a0: Float, a1: Float, ra: Float, b0: Float, b1: Float, rb: Float, grow: Float | None = None
+) -> Float:
+    """:func:`sphere_sphere_toi` of rows already checked (the solver's many small calls);
+    ``grow`` (k,) is how much the sum of the radii grows over the frame."""
+    return _toi(_terms(a0, a1, ra, b0, b1, rb, grow))
 
 
-def _toi(c: Float, half_b: Float, _a: Float, disc: Float, approach_eps: Float) -> Float:
-    approaching = half_b < -approach_eps
+def _toi(terms: Terms) -> Float:
+    c, half_b, _a, disc, approach_eps, rate = terms
+    approaching = rate < -approach_eps
     t = np.full(c.shape, np.inf)
     t[approaching & (c <= 0)] = 0.0
     ahead = approaching & (c > 0) & (disc >= 0)
-    # Stable smaller root: t = c / (-b + sqrt(disc)); the denominator is > 0 when approaching,
-    # so there is no division by |v|^2 and no cancellation.
-    root = c[ahead] / (-half_b[ahead] + np.sqrt(disc[ahead]))
+    # Stable smaller root: t = c / (-b + sqrt(disc)); without growth the denominator is > 0
+    # when approaching, so there is no division by |v|^2 and no cancellation. (Growing
+    # radii can leave both roots behind: then it is <= 0, and there is no contact.)
+    denom = -half_b[ahead] + np.sqrt(disc[ahead])
+    root = np.divide(c[ahead], denom, out=np.full(len(denom), np.inf), where=denom > 0)
     t[ahead] = np.where(root <= 1.0, root, np.inf)
     return t
 
 
 def sphere_sphere_overlap(
-    a0: ArrayLike, a1: ArrayLike, ra: ArrayLike, b0: ArrayLike, b1: ArrayLike, rb: ArrayLike
+    a0: ArrayLike,
+    a1: ArrayLike,
+    ra: ArrayLike,
+    b0: ArrayLike,
+    b1: ArrayLike,
+    rb: ArrayLike,
+    *,
+    ra1: ArrayLike | None = None,
+    rb1: ArrayLike | None = None,
 ) -> tuple[Float, Float]:
     """The part of the frame during which two moving spheres overlap (for sensors).
 
@@ -158,7 +222,10 @@ def sphere_sphere_overlap(
     >>> sphere_sphere_overlap([[-4, 0, 0]], [[4, 0, 0]], 1.0, [[0, 0, 0]], [[0, 0, 0]], 1.0)
     (array([0.25]), array([0.75]))
     """
-    c, half_b, a, disc, _eps = _sphere_sphere_terms(a0, a1, ra, b0, b1, rb)
+    terms = _sphere_sphere_terms(a0, a1, ra, b0, b1, rb, ra1, rb1)
+    if ra1 is not None or rb1 is not None:
+        return _grown_overlap(terms)
+    c, half_b, a, disc, _eps, _rate = terms
     enter = np.full(c.shape, np.nan)
     leave = np.full(c.shape, np.nan)
     inside0 = c < 0
@@ -185,4 +252,31 @@ def sphere_sphere_overlap(
     hit = real & (hi > 0) & (lo < 1)
     enter[hit] = np.maximum(lo[hit], 0.0)
     leave[hit] = np.minimum(hi[hit], 1.0)
+    return enter, leave
+
+
+def _grown_overlap(terms: Terms) -> tuple[Float, Float]:
+    """:func:`sphere_sphere_overlap` where radii grow: the quadratic f = a t^2 + 2 b t + c
+    (negative inside) may open downwards, so its roots cut [0, 1] into at most three
+    pieces, and the inside ones are those whose middle is inside. The gap |p| - R is convex
+    while R >= 0 (all of [0, 1]), so they form one interval."""
+    c, half_b, a, disc, _eps, _rate = terms
+    k = len(c)
+    real = disc >= 0
+    sq = np.sqrt(np.where(real, disc, 0.0))
+    q = -(half_b + np.copysign(sq, half_b))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        r1 = np.where(real & (a != 0), q / np.where(a != 0, a, 1.0), np.nan)
+        r2 = np.where(real & (q != 0), c / np.where(q != 0, q, 1.0), np.nan)
+    cuts = np.stack([np.zeros(k), r1, r2, np.ones(k)], axis=1)
+    cuts = np.where(np.isfinite(cuts) & (cuts > 0) & (cuts < 1), cuts, 1.0)
+    cuts[:, 0] = 0.0
+    cuts = np.sort(cuts, axis=1)
+    lo, hi = cuts[:, :-1], cuts[:, 1:]
+    mid = 0.5 * (lo + hi)
+    f = (a[:, None] * mid + 2.0 * half_b[:, None]) * mid + c[:, None]
+    inside = (hi > lo) & (f < 0)
+    inside[:, 0] |= c < 0
+    enter = np.where(inside.any(axis=1), np.where(inside, lo, np.inf).min(axis=1), np.nan)
+    leave = np.where(inside.any(axis=1), np.where(inside, hi, -np.inf).max(axis=1), np.nan)
     return enter, leave
