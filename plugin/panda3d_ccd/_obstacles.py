@@ -5,9 +5,10 @@ naming a shape (as Box2D's ``s_registers`` or Jolt's ``CollisionDispatch``):
 
 - ``candidates(p0, p1, reach, from_mask, moving)``: the (body, row) pairs of the broad phase,
   collide masks and motion already applied;
-- ``toi(paths, radius, i, k)``: times of impact on the bodies' current segments;
-- ``hits(paths, radius, i, k, t)``: the :class:`Hits` rows of accepted contacts;
-- ``sensor_hits(paths, radius, i, k)``: overlap intervals of sensor bodies (one segment each).
+- ``toi(paths, i, k)``: times of impact on the bodies' current segments (``paths`` also
+  knows each body's radius, which may change within the frame);
+- ``hits(paths, i, k, t)``: the :class:`Hits` rows of accepted contacts;
+- ``sensor_hits(paths, i, k)``: overlap intervals of sensor bodies (one segment each).
 
 A table also carries ``kind``, ``mask`` (m,) into masks, ``moving`` (m,) and ``group`` (m,)
 or None (never tested against the bodies of its own rigid group).
@@ -60,7 +61,7 @@ class Planes:
             p0, p1, reach, *self.unit(), from_mask, self.mask, moving, self.moving
         )
 
-    def toi(self, paths: Paths, radius: Float, i: Int, k: Int) -> Float:
+    def toi(self, paths: Paths, i: Int, k: Int) -> Float:
         """Times of impact of spheres with (translating) planes on the current segments."""
         if len(i) == 0:  # most scenes' rounds: no plane pair to retest
             return np.zeros(0)
@@ -72,31 +73,37 @@ class Planes:
         # end by the plane's displacement along its normal instead.
         c0 = paths.at(i, start)
         end = paths.xe[i] + n * (off1[k] - off_start)[:, None]
+        radius = paths.radius_at(i, start)
+        if paths.grow is not None:  # so does a growing radius
+            end -= n * paths.growth_left(i, start)[:, None]
         length = self.length[k]  # the exact test takes the normal at length 1 (see __init__)
-        s = _sphere_plane_toi(c0, end, radius[i], n / length[:, None], off_start / length)
+        s = _sphere_plane_toi(c0, end, radius, n / length[:, None], off_start / length)
         deepest = np.minimum(
             np.einsum("ij,ij->i", n, c0) + off_start, np.einsum("ij,ij->i", n, end) + off_start
         )
-        shallow = radius[i] - deepest <= slop(c0, end)
+        shallow = radius - deepest <= slop(c0, end)
         return np.where(shallow, np.inf, start + s * (1.0 - start))
 
-    def hits(self, paths: Paths, radius: Float, a: Int, k: Int, t: Float) -> Hits:
+    def hits(self, paths: Paths, a: Int, k: Int, t: Float) -> Hits:
         off0, off1 = self.off0, self.off1
         pa = paths.at(a, t)
         nrm = self.normal[k]
         dist = np.einsum("ij,ij->i", nrm, pa) + _plane_offset_at(off0[k], off1[k], t)
         point = pa - nrm * dist[:, None]
-        speed = np.maximum(
-            -(np.einsum("ij,ij->i", paths.velocity(a), nrm) + off1[k] - off0[k]), 0.0
-        )
-        return Hits.of(a, k, PLANE, t, point, nrm.copy(), speed, pa)
+        speed = -(np.einsum("ij,ij->i", paths.velocity(a), nrm) + off1[k] - off0[k])
+        if paths.grow is not None:
+            speed += paths.growth_rate(a, t)
+        return Hits.of(a, k, PLANE, t, point, nrm.copy(), np.maximum(speed, 0.0), pa)
 
-    def sensor_hits(self, paths: Paths, radius: Float, i: Int, k: Int) -> Hits:
+    def sensor_hits(self, paths: Paths, i: Int, k: Int) -> Hits:
         off0, off1 = self.off0, self.off1
         nrm = self.normal[k]
         c0 = paths.xs[i]
         c1 = paths.xe[i] + nrm * (off1[k] - off0[k])[:, None]
-        enter, leave = sphere_plane_overlap(c0, c1, radius[i], nrm, off0[k])
+        radius = paths.radius_at(i, np.zeros(len(i)))
+        if paths.grow is not None:
+            c1 -= nrm * paths.growth_left(i, np.zeros(len(i)))[:, None]
+        enter, leave = sphere_plane_overlap(c0, c1, radius, nrm, off0[k])
         hit = np.isfinite(enter)
         i, k, nrm, enter, leave = i[hit], k[hit], nrm[hit], enter[hit], leave[hit]
         t_exit = np.where(leave >= 1.0, np.nan, leave)
@@ -109,7 +116,10 @@ class Planes:
         pa, point = geometry(enter)
         xa, xpoint = geometry(np.where(np.isnan(t_exit), 1.0, t_exit))
         v = sensor_velocity(paths, i)
-        speed = np.maximum(-(np.einsum("ij,ij->i", v, nrm) + off1[k] - off0[k]), 0.0)
+        speed = -(np.einsum("ij,ij->i", v, nrm) + off1[k] - off0[k])
+        if paths.grow is not None:
+            speed += paths.growth_rate(i, enter)
+        speed = np.maximum(speed, 0.0)
         exit = (t_exit, xpoint, nrm.copy(), xa, None)
         return Hits.of(i, k, PLANE, enter, point, nrm.copy(), speed, pa, sensor=True, exit=exit)
 

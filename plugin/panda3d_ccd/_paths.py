@@ -124,7 +124,15 @@ def unit(v: Float, fallback: Float) -> Float:
 class Paths:
     """Current piecewise-linear paths of the spheres, and the log of finished segments."""
 
-    def __init__(self, p0: Float, p1: Float) -> None:
+    def __init__(
+        self, p0: Float, p1: Float, radius: Float, radius0: Float | None, t_stop: Float
+    ) -> None:
+        # Radii at the end of the frame, and (growth) at its start: a radius changes
+        # linearly in t until the body is stopped (``t_stop``, shared with the solver),
+        # and is held from then on.
+        self.radius = radius
+        self.grow = None if radius0 is None else radius - radius0
+        self.t_stop = t_stop
         # One row per body: segment start point, end point and start time. xs, xe and ts
         # are views of it; a test of many pairs gathers each side's rows in one go.
         self.rows = np.zeros((len(p0), 7))
@@ -146,11 +154,35 @@ class Paths:
         """(k, 3) velocities in units per frame on the current segments."""
         return velocity(self.rows[idx])
 
+    def radius_at(self, idx: Int, t: Float) -> Float:
+        """(k,) radii of bodies idx at times t (their end radii where none grows)."""
+        if self.grow is None:
+            return self.radius[idx]
+        grow = self.grow[idx]
+        return self.radius[idx] - grow + np.minimum(t, self.t_stop[idx]) * grow
+
+    def growth_rate(self, idx: Int, t: Float) -> Float:
+        """(k,) how fast the radii of bodies idx grow at t, per frame (0 once stopped)."""
+        if self.grow is None:
+            return np.zeros(len(idx))
+        return np.where(t < self.t_stop[idx], self.grow[idx], 0.0)
+
+    def growth_left(self, idx: Int, t: Float) -> Float:
+        """(k,) how much the radii of bodies idx still grow after t this frame."""
+        return self.radius_at(idx, np.ones(len(idx))) - self.radius_at(idx, t)
+
     def stationary(self) -> Bool:
-        return _row_all(self.xs == self.xe)
+        """(n,) bodies whose current segment neither moves nor grows."""
+        still = _row_all(self.xs == self.xe)
+        if self.grow is not None:
+            still &= (self.grow == 0) | (self.t_stop < 1.0)
+        return still
 
     def stationary_of(self, idx: Int) -> Bool:
-        return _row_all(self.xs[idx] == self.xe[idx])
+        still = _row_all(self.xs[idx] == self.xe[idx])
+        if self.grow is not None:
+            still &= (self.grow[idx] == 0) | (self.t_stop[idx] < 1.0)
+        return still
 
     def restart(self, idx: Int, t: Float, at_t: Float, new_end: Float) -> None:
         """Close the current segments of idx at t and start new ones from at_t to new_end."""

@@ -16,7 +16,8 @@ are tested again, from that time on: before it, neither path changed, so the old
 what lets a pillar or a wall absorb any number of hits in a single round.
 
 Deflected paths stay inside the ball of radius |p1 - p0| around p0 (each slide only removes
-motion), so one broad phase with that margin finds every pair a slide can reach. Sensors
+motion; a growing one is pushed off by at most its growth each time), so one broad phase
+with that margin finds every pair a slide can reach. Sensors
 never change anyone's motion; they are tested once at the end against the final paths.
 
 Pair sets, not shapes
@@ -79,6 +80,24 @@ class PassResult(NamedTuple):
     capped: bool  # MAX_ROUNDS reached: everything held at the earliest unresolved contact
 
 
+def _grown_segment_toi(
+    paths: Paths, i: Int, j: Int, start: Float, a0: Float, a1: Float, b0: Float, b1: Float
+) -> Float:
+    """:func:`_segment_toi` where radii change within the frame. The gap |p| - R is convex
+    on the segment, so a sweep with the radii shrunk by the slop finds an overlap deeper
+    than the slop exactly where there is one; that is the slop rule here."""
+    end = np.ones(len(i))
+    r0 = paths.radius_at(i, start) + paths.radius_at(j, start)
+    r1 = paths.radius_at(i, end) + paths.radius_at(j, end)
+    zero = np.zeros(len(i))
+    s = _sphere_sphere_toi(a0, a1, r0, b0, b1, zero, r1 - r0)
+    sl = slop(a0, b0)
+    d0, d1 = np.maximum(r0 - sl, 0.0), np.maximum(r1 - sl, 0.0)
+    deep = np.isfinite(_sphere_sphere_toi(a0, a1, d0, b0, b1, zero, d1 - d0))
+    shallow = ~deep & ((r0 > 0) | (r1 > 0))
+    return np.where(shallow, np.inf, start + s * (1.0 - start))
+
+
 def _first_per_pair(hits: Hits) -> Hits:
     """Keep each pair's earliest contact: a slide can meet the same surface again later in
     the pass, and a pair has one contact (one event) per pass."""
@@ -100,6 +119,8 @@ def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
     start = np.maximum(rows_a[:, 6], rows_b[:, 6])
     a0, b0 = position(rows_a, start), position(rows_b, start)
     a1, b1 = rows_a[:, 3:6], rows_b[:, 3:6]
+    if paths.grow is not None:
+        return _grown_segment_toi(paths, i, j, start, a0, a1, b0, b1)
     s = _sphere_sphere_toi(a0, a1, radius[i], b0, b1, radius[j])
     p = a0 - b0
     v = (a1 - a0) - (b1 - b0)
@@ -128,6 +149,7 @@ def solve(
     group: NDArray[np.int64] | None = None,
     plane_group: NDArray[np.int64] | None = None,
     obstacles: Sequence[Any] = (),
+    radius0: Float | None = None,
 ) -> PassResult:
     """Run one pass.
 
@@ -155,10 +177,17 @@ def solve(
     obstacles : sequence of obstacle tables, optional
         Further tables of things the bodies run into but never move, one per kind (see
         ``_obstacles``); the planes above are one more, first.
+    radius0 : (n,) float64, optional
+        Radii at the start of the frame, where they change (a node's scale); ``radius``
+        is then the end. They change linearly in t, and stop changing when a body stops.
     """
     # float64 throughout (the broad phase's rounding pad assumes it).
     p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
     n = len(p0)
+    if radius0 is not None:
+        radius0 = np.asarray(radius0, dtype=np.float64)
+        if np.array_equal(radius0, radius):
+            radius0 = None  # nothing grows: the exact same pass as without
     tables = list(obstacles)
     if plane_normal is not None and len(plane_normal):
         planes = Planes(plane_normal, plane_offset0, plane_offset1, plane_mask, plane_group)  # type: ignore
@@ -171,7 +200,9 @@ def solve(
     rigid = _Rigid(n, group)
     # A rigid group moves as one: a member whose own path is still is carried when a slide
     # group is deflected (a group turning about it), so stillness is the group's.
-    moving = rigid.spread_any(_row_any(p0 != p1))
+    moving = rigid.spread_any(
+        _row_any(p0 != p1) if radius0 is None else _row_any(p0 != p1) | (radius0 != radius)
+    )
     # A deflected path stays within |p1 - p0| of p0 (each slide only removes motion), so
     # slides get that margin in every broad phase: every pair a slide can ever reach is
     # known before the first round, which the batching relies on (a round takes a contact
@@ -181,6 +212,10 @@ def solve(
     # is ignored by the broad phase anyway.)
     with np.errstate(over="ignore", invalid="ignore"):
         own = _length(p1 - p0)
+    if radius0 is not None:
+        # A growing slide is also pushed off what it touches, by at most its growth at
+        # each of its deflections (and the first contact): that much further it may go.
+        own = own + (MAX_SLIDES + 1) * np.maximum(radius - radius0, 0.0)
     reach = np.where(slide, rigid.spread_max(np.where(slide & np.isfinite(own), own, 0.0)), 0.0)
 
     # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
@@ -188,23 +223,31 @@ def solve(
     # Straight paths are cut into pieces, so a fast mover's box does not take in the whole
     # crowd around its diagonal. Not slides: their bent paths may go anywhere in their ball.
     everyone = np.ones(n, bool)
-    ci, cj = _sphere_pairs(p0, p1, radius + reach, from_mask, into_mask, everyone, ~slide)
+    # A growing sphere is boxed at its largest.
+    size = radius if radius0 is None else np.maximum(radius0, radius)
+    ci, cj = _sphere_pairs(p0, p1, size + reach, from_mask, into_mask, everyone, ~slide)
     if group is not None:
         apart = group[ci] != group[cj]
         ci, cj = ci[apart], cj[apart]
     pair_sensor = ~(solid[ci] & solid[cj])
     pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
 
-    paths = Paths(np.where(finite[:, None], p0, 0.0), np.where(finite[:, None], p1, 0.0))
+    t_stop = np.ones(n)
+    paths = Paths(
+        np.where(finite[:, None], p0, 0.0),
+        np.where(finite[:, None], p1, 0.0),
+        radius,
+        radius0,
+        t_stop,
+    )
     bound_reach = np.where(slide, reach, np.where(finite, own, 0.0))
-    pairs = _PairSet(paths, radius, slide, bound_reach, ci[pair_solid], cj[pair_solid])
+    pairs = _PairSet(paths, size, slide, bound_reach, ci[pair_solid], cj[pair_solid])
     struck = [
         _ObstaclePairs(
             table,
             paths,
-            radius,
             n,
-            *table.candidates(p0, p1, radius + reach, from_mask, everyone),
+            *table.candidates(p0, p1, size + reach, from_mask, everyone),
             solid,
             moving,
             group,
@@ -212,7 +255,6 @@ def solve(
         for table in tables
     ]
     still = ~rigid.spread_any(~paths.stationary())
-    t_stop = np.ones(n)
     slides = np.zeros(n, np.int64)
     pend_s = np.flatnonzero(np.isfinite(pairs.toi))
     first = np.full(n, np.inf)
@@ -306,7 +348,6 @@ class _ObstaclePairs:
         self,
         table: Any,
         paths: Paths,
-        radius: Float,
         n: int,
         qi: Int,
         qk: Int,
@@ -317,14 +358,14 @@ class _ObstaclePairs:
         if group is not None and table.group is not None:
             apart = group[qi] != table.group[qk]
             qi, qk = qi[apart], qk[apart]
-        self.table, self._paths, self._radius = table, paths, radius
+        self.table, self._paths = table, paths
         self.qi = qi
         sensor = ~solid[qi]
         keep = ~sensor & (moving[qi] | table.moving[qk])
         self.sensor_i, self.sensor_k = qi[sensor], qk[sensor]
         self.i, self.k = qi[keep], qk[keep]
         self._by_body = _Adjacency(n, self.i)
-        self.toi = table.toi(paths, radius, self.i, self.k)
+        self.toi = table.toi(paths, self.i, self.k)
         self.pend = np.flatnonzero(np.isfinite(self.toi))
 
     def accept(self, rows: Bool) -> Hits:
@@ -332,12 +373,12 @@ class _ObstaclePairs:
         taken = self.pend[rows]
         t = self.toi[taken]
         self.toi[taken] = np.inf
-        return self.table.hits(self._paths, self._radius, self.i[taken], self.k[taken], t)
+        return self.table.hits(self._paths, self.i[taken], self.k[taken], t)
 
     def retest(self, changed: Int) -> None:
         """New times of impact for the pairs of bodies whose paths changed."""
         dirty = self._by_body.pairs_of(changed)
-        self.toi[dirty] = self.table.toi(self._paths, self._radius, self.i[dirty], self.k[dirty])
+        self.toi[dirty] = self.table.toi(self._paths, self.i[dirty], self.k[dirty])
         pend = _unique(np.concatenate([self.pend, dirty]))
         self.pend = pend[np.isfinite(self.toi[pend])]
 
@@ -591,9 +632,11 @@ def _sphere_hits(paths: Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
     # Coincident centres (two points meeting exactly) have no direction: use the motion.
     fallback = unit(vb - va, np.broadcast_to([0.0, 0.0, 1.0], pa.shape))
     normal = unit(pa - pb, fallback)
-    speed = np.maximum(-np.einsum("ij,ij->i", va - vb, normal), 0.0)
-    point = pb + normal * radius[b][:, None]
-    return Hits.of(a, b, SPHERE, t, point, normal, speed, pa, pb)
+    speed = -np.einsum("ij,ij->i", va - vb, normal)
+    if paths.grow is not None:
+        speed += paths.growth_rate(a, t) + paths.growth_rate(b, t)
+    point = pb + normal * paths.radius_at(b, t)[:, None]
+    return Hits.of(a, b, SPHERE, t, point, normal, np.maximum(speed, 0.0), pa, pb)
 
 
 def _respond(
@@ -627,23 +670,31 @@ def _respond(
     rank = np.arange(len(group)) - np.searchsorted(sorted_group, sorted_group)
     slot = np.searchsorted(uniq, sorted_group)
     latest = np.zeros_like(remaining)
+    # A growing slide keeps clear of what it touches: its motion away from each surface
+    # must be at least what it still grows (nothing else: no growth, no push).
+    grown = None if paths.grow is None else paths.growth_left(lead, t)
     for r in range(int(rank.max()) + 1):
         rows = rank == r
         s = slot[rows]
         nrm = push[order][rows]
-        into = np.minimum(np.einsum("ij,ij->i", remaining[s], nrm), 0.0)
-        remaining[s] -= nrm * into[:, None]
+        away = np.einsum("ij,ij->i", remaining[s], nrm)
+        if grown is not None:
+            away -= grown[s]
+        remaining[s] -= nrm * np.minimum(away, 0.0)[:, None]
         latest[s] = nrm
     # Deflected twice at one instant and sent back into the first surface: a wedge. Keep
     # only the motion along the crease of the two surfaces (parallel ones: none at all),
     # as a fluid pusher does, instead of bouncing between them until MAX_SLIDES.
     previous = paths.normal[lead]
-    wedged = (paths.normal_t[lead] == t) & (np.einsum("ij,ij->i", remaining, previous) < 0)
+    back = np.einsum("ij,ij->i", remaining, previous)
+    wedged = (paths.normal_t[lead] == t) & (back < (0.0 if grown is None else grown))
     if wedged.any():
         crease = np.cross(previous[wedged], latest[wedged])
         along = unit(crease, np.zeros_like(crease))
         keep = np.einsum("ij,ij->i", remaining[wedged], along)
         remaining[wedged] = along * keep[:, None]
+        if grown is not None:  # no room to grow in: it stops, and stops growing
+            deflect &= ~(wedged & (grown > 0))
     displacement = np.where(deflect[:, None], remaining, 0.0)
     members, slot = rigid.members(uniq)
     t_m = t[slot]
@@ -770,7 +821,7 @@ def _sensor_hits(
         parts.append(_sensor_sphere_rows(paths, radius, a, b, body, t0, t1, x0, x1, start, count))
     for o in struck:
         if len(o.sensor_i):
-            parts.append(o.table.sensor_hits(paths, radius, o.sensor_i, o.sensor_k))
+            parts.append(o.table.sensor_hits(paths, o.sensor_i, o.sensor_k))
     return concat_hits(parts)
 
 
@@ -803,7 +854,15 @@ def _sensor_sphere_rows(
     span = hi - lo
     a_lo = sensor_at(paths, ia, lo)
     a_hi = sensor_at(paths, ia, hi)
-    enter, leave = sphere_sphere_overlap(a_lo, a_hi, radius[ia], x0[seg], x1[seg], radius[ib])
+    if paths.grow is None:
+        enter, leave = sphere_sphere_overlap(a_lo, a_hi, radius[ia], x0[seg], x1[seg], radius[ib])
+    else:  # both radii as one, linear on each segment (a stop is a segment's end)
+        r_lo = paths.radius_at(ia, lo) + paths.radius_at(ib, lo)
+        r_hi = paths.radius_at(ia, hi) + paths.radius_at(ib, hi)
+        zero = np.zeros(len(ia))
+        enter, leave = sphere_sphere_overlap(
+            a_lo, a_hi, r_lo, x0[seg], x1[seg], zero, ra1=r_hi, rb1=zero
+        )
     hit = (span > 0) & np.isfinite(enter)
     # A zero-length final segment (stopped exactly at t = 1) still overlaps at its instant.
     item, seg, ia, ib = item[hit], seg[hit], ia[hit], ib[hit]
@@ -822,7 +881,7 @@ def _sensor_sphere_rows(
         pb = x0[s] + frac[:, None] * (x1[s] - x0[s])
         pa = sensor_at(paths, ia[rows], t)
         normal = unit(pa - pb, np.broadcast_to([0.0, 0.0, 1.0], pa.shape))
-        return pa, pb, normal, pb + normal * radius[ib[rows]][:, None]
+        return pa, pb, normal, pb + normal * paths.radius_at(ib[rows], t)[:, None]
 
     pa, pb, nrm, point = geometry(first, t_enter)
     xa, xb, xn, xpoint = geometry(last, np.where(np.isnan(t_exit), 1.0, t_exit))
