@@ -29,7 +29,7 @@ Examples
 >>> StaticIndex([[0.0, 0, 0]], [[1.0, -1, 1]])
 Traceback (most recent call last):
     ...
-ValueError: hi must be >= lo in every coordinate, got lo [0.0, 0.0, 0.0] and hi [1.0, -1.0, 1.0] at row 0
+ValueError: hi must be >= lo, got lo [0.0, 0.0, 0.0] and hi [1.0, -1.0, 1.0] at row 0
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _check
-from ._arrays import largest_abs, unique
+from ._arrays import unique
 from ._tolerance import DIST_REL_EPS
 from .broadphase import _PIECE_ROWS, _pieces, _swept_boxes
 
@@ -108,7 +108,7 @@ def _boxes(lo: ArrayLike, hi: ArrayLike, what: str) -> tuple[Float, Float]:
     if np.any(flipped):
         row = int(np.argmax(flipped))
         raise ValueError(
-            f"hi must be >= lo in every coordinate, got lo {lo_[row].tolist()} and hi "
+            f"hi must be >= lo, got lo {lo_[row].tolist()} and hi "
             f"{hi_[row].tolist()} at row {row}"
         )
     return np.ascontiguousarray(lo_.T), np.ascontiguousarray(hi_.T)
