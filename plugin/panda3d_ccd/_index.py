@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 from . import _check
 from ._arrays import unique
 from ._tolerance import DIST_REL_EPS
-from .broadphase import _PIECE_ROWS, _pieces, _swept_boxes
+from .broadphase import _pieces, _swept_boxes
 
 __all__ = ["StaticIndex"]
 
@@ -75,8 +75,11 @@ def _morton(lo: Float, hi: Float) -> NDArray[np.uint64]:
     centre = lo * 0.5 + hi * 0.5
     low = centre.min(axis=1)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        span = centre.max(axis=1) * 0.5 - low * 0.5
-        unit = (centre - low[:, None]) * 0.5 / span[:, None]
+        # One scale for all three axes (a cube around the centres): scaling each axis to
+        # its own span would split a flat terrain along its thin axis as often as along
+        # the wide ones, and its nodes would overlap far more.
+        span = (centre.max(axis=1) * 0.5 - low * 0.5).max()
+        unit = (centre - low[:, None]) * 0.5 / span
     top = float(2**_MORTON_BITS - 1)
     cells = np.clip(np.nan_to_num(unit * top, nan=0.0, posinf=top, neginf=0.0), 0, top)
     q = cells.astype(np.uint64)
@@ -270,7 +273,8 @@ class StaticIndex:
             Which sweeps to cut into pieces, each boxed on its own, as
             :func:`~panda3d_ccd.broadphase.sphere_pairs` does (None: none): a fast mover
             then meets only the triangles along its path, not every one under the diagonal
-            of its box. Only for straight paths. Up to 128 spheres are not cut.
+            of its box. Only for straight paths (a path that may bend within its box,
+            ``margin``, needs the whole box).
 
         Returns
         -------
@@ -300,7 +304,9 @@ class StaticIndex:
         with np.errstate(invalid="ignore", over="ignore"):
             live = np.isfinite(hi - lo).all(axis=0) & moves & (from_ != 0)
         rows = np.flatnonzero(live)
-        if n > _PIECE_ROWS and np.any(cut[rows]):
+        # Cut however few the spheres: unlike the pairing of spheres, where few whole boxes
+        # are cheaper paired directly, every item a piece leaves out is one exact test less.
+        if np.any(cut[rows]):
             boxes = _pieces(p0, p1, reach, rows, moves, cut)
             i, k = self._pairs(boxes.lo, boxes.hi, boxes.ids, from_, n)
             # Several pieces of one sweep can meet one item: keep the pair once.
