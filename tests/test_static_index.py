@@ -231,6 +231,24 @@ def test_pad_counts_a_gap_within_rounding_and_no_more():
     assert listed(far) == ([], [])
 
 
+def test_extreme_coordinates_equal_brute_force():
+    """Boxes from 1e-300 to 1e307 wide: the Morton codes and pads stay finite (an overflow
+    or nan would raise here), and a sweep too long to measure is dropped."""
+    lo = np.array([[-1e307, -1e307, -1e307], [1e306, 0, 0], [0, 0, 0], [1e-300, 0, 0]])
+    hi = lo + [[1e307, 1, 1], [1e306, 1, 1], [1, 1, 1], [1e-300, 0, 0]]
+    qlo = np.array([[0.5, 0.5, 0.5], [1.5e306, 0.5, 0.5], [-1e308, -1e308, -1e308]])
+    qhi = np.array([[0.5, 0.5, 0.5], [1.5e306, 0.5, 0.5], [1e308, 1e308, 1e308]])
+    p0, p1 = [[0.0, 0, 0], [1e308, 0, 0]], [[1.0, 0, 0], [-1e308, 0, 0]]
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        index = StaticIndex(lo, hi)
+        got = index.query(qlo, qhi)
+        swept_pairs = index.sphere_pairs(p0, p1, 1.0)
+    assert listed(got) == brute_query(qlo, qhi, lo, hi)
+    assert listed(got) == ([0, 1, 2, 2, 2, 2], [2, 1, 0, 1, 2, 3])
+    assert listed(swept_pairs) == ([0, 0], [2, 3])
+    assert len(index) == 4
+
+
 def test_duplicates_are_each_reported():
     lo = np.zeros((9, 3))
     hi = np.ones((9, 3))

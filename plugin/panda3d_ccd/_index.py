@@ -158,6 +158,10 @@ class StaticIndex:
         self.into_mask = _check.masks("into_mask", into_mask, m).copy()
         self._build(*_padded(lo_, hi_))
 
+    def __len__(self) -> int:
+        """The number of items indexed."""
+        return self.size
+
     @classmethod
     def of_triangles(
         cls, a: ArrayLike, b: ArrayLike, c: ArrayLike, into_mask: ArrayLike | None = None
