@@ -171,3 +171,44 @@ def test_phase_table_times_every_phase_including_the_broad_phase() -> None:
         "**whole step()**",
     ):
         assert f"| {label} |" in table
+
+
+def test_geometry_option_runs_only_the_geometry_table(tmp_path: Path) -> None:
+    from panda3d_ccd import sweep
+
+    stdout, record = run_benchmarks(
+        tmp_path,
+        "--geometry", "--quick", "--triangles", "3000", "--sizes", "5,60", "--frames", "1",
+        "--kernel-pairs", "2000",
+    )  # fmt: skip
+    assert "| case | n | ms | pairs | note |" in stdout
+    assert "timing" not in record and "correctness" not in record
+    rows = {(row["case"], row["n"]): row for row in record["geometry"]}
+    assert rows[("build index (terrain + walls)", 3000)]["ms"] > 0
+    for n in (5, 60):
+        row = rows[("query, fast movers cut into pieces", n)]
+        assert row["ms"] > 0 and row["pairs"] > 0
+    cut = rows[("query, fast movers cut into pieces", 60)]["pairs"]
+    assert rows[("query, whole swept boxes", 60)]["pairs"] > cut
+    assert rows[("query, spheres 1,000 units above the mesh", 60)]["pairs"] == 0
+    kernel = rows[("sphere-triangle kernel, one call", 2000)]
+    if hasattr(sweep, "sphere_triangle_toi"):
+        assert kernel["ms"] > 0 and "tests/s" in kernel["note"]
+    else:
+        assert kernel["ms"] is None and kernel["note"] == "n/a (kernel not present)"
+        line = "| sphere-triangle kernel, one call | 2,000 | - | - | n/a (kernel not present) |"
+        assert line in stdout
+
+
+def test_geometry_mesh_has_the_triangles_asked_for_and_flat_walls() -> None:
+    from benchmarks.geometry import level_mesh
+
+    for m in (1, 2, 101, 5000):
+        a, b, c = level_mesh(m, seed=2)
+        assert a.shape == b.shape == c.shape == (m, 3)
+    a, b, c = level_mesh(5000, seed=2)
+    lo, hi = np.minimum(np.minimum(a, b), c), np.maximum(np.maximum(a, b), c)
+    walls = hi[:, 2] - lo[:, 2] == 12.0
+    assert walls.sum() == 5000 - 2 * 48**2  # the terrain: 48 x 48 cells, 95% at most
+    flat = (hi[walls, 0] == lo[walls, 0]) | (hi[walls, 1] == lo[walls, 1])
+    assert 0.5 < flat.mean() < 0.8  # two thirds axis-aligned, a third slanted

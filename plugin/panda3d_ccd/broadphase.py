@@ -4,7 +4,8 @@ A sphere moving from ``p0`` to ``p1`` in one frame stays inside its *swept box*:
 axis-aligned box ``min(p0, p1) - reach`` to ``max(p0, p1) + reach``, with ``reach`` its
 radius plus an optional margin. :func:`sphere_pairs` returns exactly the pairs whose swept
 boxes overlap (closed boxes: touching counts) and whose collide masks and moving flags allow
-a contact. :func:`sphere_plane_pairs` does the same against half-spaces.
+a contact. :func:`sphere_plane_pairs` does the same against half-spaces, and
+:class:`StaticIndex` (built once per static mesh) against a level's triangles.
 
 Each box is grown by ``DIST_REL_EPS`` times its own scale (the largest of its coordinate
 magnitudes and its reach) so that two surfaces touching within float64 rounding are never
@@ -39,6 +40,8 @@ ValueError: radius must be finite and >= 0, got -0.5
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -47,7 +50,21 @@ from ._arrays import length as _length
 from ._arrays import unique
 from ._tolerance import DIST_REL_EPS
 
-__all__ = ["sphere_pairs", "sphere_plane_pairs"]
+if TYPE_CHECKING:
+    from ._index import StaticIndex
+
+__all__ = ["StaticIndex", "sphere_pairs", "sphere_plane_pairs"]
+
+
+def __getattr__(name: str) -> Any:
+    # The static index (in its own module, which builds on the helpers below) is loaded on
+    # first use: importing it here at the top would be circular.
+    if name == "StaticIndex":
+        from ._index import StaticIndex
+
+        return StaticIndex
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 Float = NDArray[np.float64]
 Int = NDArray[np.int64]

@@ -1,0 +1,360 @@
+"""A static index of boxes, built once per static mesh and queried each pass.
+
+A level's triangles do not move, so their boxes are indexed once, in the mesh's own frame,
+and every pass asks only which of them the moving spheres' swept boxes overlap. The index is
+a linear bounding volume hierarchy (LBVH): items are sorted along a Morton curve through
+their box centres, cut into leaves of ``_LEAF`` consecutive items, and a complete binary
+tree is built over the leaves, one vectorised reduction per level. A query descends the
+tree level by level with a frontier of (query, node) pairs, so it costs what it finds
+(times the depth), and a query far from everything ends at the root. Node boxes are unions
+of item boxes, so huge triangles, slivers, flat walls (zero thickness) and items all in
+one place need no special case: the order only decides how tight the nodes are.
+
+Boxes are grown by ``DIST_REL_EPS`` times their scale (their largest coordinate
+magnitude), as the broad phase grows the swept boxes, so that surfaces touching within
+float64 rounding are never lost.
+
+This module never imports panda3d.
+
+Examples
+--------
+>>> import numpy as np
+>>> from panda3d_ccd.broadphase import StaticIndex
+>>> a = np.array([[0.0, 0, 0], [10, 0, 0]])
+>>> index = StaticIndex.of_triangles(a, a + [1, 0, 0], a + [0, 1, 0])
+>>> index.query([[0.5, 0.5, -1], [-5, -5, -5]], [[0.6, 0.6, 1], [-4, -4, -4]])
+(array([0]), array([0]))
+>>> index.sphere_pairs([[5.0, 0.2, 1], [0, 0, 9]], [[11.0, 0.2, 1], [1, 1, 9]], 1.0)
+(array([0]), array([1]))
+>>> StaticIndex([[0.0, 0, 0]], [[1.0, -1, 1]])
+Traceback (most recent call last):
+    ...
+ValueError: hi must be >= lo, got lo [0.0, 0.0, 0.0] and hi [1.0, -1.0, 1.0] at row 0
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import _check
+from ._arrays import unique
+from ._tolerance import DIST_REL_EPS
+from .broadphase import _pieces, _swept_boxes
+
+__all__ = ["StaticIndex"]
+
+Float = NDArray[np.float64]
+Int = NDArray[np.int64]
+Bool = NDArray[np.bool_]
+
+#: Items per leaf. Fewer mean tighter leaves but a deeper tree (one more level of frontier
+#: work per halving); 4 was fastest on the benchmark's terrain (see benchmarks/geometry.py).
+_LEAF = 4
+#: Bits of each axis in a Morton code: three of them fill 63 bits of an int64.
+_MORTON_BITS = 21
+
+
+def _spread(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """Each of the low 21 bits of x moved to every third bit (bit i to bit 3i)."""
+    x = x & np.uint64(0x1FFFFF)
+    x = (x | (x << np.uint64(32))) & np.uint64(0x1F00000000FFFF)
+    x = (x | (x << np.uint64(16))) & np.uint64(0x1F0000FF0000FF)
+    x = (x | (x << np.uint64(8))) & np.uint64(0x100F00F00F00F00F)
+    x = (x | (x << np.uint64(4))) & np.uint64(0x10C30C30C30C30C3)
+    x = (x | (x << np.uint64(2))) & np.uint64(0x1249249249249249)
+    return x
+
+
+def _morton(lo: Float, hi: Float) -> NDArray[np.uint64]:
+    """(m,) Morton codes of the centres of boxes lo, hi (3, m).
+
+    Only an ordering heuristic: whatever it returns (all zero for coincident centres, say),
+    the tree stays exact. Halves are summed rather than the ends, which cannot overflow.
+    """
+    centre = lo * 0.5 + hi * 0.5
+    low = centre.min(axis=1)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        # One scale for all three axes (a cube around the centres): scaling each axis to
+        # its own span would split a flat terrain along its thin axis as often as along
+        # the wide ones, and its nodes would overlap far more.
+        span = (centre.max(axis=1) * 0.5 - low * 0.5).max()
+        unit = (centre - low[:, None]) * 0.5 / span
+    top = float(2**_MORTON_BITS - 1)
+    cells = np.clip(np.nan_to_num(unit * top, nan=0.0, posinf=top, neginf=0.0), 0, top)
+    q = cells.astype(np.uint64)
+    return (_spread(q[0]) << np.uint64(2)) | (_spread(q[1]) << np.uint64(1)) | _spread(q[2])
+
+
+def _padded(lo: Float, hi: Float) -> tuple[Float, Float]:
+    """Boxes lo, hi (3, m) grown by the rounding pad, ``DIST_REL_EPS`` times each box's
+    largest coordinate magnitude (the broad phase's pad for a reach of zero)."""
+    pad = DIST_REL_EPS * np.maximum(np.abs(lo).max(axis=0), np.abs(hi).max(axis=0))
+    with np.errstate(over="ignore"):
+        return lo - pad, hi + pad
+
+
+def _boxes(lo: ArrayLike, hi: ArrayLike, what: str) -> tuple[Float, Float]:
+    """Checked boxes: (m, 3) float64 each, finite, ``lo <= hi``, returned as (3, m)."""
+    lo_ = _check.points("lo", lo, single=False)
+    hi_ = _check.points("hi", hi, single=False)
+    if hi_.shape != lo_.shape:
+        raise ValueError(f"hi must have the same shape as lo {lo_.shape}, got {hi_.shape}")
+    for name, arr in (("lo", lo_), ("hi", hi_)):
+        bad = ~np.isfinite(arr).all(axis=1)
+        if np.any(bad):
+            row = int(np.argmax(bad))
+            raise ValueError(
+                f"{name} must be finite ({what}), got {arr[row].tolist()} at row {row}"
+            )
+    flipped = (lo_ > hi_).any(axis=1)
+    if np.any(flipped):
+        row = int(np.argmax(flipped))
+        raise ValueError(
+            f"hi must be >= lo, got lo {lo_[row].tolist()} and hi "
+            f"{hi_[row].tolist()} at row {row}"
+        )
+    return np.ascontiguousarray(lo_.T), np.ascontiguousarray(hi_.T)
+
+
+def _overlap(qlo: Float, qhi: Float, q: Int, lo: Float, hi: Float, k: Int) -> Bool:
+    """(p,) whether closed boxes ``q[j]`` of qlo, qhi and ``k[j]`` of lo, hi (3, .)
+    overlap."""
+    take = np.take
+    hit = take(qlo[0], q) <= take(hi[0], k)
+    hit &= take(lo[0], k) <= take(qhi[0], q)
+    hit &= take(qlo[1], q) <= take(hi[1], k)
+    hit &= take(lo[1], k) <= take(qhi[1], q)
+    hit &= take(qlo[2], q) <= take(hi[2], k)
+    hit &= take(lo[2], k) <= take(qhi[2], q)
+    return hit
+
+
+class StaticIndex:
+    """Boxes of static items (a level's triangles), indexed once, queried by boxes.
+
+    Parameters
+    ----------
+    lo, hi : (m, 3) float64
+        Corners of the items' boxes, finite, ``lo <= hi``; flat boxes (walls) and repeated
+        boxes are fine. ``m`` may be 0 (nothing is ever found).
+    into_mask : (m,) or scalar integer, optional
+        32-bit into-masks of the items (None: all bits on). A query row and an item pair up
+        only if the query's from-mask and the item's into-mask share a bit.
+
+    Notes
+    -----
+    The index keeps its own copies; nothing a query does changes them, and building twice
+    from the same boxes gives the same index. Cost: building is one sort of ``m`` integer
+    keys and about ``2 m / _LEAF`` box reductions; a query visits the nodes its box
+    overlaps, about ``log2(m / _LEAF)`` per item found, and a box that misses the whole
+    mesh stops at the root.
+    """
+
+    def __init__(self, lo: ArrayLike, hi: ArrayLike, into_mask: ArrayLike | None = None) -> None:
+        lo_, hi_ = _boxes(lo, hi, "item boxes")
+        m = lo_.shape[1]
+        self.size = m
+        self.into_mask = _check.masks("into_mask", into_mask, m).copy()
+        self._build(*_padded(lo_, hi_))
+
+    def __len__(self) -> int:
+        """The number of items indexed."""
+        return self.size
+
+    @classmethod
+    def of_triangles(
+        cls, a: ArrayLike, b: ArrayLike, c: ArrayLike, into_mask: ArrayLike | None = None
+    ) -> StaticIndex:
+        """The index of the boxes of triangles ``a, b, c`` (m, 3) float64 (finite)."""
+        corners = [_check.points(name, v, single=False) for name, v in zip("abc", (a, b, c))]
+        for name, v in zip("abc", corners):
+            if v.shape != corners[0].shape:
+                raise ValueError(
+                    f"{name} must have the same shape as a {corners[0].shape}, got {v.shape}"
+                )
+            bad = ~np.isfinite(v).all(axis=1)
+            if np.any(bad):
+                row = int(np.argmax(bad))
+                raise ValueError(f"{name} must be finite, got {v[row].tolist()} at row {row}")
+        a_, b_, c_ = corners
+        lo = np.minimum(np.minimum(a_, b_), c_)
+        hi = np.maximum(np.maximum(a_, b_), c_)
+        return cls(lo, hi, into_mask)
+
+    def _build(self, lo: Float, hi: Float) -> None:
+        m = self.size
+        order = np.argsort(_morton(lo, hi), kind="stable") if m else np.zeros(0, np.int64)
+        leaves = max(1, -(-m // _LEAF))
+        depth = int(np.ceil(np.log2(leaves)))
+        slots = (1 << depth) * _LEAF
+        # Empty slots get the empty box (lo = +inf, hi = -inf): every test against it, and
+        # against any union that is all empty, fails, so the tree needs no counts.
+        self._lo = np.full((3, slots), np.inf)
+        self._hi = np.full((3, slots), -np.inf)
+        self._lo[:, :m] = np.take(lo, order, axis=1)
+        self._hi[:, :m] = np.take(hi, order, axis=1)
+        self._ids = np.full(slots, -1, dtype=np.int64)
+        self._ids[:m] = order
+        mask = np.zeros(slots, dtype=np.int64)
+        mask[:m] = np.take(self.into_mask, order)
+        self._mask = mask
+        # Levels from the leaves up, each a reduction over pairs of the one below.
+        nlo = self._lo.reshape(3, -1, _LEAF).min(axis=2)
+        nhi = self._hi.reshape(3, -1, _LEAF).max(axis=2)
+        nmask = np.bitwise_or.reduce(mask.reshape(-1, _LEAF), axis=1)
+        levels = [(nlo, nhi, nmask)]
+        while nlo.shape[1] > 1:
+            nlo = nlo.reshape(3, -1, 2).min(axis=2)
+            nhi = nhi.reshape(3, -1, 2).max(axis=2)
+            nmask = nmask.reshape(-1, 2)[:, 0] | nmask.reshape(-1, 2)[:, 1]
+            levels.append((nlo, nhi, nmask))
+        self._levels = levels[::-1]
+        for arr in (self._lo, self._hi, self._ids, self._mask, self.into_mask):
+            arr.flags.writeable = False
+        for level in self._levels:
+            for arr in level:
+                arr.flags.writeable = False
+
+    # --------------------------------------------------------------------------- queries
+
+    def query(
+        self, lo: ArrayLike, hi: ArrayLike, from_mask: ArrayLike | None = None
+    ) -> tuple[Int, Int]:
+        """Every (query box, item) pair whose boxes overlap.
+
+        Parameters
+        ----------
+        lo, hi : (n, 3) float64
+            Corners of the query boxes, finite, ``lo <= hi``. They get the same rounding
+            pad as the items.
+        from_mask : (n,) or scalar integer, optional
+            32-bit from-masks of the queries (None: all bits on).
+
+        Returns
+        -------
+        i, k : (p,) int64
+            Query row and item of every pair whose closed padded boxes overlap and whose
+            masks share a bit, each once, sorted by ``i`` then ``k``.
+        """
+        qlo, qhi = _boxes(lo, hi, "query boxes")
+        n = qlo.shape[1]
+        from_ = _check.masks("from_mask", from_mask, n)
+        qlo, qhi = _padded(qlo, qhi)
+        return self._pairs(qlo, qhi, np.arange(n), from_, n)
+
+    def sphere_pairs(
+        self,
+        p0: ArrayLike,
+        p1: ArrayLike,
+        radius: ArrayLike,
+        from_mask: ArrayLike | None = None,
+        *,
+        moving: ArrayLike | None = None,
+        margin: ArrayLike | None = None,
+        split: ArrayLike | None = None,
+    ) -> tuple[Int, Int]:
+        """Candidate (sphere, item) pairs: swept spheres whose boxes overlap an item's.
+
+        The swept boxes are those of :func:`panda3d_ccd.broadphase.sphere_pairs`, in the
+        index's frame: give ``p0, p1`` in the mesh's own coordinates.
+
+        Parameters
+        ----------
+        p0, p1 : (n, 3) float64
+            Sphere centres at the start and end of the frame. Rows with a non-finite value
+            (or a swept box too large to measure) are ignored, as the broad phase does.
+        radius : (n,) or scalar float64
+            Radii, finite and >= 0.
+        from_mask : (n,) or scalar integer, optional
+            32-bit from-masks of the spheres (None: all bits on).
+        moving : (n,) or scalar bool, optional
+            Which spheres move (None: all). A still sphere cannot start a contact with a
+            static item and is never reported.
+        margin : (n,) or scalar float64, optional
+            Extra reach, finite and >= 0, added to the radius.
+        split : (n,) or scalar bool, optional
+            Which sweeps to cut into pieces, each boxed on its own, as
+            :func:`~panda3d_ccd.broadphase.sphere_pairs` does (None: none): a fast mover
+            then meets only the triangles along its path, not every one under the diagonal
+            of its box. Only for straight paths (a path that may bend within its box,
+            ``margin``, needs the whole box).
+
+        Returns
+        -------
+        i, k : (p,) int64
+            Sphere and item of every pair found, each once, sorted by ``i`` then ``k``.
+        """
+        p0_ = _check.points("p0", p0, single=False)
+        p1_ = _check.points("p1", p1, single=False)
+        if p1_.shape != p0_.shape:
+            raise ValueError(f"p1 must have the same shape as p0 {p0_.shape}, got {p1_.shape}")
+        n = p0_.shape[0]
+        reach = _check.lengths("radius", radius, n)
+        if margin is not None:
+            reach = reach + _check.lengths("margin", margin, n)
+        from_ = _check.masks("from_mask", from_mask, n)
+        moves = _check.flags("moving", moving, n, default=True)
+        cut = _check.flags("split", split, n, default=False)
+        return self._sphere_pairs(p0_, p1_, reach, from_, moves, cut)
+
+    def _sphere_pairs(
+        self, p0: Float, p1: Float, reach: Float, from_: Int, moves: Bool, cut: Bool
+    ) -> tuple[Int, Int]:
+        """:meth:`sphere_pairs` on arguments already checked and broadcast to (n,) rows,
+        with ``reach`` the radius plus margin (for the solver, once per pass)."""
+        n = p0.shape[0]
+        lo, hi = _swept_boxes(p0, p1, reach)
+        with np.errstate(invalid="ignore", over="ignore"):
+            live = np.isfinite(hi - lo).all(axis=0) & moves & (from_ != 0)
+        rows = np.flatnonzero(live)
+        # Cut however few the spheres: unlike the pairing of spheres, where few whole boxes
+        # are cheaper paired directly, every item a piece leaves out is one exact test less.
+        if np.any(cut[rows]):
+            boxes = _pieces(p0, p1, reach, rows, moves, cut)
+            i, k = self._pairs(boxes.lo, boxes.hi, boxes.ids, from_, n)
+            # Several pieces of one sweep can meet one item: keep the pair once.
+            key = unique(i * max(self.size, 1) + k)
+            return np.divmod(key, max(self.size, 1))
+        return self._pairs(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1), rows, from_, n)
+
+    def _pairs(self, qlo: Float, qhi: Float, ids: Int, from_: Int, n: int) -> tuple[Int, Int]:
+        """Pairs (ids[q], item) for query boxes qlo, qhi (3, r) already padded, sorted.
+
+        The frontier holds (query, node) pairs whose boxes overlap; each level keeps those
+        that still do among the children. Each item lies in one leaf, so each pair is found
+        once.
+        """
+        empty = np.empty(0, dtype=np.int64)
+        if self.size == 0 or qlo.shape[1] == 0:
+            return empty, empty.copy()
+        q = np.arange(qlo.shape[1])
+        node = np.zeros(len(q), dtype=np.int64)
+        mask = np.take(from_, ids)
+        # Skipped where some bit is in every mask (the common case: no mask set).
+        masked = (np.bitwise_and.reduce(mask) & np.bitwise_and.reduce(self.into_mask)) == 0
+        last = len(self._levels) - 1
+        for depth, (lo, hi, nmask) in enumerate(self._levels):
+            if depth:
+                q = np.repeat(q, 2)
+                node = (node[:, None] * 2 + np.arange(2)).ravel()
+            hit = _overlap(qlo, qhi, q, lo, hi, node)
+            if masked:
+                hit &= (np.take(mask, q) & np.take(nmask, node)) != 0
+            keep = np.flatnonzero(hit)
+            q = np.take(q, keep)
+            node = np.take(node, keep)
+            if depth == last:
+                break
+        q = np.repeat(q, _LEAF)
+        slot = (node[:, None] * _LEAF + np.arange(_LEAF)).ravel()
+        hit = _overlap(qlo, qhi, q, self._lo, self._hi, slot)
+        if masked:
+            hit &= (np.take(mask, q) & np.take(self._mask, slot)) != 0
+        keep = np.flatnonzero(hit)
+        i = np.take(ids, np.take(q, keep))
+        k = np.take(self._ids, np.take(slot, keep))
+        # Queries come out grouped in order already only if ids increase; sorting the keys
+        # settles both orders at once.
+        key = np.sort(i * self.size + k)
+        return np.divmod(key, self.size)
