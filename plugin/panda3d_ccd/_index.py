@@ -331,9 +331,8 @@ class StaticIndex:
         q = np.arange(qlo.shape[1])
         node = np.zeros(len(q), dtype=np.int64)
         mask = np.take(from_, ids)
-        # Skipped where some bit is in every mask (the common case: no mask set).
+        # The mask test is skipped when some bit is in every mask (the common case).
         masked = (np.bitwise_and.reduce(mask) & np.bitwise_and.reduce(self.into_mask)) == 0
-        last = len(self._levels) - 1
         for depth, (lo, hi, nmask) in enumerate(self._levels):
             if depth:
                 q = np.repeat(q, 2)
@@ -344,8 +343,6 @@ class StaticIndex:
             keep = np.flatnonzero(hit)
             q = np.take(q, keep)
             node = np.take(node, keep)
-            if depth == last:
-                break
         q = np.repeat(q, _LEAF)
         slot = (node[:, None] * _LEAF + np.arange(_LEAF)).ravel()
         hit = _overlap(qlo, qhi, q, self._lo, self._hi, slot)
