@@ -363,3 +363,41 @@ def test_two_points_that_meet_exactly_are_reported(base, ccd, recorder, response
     contacts = ccd.step()
     assert [c.t for c in contacts] == pytest.approx([0.5, 0.5], abs=1e-12)
     assert sorted(recorder.names()) == ["a-into-b", "b-into-a"]
+
+
+def test_a_projectile_registered_and_moved_in_the_same_frame_is_swept(base, ccd, recorder):
+    """Spawned at the muzzle (setPos) and moved with setFluidPos before its first pass, as
+    a game's update task does: swept from the muzzle, so the target right in front of it
+    is hit (the first pass starts at Panda3D's previous transform)."""
+    render = base.render
+    target = node(render, "target", (5, 0, 0))
+    ccd.add_sphere(target, 1.0, static=True)
+    ccd.step()
+    shot = node(render, "shot", (0, 0, 0))  # at the muzzle
+    ccd.add_sphere(shot, 0.1)
+    shot.setFluidPos(50, 0, 0)  # its first frame of flight
+    contacts = ccd.step()
+    assert sorted(recorder.names()) == ["shot-into-target", "target-into-shot"]
+    assert [c.t for c in contacts] == pytest.approx([3.9 / 50] * 2, abs=1e-12)
+    assert tuple(shot.getPos()) == pytest.approx((3.9, 0, 0), abs=1e-6)
+
+
+def test_a_projectile_spawned_in_a_task_is_swept_on_its_first_frame(base, ccd, recorder):
+    """The same through ShowBase's frame: spawned and moved in a task at sort 10."""
+    render = base.render
+    target = node(render, "target", (5, 0, 0))
+    ccd.add_sphere(target, 1.0, static=True)
+    shots = []
+
+    def fire(task):
+        shot = node(render, "shot")
+        ccd.add_sphere(shot, 0.1)
+        shot.setFluidPos(50, 0, 0)
+        shots.append(shot)
+        return task.done
+
+    base.taskMgr.step()
+    base.taskMgr.add(fire, "fire", sort=10)
+    base.taskMgr.step()
+    assert sorted(recorder.names()) == ["shot-into-target", "target-into-shot"]
+    assert tuple(shots[0].getPos()) == pytest.approx((3.9, 0, 0), abs=1e-6)

@@ -244,6 +244,7 @@ class ContinuousCollision:
         self._pairs = PairTracker()
         self._contacts: list[Contact] = []
         self._teleported: set[int] = set()
+        self._new: set[int] = set()  # spheres registered since the last pass
         self._unsent_in: set[tuple[int, int]] = set()
         # Node ids outlive remove() for the rest of a frame's events (see _forget).
         self._owner_of: dict[NodePath, int] = {}
@@ -369,12 +370,16 @@ class ContinuousCollision:
     def _commit(
         self, nodepath: NodePath, handle: NodePath, owner: int, entries: list[Any]
     ) -> None:
-        """Register a node's validated colliders, all at once. Its first pass starts where
-        the node is then (it sweeps nothing): a spawn placed after registration is not
-        swept from where it was built."""
+        """Register a node's validated colliders, all at once. A sphere's first pass starts
+        at Panda3D's previous transform, where the game last placed it (setPos), so a spawn
+        placed after registration is not swept from where it was built, while a setFluidPos
+        move in the same frame is; a plane's first pass sweeps nothing."""
         for entry in entries:
             entry.handle = handle
-            self._teleported.add(entry.uid)
+            if isinstance(entry, SphereRecord):
+                self._new.add(entry.uid)
+            else:
+                self._teleported.add(entry.uid)
             if isinstance(entry, SphereRecord):
                 self._read_sphere(entry)
                 self._state.spheres.add(entry)
@@ -755,7 +760,10 @@ class ContinuousCollision:
         if self._inactive:
             owners = [self._owner_of[nodepath] for nodepath in self._inactive]
             inactive = np.isin(spheres.owner, np.array(owners, np.int64))
-        held = spheres.static & ~teleported & ~inactive
+        new = np.zeros(n, bool)
+        if self._new:
+            new = np.isin(spheres.uid, np.fromiter(self._new, np.int64))
+        held = spheres.static & ~teleported & ~new & ~inactive
         start[held] = end[held] = spheres.prev_center[held]
         radius[held] = spheres.world_radius[held]
 
@@ -770,13 +778,18 @@ class ContinuousCollision:
         start[rows[fresh]] = now.center[fresh]
         spheres.prev_transform[rows[fresh]] = now.transform[fresh]
         swept = np.flatnonzero(now.ok & ~fresh)
-        if self.respect_prev_transform:
+        if not self.respect_prev_transform:
+            # A node's first pass starts where the game last placed it: Panda3D's previous
+            # transform (setPos resets it, setFluidPos keeps it), not where it was built.
+            first = new[rows[swept]]
+            start[rows[swept[~first]]] = spheres.prev_center[rows[swept[~first]]]
+            swept = swept[first]
+        if len(swept):
             prev = self._read_rows(spheres, rows[swept], previous=True)
             spheres.prev_transform[rows[swept[prev.ok]]] = prev.transform[prev.ok]
             # A garbage previous transform: do not sweep from it.
             start[rows[swept]] = np.where(prev.ok[:, None], prev.center, now.center[swept])
-        else:
-            start[rows[swept]] = spheres.prev_center[rows[swept]]
+        self._new.clear()
 
         finite = row_all(np.isfinite(end)) & np.isfinite(radius)
         for k in np.flatnonzero(~finite & ~spheres.bad & ~inactive).tolist():
