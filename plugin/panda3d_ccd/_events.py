@@ -5,7 +5,7 @@ The contract, for a game moving over from Panda3D's CollisionHandlerEvent:
 * **in**: a (from, into) pair collides this frame and was not touching at the end of the
   last frame. **again**: it was, and collides again. **out**: it was, and did not collide
   this frame; or it touched and separated within this frame (a sensor passed right
-  through); or one of its nodes was removed.
+  through); or one of its nodes was removed or taken out of the scene.
 * Events of one frame are sent in time order: first the outs of pairs that ended between
   frames, then the contacts of this frame by increasing time of impact (ties in the order
   the component found them), each pass-through's out at its exit time.

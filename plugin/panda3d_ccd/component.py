@@ -378,12 +378,10 @@ class ContinuousCollision:
             entry.handle = handle
             if isinstance(entry, SphereRecord):
                 self._new.add(entry.uid)
-            else:
-                self._teleported.add(entry.uid)
-            if isinstance(entry, SphereRecord):
                 self._read_sphere(entry)
                 self._state.spheres.add(entry)
             else:
+                self._teleported.add(entry.uid)
                 entry.prev_world = self._world_plane(entry)
                 self._state.planes.append(entry)
         self._by_node[nodepath] = entries
