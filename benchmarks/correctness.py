@@ -105,6 +105,7 @@ def plugin_reports(scene: PairScene, response: str) -> set[tuple[int, int]]:
     try:
         for node, r in zip(nodes, radii):
             ccd.add_sphere(node, r, response=response)
+        ccd.step()  # a node's first pass sweeps nothing
         _move_to_end(scene, nodes, fluid=True)
         contacts = ccd.step()
         return {

@@ -140,6 +140,7 @@ def test_the_task_runs_one_pass_per_frame(base, ccd, recorder):
     floor(ccd, render)
     ball = node(render, "ball", (0, 0, 5))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(0, 0, -5)
     base.taskMgr.step()
     assert_vec(pos(ball, render), (0, 0, 1))
@@ -155,6 +156,7 @@ def test_injected_handles_need_no_showbase(base, recorder, monkeypatch):
         floor(ccd, world)
         ball = node(world, "ball", (0, 0, 5))
         ccd.add_sphere(ball, 1.0)
+        ccd.step()  # first pass: sweeps nothing
         ball.setPos(0, 0, -5)
         base.taskMgr.step()
         assert_vec(pos(ball, world), (0, 0, 1))
@@ -179,6 +181,7 @@ def test_world_coordinates_are_relative_to_the_given_render(base, make_ccd, reco
     floor(ccd, world)
     ball = node(world, "ball", (0, 0, 5))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(0, 0, -5)
     (c,) = ccd.step()
     assert c.t == pytest.approx(0.4, abs=1e-12)
@@ -245,6 +248,7 @@ def test_zero_radius_is_a_point(base, ccd):
     floor(ccd, render)
     ball = node(render, "point", (0, 0, 5))
     ccd.add_sphere(ball, 0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(0, 0, -5)
     (c,) = ccd.step()
     assert c.t == pytest.approx(0.5, abs=1e-12)
@@ -377,6 +381,7 @@ def test_radius_follows_net_scale(base, ccd):
     parent.setScale(2)
     ball = node(parent, "ball", (0, 0, 5))  # world z = 10
     ccd.add_sphere(ball, 1.0)  # world radius 2
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(0, 0, -5)  # world z = -10
     (c,) = ccd.step()
     assert c.t == pytest.approx(0.4, abs=1e-12)
@@ -389,6 +394,7 @@ def test_center_is_in_node_space_and_scaled(base, ccd):
     ball = node(render, "ball", (0, 0, 10))
     ball.setScale(3)
     ccd.add_sphere(ball, 0.5, center=(0, 0, -1))  # world: centre 3 below, radius 1.5
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(0, 0, 0)
     (c,) = ccd.step()
     # centre z goes 7 -> -3 and touches at 1.5: t = 5.5 / 10
@@ -403,6 +409,7 @@ def test_set_pos_is_swept(base, ccd):
     floor(ccd, render)
     ball = node(render, "ball", (0, 0, 5))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(0, 0, -5)
     (c,) = ccd.step()
     assert c.t == pytest.approx(0.4, abs=1e-12)
@@ -414,6 +421,7 @@ def test_set_fluid_pos_is_swept(base, ccd):
     floor(ccd, render)
     ball = node(render, "ball", (0, 0, 5))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setFluidPos(0, 0, -5)
     (c,) = ccd.step()
     assert c.t == pytest.approx(0.4, abs=1e-12)
@@ -426,6 +434,7 @@ def test_moving_parent_is_swept(base, ccd):
     parent = node(render, "parent", (3, 0, 5))
     ball = node(parent, "ball", (1, 0, 0))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     parent.setPos(3, 0, -5)
     (c,) = ccd.step()
     assert c.t == pytest.approx(0.4, abs=1e-12)
@@ -461,6 +470,7 @@ def test_respect_prev_transform_uses_panda_previous_transform(base, make_ccd):
     jump = node(render, "jump", (10, 0, 5))
     ccd.add_sphere(fluid, 1.0)
     ccd.add_sphere(jump, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     fluid.setFluidPos(0, 0, -5)
     jump.setPos(10, 0, -5)  # Panda3D's teleport: previous = current
     (c,) = ccd.step()
@@ -476,6 +486,7 @@ def test_respect_prev_transform_sweeps_a_fluid_parent(base, make_ccd):
     parent = node(render, "parent", (2, 0, 5))
     ball = node(parent, "ball", (1, 0, 0))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     parent.setFluidPos(2, 0, -5)
     (c,) = ccd.step()
     assert c.t == pytest.approx(0.4, abs=1e-12)
@@ -525,6 +536,7 @@ def test_moving_plane_is_swept(base, ccd):
     plane = floor(ccd, render, z=0)
     ball = node(render, "ball", (0, 0, 5))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     plane.setZ(10)
     ball.setZ(4)
     (c,) = ccd.step()
@@ -546,6 +558,7 @@ def test_plane_is_in_its_node_space(base, ccd):
     normal = render.getRelativeVector(turned, LVector3(0, 0, 1))
     ball = node(render, "ball", (0, 0, 5))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(0, 0, -10)
     (c,) = ccd.step()
     assert c.into_np == holder and c.t == pytest.approx(5 / 15, abs=1e-12)
@@ -556,6 +569,7 @@ def test_plane_is_in_its_node_space(base, ccd):
     n = round(normal[0])
     probe = node(render, "probe", (20 + 15 * n, 10, 5))
     ccd.add_sphere(probe, 1.0)
+    ccd.step()
     probe.setPos(20 - 15 * n, 10, 5)
     (c,) = ccd.step()
     # float32 rotation: the normal is off world x by ~4e-8
@@ -571,6 +585,7 @@ def test_plane_moved_by_its_parent(base, ccd):
     ccd.add_plane(plane, UP)
     ball = node(render, "ball", (0, 0, 5))
     ccd.add_sphere(ball, 1.0, response="slide")
+    ccd.step()  # first pass: sweeps nothing
     parent.setZ(10)  # floor from -10 to 10; the ball is still
     # A still ball has no motion to take back: it is reported, not moved.
     (c,) = ccd.step()
@@ -601,9 +616,11 @@ def test_teleport_a_static_sphere_rereads_it(base, ccd):
     render = base.render
     post = node(render, "post", (0, 0, 0))
     ccd.add_sphere(post, 1.0, static=True)
+    ccd.step()  # first pass: sweeps nothing
     post.setPos(100, 0, 0)  # breaks the promise: not seen until teleport()
     ball = node(render, "ball", (-5, 0, 0))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()
     ball.setPos(5, 0, 0)
     (c,) = [x for x in ccd.step() if x.from_np == ball]
     assert c.into_np == post and c.t == pytest.approx(0.3, abs=1e-12)
@@ -638,6 +655,7 @@ def test_rewind_interpolates_orientation_by_slerp(base, ccd):
     floor(ccd, render)
     ball = node(render, "ball", (0, 0, 5))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setPosHpr((0, 0, -5), (90, 0, 0))
     (c,) = ccd.step()
     assert c.t == pytest.approx(0.4, abs=1e-12)
@@ -658,6 +676,7 @@ def test_rewind_slerp_general_axis(base, ccd):
     q1.setHpr((100, -40, 70))
     ball.setQuat(q0)
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(0, 0, -5)
     ball.setQuat(q1)
     ccd.step()
@@ -679,6 +698,7 @@ def test_rewind_with_center_offset_and_rotation(base, ccd):
     floor(ccd, render)
     ball = node(render, "ball", (0, 0, 5))
     ccd.add_sphere(ball, 1.0, center=(2, 0, 0))
+    ccd.step()  # first pass: sweeps nothing
     ball.setPosHpr((0, 0, -5), (90, 0, 0))
     (c,) = ccd.step()
     # The centre goes (2, 0, 5) -> (0, 2, -5) in a straight line and touches at t = 0.4.
@@ -694,6 +714,7 @@ def test_two_moving_rewind_spheres_stop_at_the_same_moment(base, ccd):
     b = node(render, "b", (10, 0, 0))
     ccd.add_sphere(a, 1.0)
     ccd.add_sphere(b, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     a.setPos(10, 0, 0)
     b.setPos(-10, 0, 0)
     contacts = ccd.step()
@@ -712,6 +733,7 @@ def test_rewind_chain_of_three(base, ccd):
     c = node(render, "c", (-3, 0, 0))
     for n in (a, b, c):
         ccd.add_sphere(n, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     a.setPos(20, 0, 0)  # touches b at t = 8/20
     c.setPos(17, 0, 0)  # follows a at the same speed, 1 behind
     contacts = ccd.step()
@@ -736,6 +758,7 @@ def test_a_queue_into_a_wall_and_a_bystander(base, ccd, count):
         queue.append(unit)
     bystander = node(render, "bystander", (-10, 100, 0))
     ccd.add_sphere(bystander, 0.4)
+    ccd.step()  # first pass: sweeps nothing
     for unit in queue:
         unit.setX(unit.getX() + 5)
     bystander.setX(-5)
@@ -752,6 +775,7 @@ def test_slide_keeps_the_tangential_motion(base, ccd):
     floor(ccd, render)
     ball = node(render, "ball", (0, 0, 2))
     ccd.add_sphere(ball, 1.0, response="slide")
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(4, 0, -2)
     (c,) = ccd.step()
     assert c.t == pytest.approx(0.25, abs=1e-12)
@@ -765,6 +789,7 @@ def test_several_slides_in_one_frame(base, ccd):
     wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
     ball = node(render, "ball", (0, 0, 2))
     ccd.add_sphere(ball, 1.0, response="slide")
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(8, 3, -2)
     contacts = ccd.step()
     # floor at t = 0.25 at (2, .75, 1); slides toward (8, 3, 1); wall x = 4 after 2/6 of it.
@@ -781,6 +806,7 @@ def test_slide_into_a_wedge_follows_the_crease(base, ccd, recorder, x0):
     wall(ccd, render, "right", (-1, 0, 1), (0, 0, 0))
     ball = node(render, "ball", (x0, 0, 5))
     ccd.add_sphere(ball, 1.0, response="slide")
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(x0, 8, -5)
     contacts = ccd.step()
     # Both normals have no y: all of the y motion survives; x and z end in the crease.
@@ -796,6 +822,7 @@ def test_slide_deflected_out_of_its_box_through_a_sensor(base, ccd, recorder):
     ccd.add_sphere(zone, 1.0, response="sensor")
     ball = node(render, "ball", (0, 0, 6))
     ccd.add_sphere(ball, 0.5, response="slide")
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(0, 0, -6)
     ccd.step()
     names = recorder.names()
@@ -809,6 +836,7 @@ def test_slide_along_another_sphere(base, ccd):
     ccd.add_sphere(post, 1.0, static=True)
     ball = node(render, "ball", (-5, 0, 0))
     ccd.add_sphere(ball, 1.0, response="slide")
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(5, 0, 0)  # head on: nothing tangential is left
     (c,) = [x for x in ccd.step() if x.from_np == ball]
     assert c.t == pytest.approx(0.3, abs=1e-12)
@@ -824,6 +852,7 @@ def test_sensor_is_never_stopped_and_never_stops_anyone(base, ccd, recorder):
     ccd.add_sphere(ghost, 1.0, response="sensor")
     ball = node(render, "ball", (5, 0, 2))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ghost.setPos(0, 0, -5)  # through the floor
     ball.setPos(-5, 0, 2)  # through the ghost's path (1.41 from it at t = 0.4)
     contacts = ccd.step()
@@ -842,6 +871,7 @@ def test_fast_object_through_a_sensor_gives_in_then_out(base, ccd, recorder):
     ccd.add_sphere(zone, 1.0, response="sensor")
     bullet = node(render, "bullet", (-1000, 0, 0))
     ccd.add_sphere(bullet, 0.05)
+    ccd.step()  # first pass: sweeps nothing
     bullet.setPos(1000, 0, 0)
     ccd.step()
     assert_vec(pos(bullet, render), (1000, 0, 0), tol=1e-3)
@@ -862,6 +892,7 @@ def test_sensor_entered_and_stayed_in(base, ccd, recorder):
     ccd.add_sphere(zone, 5.0, response="sensor", from_mask=0)
     ball = node(render, "ball", (-10, 0, 0))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(0, 0, 0)
     ccd.step()
     assert recorder.names() == ["ball-into-zone"]
@@ -909,6 +940,7 @@ def test_events_go_through_the_messenger(base, make_ccd, listener):
     for kind in ("into", "again", "out"):
         listener.accept(f"ball-{kind}-floor", lambda c, k=kind: got.append(
             (k, c, tuple(c.getFromNodePath().getPos(render)))))
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(0, 0, -5)
     base.taskMgr.step()
     ball.setPos(0, 0, -1)  # pushes on: again
@@ -932,6 +964,7 @@ def test_handlers_see_every_node_at_its_final_position(base, ccd, recorder, list
     ccd.add_sphere(b, 1.0)
     seen = []
     listener.accept("a-into-b", lambda c: seen.append((pos(a, render), pos(b, render))))
+    ccd.step()  # first pass: sweeps nothing
     a.setPos(10, 0, 0)
     b.setPos(-10, 0, 0)
     ccd.step()
@@ -948,6 +981,7 @@ def test_events_within_a_frame_are_in_time_order(base, ccd, recorder):
         ball = node(render, f"ball{k}", (4 * k, 0, height))
         ccd.add_sphere(ball, 1.0)
         balls.append(ball)
+    ccd.step()  # first pass: sweeps nothing
     for ball in balls:
         ball.setZ(ball.getZ() - 10)
     contacts = ccd.step()
@@ -971,6 +1005,7 @@ def test_event_per_allowed_direction(base, ccd, recorder):
         b = node(render, "b", (5, 10 * k, 0))
         ccd.add_sphere(a, 1.0, from_mask=fm, into_mask=im)
         ccd.add_sphere(b, 1.0, from_mask=0b10, into_mask=0b01)
+        ccd.step()  # first pass: sweeps nothing
         a.setX(5)
         recorder.clear()
         ccd.step()
@@ -989,6 +1024,7 @@ def test_planes_are_into_only_and_masked(base, ccd, recorder):
     ccd.add_plane(ghost_wall, UP, into_mask=0b001)
     ball = node(render, "ball", (0, 0, 10))
     ccd.add_sphere(ball, 1.0, from_mask=0b110)
+    ccd.step()  # first pass: sweeps nothing
     ball.setZ(-10)
     ccd.step()
     assert recorder.names() == ["ball-into-solid"]
@@ -1002,6 +1038,7 @@ def test_remove_sends_out_events_and_forgets(base, ccd, recorder):
     b = node(render, "b", (0, 0, 10))
     ccd.add_sphere(a, 1.0)
     ccd.add_sphere(b, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     a.setZ(-5)
     b.setZ(2.5)  # lands on a
     ccd.step()
@@ -1026,6 +1063,7 @@ def test_removed_from_scene_graph_is_dropped_with_out_events(base, ccd, recorder
     floor(ccd, render)
     ball = node(render, "ball", (0, 0, 5))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setZ(-5)
     ccd.step()
     recorder.clear()
@@ -1066,6 +1104,7 @@ def _shoot(base, ccd, listener, also_remove_node):
 
     listener.accept("bullet-into-target", hit)
     listener.accept("target-into-bullet", hit)
+    ccd.step()  # first pass: sweeps nothing
     bullet.setPos(10, 0, 0)
     ccd.step()
     ccd.step()
@@ -1092,6 +1131,7 @@ def test_destroy_inside_a_handler(base, make_ccd, recorder, listener):
         ccd.add_sphere(ball, 1.0)
         balls.append(ball)
     listener.accept("ball0-into-floor", lambda c: ccd.destroy())  # the first of three hits
+    ccd.step()  # first pass: sweeps nothing
     for ball in balls:
         ball.setZ(-5)
     ccd.step()
@@ -1131,6 +1171,7 @@ def test_pattern_language(base, ccd, recorder):
     ccd.add_sphere(zone, 1.0, response="sensor", from_mask=0)
     ball = node(render, "ball", (0, 0, 8))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setZ(-2)
     ccd.step()
     assert recorder.names() == [
@@ -1157,6 +1198,7 @@ def test_collision_node_uses_the_node_masks_and_tangibility(base, ccd, recorder)
     ball.node().setIntoCollideMask(BitMask32.bit(0))
     ball.setPos(0, 0, 5)
     ccd.add_collision_node(ball)
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(20, 0, -5)  # through the trigger (which is not stopped nor stops)
     ccd.step()
     # ball x = 20 t, z = 5 - 10 t: 3 from the trigger's centre at t = 0.38, floor at 0.4
@@ -1178,6 +1220,7 @@ def test_collision_node_centers_and_multiple_spheres(base, ccd):
     body.node().addSolid(CollisionSphere(3, 0, -2, 0.5))  # a low foot, 2.5 below the centre
     body.setPos(0, 0, 10)
     ccd.add_collision_node(body)
+    ccd.step()  # first pass: sweeps nothing
     body.setZ(-10)
     contacts = ccd.step()
     # The foot lands first (its centre goes 8 -> -12, touches at 0.5: t = 7.5 / 20).
@@ -1193,6 +1236,7 @@ def test_a_node_stopped_by_one_solid_reports_no_later_contact(base, ccd, recorde
     body.node().addSolid(CollisionSphere(3, 0, -2, 0.5))
     body.setPos(0, 0, 10)
     ccd.add_collision_node(body)
+    ccd.step()  # first pass: sweeps nothing
     body.setZ(-10)
     contacts = ccd.step()
     assert_vec(pos(body, render), (0, 0, 2.5))
@@ -1210,6 +1254,7 @@ def test_a_stopped_multi_solid_node_is_still_hit(base, ccd, recorder):
     ccd.add_collision_node(body)
     dropper = node(render, "D", (2.5, 5, 10))
     ccd.add_sphere(dropper, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     body.setX(10)  # stopped by the wall at t = 0.4, x = 4
     dropper.setZ(-10)  # then falls onto N's second solid, at (4, 5, 0) from then on
     contacts = ccd.step()
@@ -1232,6 +1277,7 @@ def test_a_sliding_node_with_several_solids_stays_out_of_the_walls(base, ccd):
     body.node().addSolid(CollisionSphere(4, 0, 3, 1))  # high sphere: the wall's
     body.setPos(0, 0, 5)
     ccd.add_collision_node(body, response="slide")
+    ccd.step()  # first pass: sweeps nothing
     body.setPos(12, 0, -3)
     contacts = ccd.step()
     low = render.getRelativePoint(body, (0, 0, 0))
@@ -1256,6 +1302,7 @@ def test_a_registered_child_stays_on_its_stopped_parent(base, ccd, recorder):
     ccd.add_sphere(tank, 1.0)
     turret = node(tank, "turret", (0, 0, 3))
     ccd.add_sphere(turret, 0.5)
+    ccd.step()  # first pass: sweeps nothing
     tank.setX(10)
     contacts = ccd.step()
     assert_vec(pos(tank, render), (4, 0, 0))
@@ -1328,6 +1375,7 @@ def test_contact_fields_between_spheres(base, ccd):
     b = node(render, "b", (0, 10, 0))
     ccd.add_sphere(a, 1.0)
     ccd.add_sphere(b, 2.0)
+    ccd.step()  # first pass: sweeps nothing
     a.setPos(0, 10, 0)
     b.setPos(0, 0, 0)
     ab, ba = ccd.step()
@@ -1355,6 +1403,7 @@ def test_contacts_property_and_step_return_the_last_pass(base, ccd):
     floor(ccd, render)
     ball = node(render, "ball", (0, 0, 5))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setZ(-5)
     returned = ccd.step()
     assert ccd.contacts == returned and len(returned) == 1
@@ -1370,6 +1419,7 @@ def test_resting_ball_slides_freely_along_the_floor(base, ccd, recorder):
     floor(ccd, render)
     ball = node(render, "ball", (0, 0, 3))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setZ(-1)
     ccd.step()
     assert recorder.names() == ["ball-into-floor"]
@@ -1387,6 +1437,7 @@ def test_resting_against_a_wall_leaves_it(base, ccd, recorder):
     wall(ccd, render, "wall", (1, 0, 0), (0, 0, 0))
     ball = node(render, "ball", (5, 0, 0))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setX(-5)
     ccd.step()
     assert_vec(pos(ball, render), (1, 0, 0))
@@ -1402,6 +1453,7 @@ def test_resting_against_a_sphere_leaves_it(base, ccd, recorder):
     ccd.add_sphere(post, 1.0, static=True)
     ball = node(render, "ball", (5, 0, 0))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setX(-5)
     ccd.step()
     assert_vec(pos(ball, render), (2, 0, 0))
@@ -1420,6 +1472,7 @@ def test_slide_pushed_diagonally_keeps_its_tangential_motion_every_frame(base, c
     floor(ccd, render)
     ball = node(render, "ball", (0, 0, 1))  # resting
     ccd.add_sphere(ball, 1.0, response="slide")
+    ccd.step()  # first pass: sweeps nothing
     for k in range(1, 30):
         ball.setPos(ball.getPos() + LVector3(1, 0.5, -1))
         ccd.step()
@@ -1441,6 +1494,7 @@ def test_the_round_cap_warns_once_and_counts(base, ccd, monkeypatch):
     balls = [node(render, f"ball{k}", (-3.0 * k, 0, 0)) for k in range(4)]
     for ball in balls:
         ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     for frame in range(3):
         for k, ball in enumerate(balls):
             ball.setX(-3.0 * k + 30.0 * (frame + 1))

@@ -176,6 +176,7 @@ def test_no_tunnelling_out_of_a_closed_box(base, response, turned):
         ball.setPos(*(-half + 2 + 3 * k, 0, 0))
         ccd.add_sphere(ball, float(r), response=response)
         balls.append(ball)
+    ccd.step()  # first pass: sweeps nothing
     tol = REL * scale
     for _frame in range(150):
         p0 = positions(balls, render)
@@ -211,6 +212,7 @@ def test_bullet_hits_a_small_target_exactly(base, ccd, seed):
     start = centre + side * offset - direction * 500
     bullet.setPos(*start)
     ccd.add_sphere(bullet, 0.05)
+    ccd.step()  # first pass: sweeps nothing
     a0 = np.array(bullet.getPos(render))
     bullet.setPos(*(start + direction * 1000))
     a1 = np.array(bullet.getPos(render))
@@ -249,6 +251,7 @@ def test_bullet_agrees_with_bullet_physics_sweep(base, ccd):
         bullet = render.attachNewNode(f"bullet{k}")
         bullet.setPos(*start)
         ccd.add_sphere(bullet, 0.05)
+        ccd.step()  # first pass: sweeps nothing
         bullet.setPos(*end)
         (c,) = [x for x in ccd.step() if x.from_np == bullet]
         hit = world.sweepTestClosest(
@@ -323,6 +326,7 @@ def test_random_scene_invariants_on_every_frame(base, recorder, seed, count, fra
         n.setPos(*start[k])
         ccd.add_sphere(n, float(radii[k]), response=str(kinds[k]), static=bool(static[k]))
         nodes.append(n)
+    ccd.step()  # first pass: sweeps nothing
     solid = kinds != "sensor"
     sensor = ~solid
     big_r = radii[:, None] + radii[None]
@@ -472,6 +476,7 @@ def test_random_scene_of_collision_nodes_with_several_solids(base, recorder, res
         body.setPos(*centre)
         ccd.add_collision_node(body, response=str(rng.choice(responses)))
         bodies.append(body)
+    ccd.step()  # first pass: sweeps nothing
     owner, local, radius = np.array(owner), np.array(local), np.array(radius)
     other = owner[:, None] != owner[None]
     big_r = radius[:, None] + radius[None]
@@ -609,6 +614,7 @@ def test_two_bodies_first_contact_is_exact_and_never_missed(
         ccd.add_sphere(a, ra, response=resp_a)
         ccd.add_sphere(b, rb, response="rewind" if resp_b == "static" else resp_b,
                        static=resp_b == "static")
+        ccd.step()  # first pass: sweeps nothing
         A0, B0 = np.array(a.getPos(render)), np.array(b.getPos(render))  # noqa: N806
         scale = max(1.0, np.abs(A0).max(), np.abs(B0).max())
         dist0 = np.linalg.norm(A0 - B0)
@@ -703,6 +709,7 @@ def test_sphere_and_plane_first_contact(
         ball = root.attachNewNode("ball")
         ball.setPos(*c0)
         ccd.add_sphere(ball, r, response=response)
+        ccd.step()  # first pass: sweeps nothing
         P0 = np.array(ball.getPos(render))  # noqa: N806
         scale = max(1.0, np.abs(P0).max())
         assume(unit @ P0 + d > r + 1e-6 * scale)  # starts clear of it
@@ -781,6 +788,7 @@ def test_sphere_into_static_sphere_agrees_with_panda3d_traverser(base, make_ccd,
     length = entry + chord + 0.5 if through else entry + 0.3 * chord
     mover.setPos(*start)
     ccd.add_collision_node(mover)
+    ccd.step()  # first pass: sweeps nothing
     PandaNode.resetAllPrevTransform()
     mover.setFluidPos(*(start + direction * length))
     (entry_,) = _traverse(render, mover)
@@ -829,6 +837,7 @@ def _slide_along_floor(base, ccd, recorder, normal, origin):
     ball = render.attachNewNode("ball")
     ball.setPos(*(rest + 3 * n))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(*(rest - n))
     ccd.step()
     assert recorder.names() == ["ball-into-floor"]

@@ -19,7 +19,6 @@ import builtins
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -336,6 +335,7 @@ def test_a_zero_radius_tracer_hits_its_target(base, ccd, recorder):
     tracer = node(render, "tracer", (-10, 0.5, 0))
     ccd.add_sphere(tracer, 0)
     a0 = world(tracer, render)
+    ccd.step()  # first pass: sweeps nothing
     tracer.setPos(10, 0.5, 0)
     a1 = world(tracer, render)
     b = world(target, render)
@@ -572,6 +572,9 @@ def _remove_parent(ball, holder):
 @pytest.mark.parametrize("removal", [_remove_node, _remove_parent],
                          ids=["removeNode", "parent-removeNode"])
 def test_a_node_removed_from_the_scene_is_dropped(base, ccd, recorder, warnings_seen, removal):
+    """removeNode() on the registered NodePath drops the node; one on its parent (or on
+    another NodePath to it) only takes it out of the scene: inactive, still registered.
+    Either way its pairs close with their out events, quietly."""
     render = base.render
     bullet, target = _bullet_scene(ccd, render)
     zone = node(render, "zone")
@@ -579,6 +582,7 @@ def test_a_node_removed_from_the_scene_is_dropped(base, ccd, recorder, warnings_
     holder = node(render, "holder")
     ball = node(holder, "ball", (10, 0, 0))
     ccd.add_sphere(ball, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setPos(1, 0, 0)
     ccd.step()
     ccd.step()  # the pair is open and stays open while the ball is inside
@@ -594,17 +598,14 @@ def test_a_node_removed_from_the_scene_is_dropped(base, ccd, recorder, warnings_
     assert sorted(names(recorder)[:2]) == ["ball-out-zone", "zone-out-ball"]
     assert sorted(names(recorder)[2:]) == ["bullet-into-target", "target-into-bullet"]
     assert [c.t for c in contacts] == [t, t]
-    assert ccd.colliders == colliders - 1
-    # Named by its path as it is now (detached: "ball", or "holder/ball").
-    assert len(warnings_seen) == 1
-    assert re.fullmatch(r"(holder/)?ball left the scene graph without remove\(\); dropped",
-                        warnings_seen[0]), warnings_seen
+    assert ccd.colliders == colliders - (removal is _remove_node)
+    assert warnings_seen == []
 
     stream += names(recorder)
     recorder.clear()
     for _ in range(5):
         ccd.step()
-    assert involving(recorder, "ball") == [] and len(warnings_seen) == 1
+    assert involving(recorder, "ball") == [] and warnings_seen == []
     ccd.destroy()
     assert balanced(stream + names(recorder)) == []
 
@@ -644,6 +645,7 @@ def test_a_raising_handler_reaches_the_game_and_the_next_pass_is_correct(
     ball = node(render, "ball", (0, 0, 5))
     ccd.add_sphere(ball, 1.0)
     listener.accept("ball-into-floor", _boom)
+    ccd.step()  # first pass: sweeps nothing
     ball.setZ(-5)
     with pytest.raises(HandlerBug, match="handler bug"):
         if driver == "ccd.step":
@@ -674,6 +676,7 @@ def test_a_raising_handler_loses_no_other_event(base, ccd, recorder, listener):
     for ball in balls:
         ccd.add_sphere(ball, 1.0)
     listener.accept("b0-into-floor", _boom)  # the earliest of three landings
+    ccd.step()  # first pass: sweeps nothing
     for ball in balls:
         ball.setZ(-5)
     with pytest.raises(HandlerBug):
@@ -717,6 +720,7 @@ def test_destroy_with_open_contacts(base, make_ccd, recorder, call):
     ccd.add_sphere(ball, 1.0)
     other = node(render, "other", (20, 0, 10))
     ccd.add_sphere(other, 1.0)
+    ccd.step()  # first pass: sweeps nothing
     ball.setZ(-5)
     other.setZ(4)  # into the zone and stays there
     ccd.step()

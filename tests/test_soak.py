@@ -5,9 +5,12 @@ reliability issue lists, and extreme scales.
   solid spheres, a resting sphere moved along its floor ends exactly where it was moved, the
   events of every (from, into) pair are balanced, and a bullet's first contact agrees with
   dense sampling of its path.
-* The soak (``@pytest.mark.slow``): colliders spawned and removed (``remove()`` and
-  ``removeNode()``), teleported, made non-finite, and given speed spikes of 1e4 units per
-  frame, in a closed box. Its size comes from the environment: ``CCD_SOAK_FRAMES`` (default
+* The soak (``@pytest.mark.slow``): colliders spawned (placed before or after
+  registration, registered before they are attached) and removed (``remove()``,
+  ``removeNode()``, and bullets deleted by an in handler with
+  ``entry.getFromNodePath().removeNode()``), detached into a pool and attached again,
+  teleported, made non-finite, and given speed spikes of 1e4 units per frame, in a closed
+  box. Its size comes from the environment: ``CCD_SOAK_FRAMES`` (default
   200) and ``CCD_SOAK_COLLIDERS`` (default 300); the issue's full size is
   ``CCD_SOAK_FRAMES=20000 CCD_SOAK_COLLIDERS=500 pytest -s -m slow tests/test_soak.py``.
 * Extreme scales: coordinates near 1e6, radii from 1e-4 to 1e4, 1e5 units per frame.
@@ -31,7 +34,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
-from panda3d.core import LPlane, LPoint3, LVector3
+from panda3d.core import LPlane, LPoint3, LVector3, NodePath
 
 from panda3d_ccd import ContinuousCollision, sphere_plane_toi, sphere_sphere_toi
 from panda3d_ccd._tolerance import SLOP_REL
@@ -46,10 +49,11 @@ class EventCounter:
     """A messenger stand-in that checks the in / again / out protocol per (from, into) pair
     as events come, without keeping them (the soak sends millions)."""
 
-    def __init__(self):
+    def __init__(self, on_in=None):
         self.open: set[tuple[str, str]] = set()
         self.counts = {"into": 0, "again": 0, "out": 0}
         self.violations: list[str] = []
+        self.on_in = on_in  # a game's handler of in events: on_in(contact)
 
     def send(self, name, sentArgs=None, taskChain=None):  # noqa: N803 (Messenger's name)
         f, kind, i = name.split("-")
@@ -59,6 +63,8 @@ class EventCounter:
             if key in self.open:
                 self.violations.append(f"second in: {name}")
             self.open.add(key)
+            if self.on_in is not None:
+                self.on_in(sentArgs[0])
         elif key not in self.open:
             self.violations.append(f"{kind} without an in: {name}")
         elif kind == "out":
@@ -200,6 +206,7 @@ def test_random_box_no_tunnel_no_overlap_balanced(base, seed, count, frames, top
             responses.append(str(rng.choice(kinds)))
             ccd.add_sphere(ball, float(radii[k]), response=responses[-1])
             nodes.append(ball)
+        ccd.step()  # first pass: sweeps nothing
         solid = np.array([r != "sensor" for r in responses])
         fresh = np.zeros(count, bool)
         for _ in range(frames):
@@ -326,6 +333,7 @@ def test_a_bullets_first_contact_agrees_with_dense_sampling(
         bullet = root.attachNewNode("bullet")
         bullet.setPos(*start)
         ccd.add_sphere(bullet, bullet_radius)
+        ccd.step()  # first pass: sweeps nothing
         a0 = read([bullet], render)[0]
         bullet.setPos(*(start + direction * speed))
         a1 = read([bullet], render)[0]
@@ -427,6 +435,7 @@ def test_extreme_scales_a_bullet_still_hits_its_target(
         bullet = render.attachNewNode("bullet")
         bullet.setPos(centre[0] - speed / 2, centre[1] + miss, centre[2])
         ccd.add_sphere(bullet, ra, response=response)
+        ccd.step()  # first pass: sweeps nothing
         a0 = read([bullet], render)
         bullet.setPos(centre[0] + speed / 2, centre[1] + miss, centre[2])
         a1 = read([bullet], render)
@@ -471,6 +480,7 @@ def test_extreme_scales_nothing_tunnels_through_a_wall(base, response):
             ball.setPos(*spot)
             ccd.add_sphere(ball, float(radii[k]), response=response)
             nodes.append(ball)
+        ccd.step()  # first pass: sweeps nothing
         solid = np.ones(count, bool)
         hits = 0
         for _ in range(60):
@@ -503,15 +513,12 @@ MEMORY_BUDGET = 512 * 1024
 class _Warnings:
     def __init__(self):
         self.non_finite = 0
-        self.left = 0
         self.capped = 0
         self.other: list[str] = []
 
     def __call__(self, message):
         if "non-finite transform" in message:
             self.non_finite += 1
-        elif "left the scene graph" in message:
-            self.left += 1
         elif "resolution stopped" in message:
             self.capped += 1
         else:
@@ -528,8 +535,9 @@ def _rss_kib():
 
 @pytest.mark.slow
 def test_soak(base, monkeypatch):
-    """Random spawns, removals (remove() and removeNode()), teleports, non-finite
-    transforms and speed spikes, frame after frame, in a closed box."""
+    """Random spawns (in three orders), removals (remove(), removeNode(), and by a handler),
+    a pool of detached nodes, teleports, non-finite transforms and speed spikes, frame
+    after frame, in a closed box."""
     from panda3d_ccd import component
 
     frames, population = SOAK_FRAMES, SOAK_COLLIDERS
@@ -540,13 +548,22 @@ def test_soak(base, monkeypatch):
     monkeypatch.setattr(component.notify, "warning", warned)
     tracemalloc.start()
     started = time.perf_counter()
-    counter = EventCounter()
+    handler_rng = np.random.default_rng(SOAK_SEED + 1)
+
+    def delete_bullet(contact):
+        """The usual game code: a bullet is deleted on a hit (half of the time here)."""
+        bullet = contact.getFromNodePath()
+        if bullet.getName().startswith("b") and handler_rng.random() < 0.5:
+            bullet.removeNode()
+
+    counter = EventCounter(on_in=delete_bullet)
     ccd = make_ccd(base, counter)
     half = 70.0
     planes = add_box(ccd, render, half)
     stats = dict(frames=0, contacts=0, exceptions=0, tunnelled=0, overlaps_created=0,
-                 spawned=0, removed=0, removed_by_remove_node=0, teleported=0,
-                 non_finite=0, spikes=0, resumed_moved=0)
+                 spawned=0, removed=0, removed_by_remove_node=0, removed_by_handler=0,
+                 pooled=0, unpooled=0, teleported=0, non_finite=0, spikes=0,
+                 resumed_moved=0)
     first_error = ""
 
     # Live colliders: parallel lists, compacted on removal.
@@ -554,6 +571,7 @@ def test_soak(base, monkeypatch):
     radii: list[float] = []
     kinds: list[str] = []
     bad_for: list[int] = []  # frames left with a non-finite transform (0: fine)
+    pool: list[list] = []  # detached nodes: [node, radius, kind, frames left out]
     serial = 0
 
     def spawn():
@@ -563,12 +581,25 @@ def test_soak(base, monkeypatch):
         spot = free_spot(rng, half, radius, centres, np.array(radii))
         if spot is None:
             return None
-        kind = str(rng.choice(["rewind", "slide", "sensor", "static"], p=[0.4, 0.4, 0.12, 0.08]))
-        ball = render.attachNewNode(f"s{serial}")
+        kind = str(rng.choice(["rewind", "slide", "sensor", "static", "bullet"],
+                              p=[0.35, 0.35, 0.12, 0.08, 0.1]))
+        response = {"static": "rewind", "bullet": "rewind"}.get(kind, kind)
+        name = f"{'b' if kind == 'bullet' else 's'}{serial}"
         serial += 1
-        ball.setPos(*spot)
-        ccd.add_sphere(ball, radius, response="rewind" if kind == "static" else kind,
-                       static=kind == "static")
+        order = rng.integers(3)
+        if order == 0:  # placed, then registered
+            ball = render.attachNewNode(name)
+            ball.setPos(*spot)
+            ccd.add_sphere(ball, radius, response=response, static=kind == "static")
+        elif order == 1:  # registered where it was built, then placed
+            ball = render.attachNewNode(name)
+            ccd.add_sphere(ball, radius, response=response, static=kind == "static")
+            ball.setPos(*spot)
+        else:  # registered before it is in the scene
+            ball = NodePath(name)
+            ccd.add_sphere(ball, radius, response=response, static=kind == "static")
+            ball.reparentTo(render)
+            ball.setPos(*spot)
         nodes.append(ball)
         radii.append(radius)
         kinds.append(kind)
@@ -583,6 +614,7 @@ def test_soak(base, monkeypatch):
 
     for _ in range(population):
         spawn()
+    base.taskMgr.step()  # their first pass (nothing moved yet)
 
     heap_after_warm_up, rss_after_warm_up, snapshot_after_warm_up = 0, 0, None
     samples = []  # (frame, traced heap KiB, RSS KiB), ten over the run
@@ -607,6 +639,7 @@ def test_soak(base, monkeypatch):
         speed = np.where(rng.random(n) < 0.9, rng.uniform(0.01, 0.5, n), rng.uniform(1, 10, n))
         spike = rng.random(n) < 0.002
         speed[spike] = 1e4
+        speed[np.array([k == "bullet" for k in kinds], bool)] = rng.uniform(5, 40)
         stats["spikes"] += int(np.sum(spike & moving))
         v *= (speed / np.linalg.norm(v, axis=1))[:, None]
         fluid = rng.random(n) < 0.3
@@ -662,7 +695,36 @@ def test_soak(base, monkeypatch):
         kinds = [kinds[k] for k in keep]
         bad_for = [bad_for[k] for k in keep]
         p0, fresh = p0[keep], fresh[keep]
-        while len(nodes) < population:
+        # ---- a pool: one node detached now and then, attached again some frames later
+        for entry in list(pool):
+            entry[3] -= 1
+            if entry[3] <= 0:
+                node_, radius, kind = entry[:3]
+                spot = free_spot(rng, half, radius, read(nodes, render), np.array(radii))
+                if spot is not None:
+                    pool.remove(entry)
+                    node_.reparentTo(render)
+                    node_.setPos(*spot)
+                    nodes.append(node_)
+                    radii.append(radius)
+                    kinds.append(kind)
+                    bad_for.append(0)
+                    p0 = np.vstack([p0, np.full((1, 3), np.nan)])
+                    fresh = np.append(fresh, True)
+                    stats["unpooled"] += 1
+        if nodes and rng.random() < 0.3:
+            k = int(rng.integers(len(nodes)))
+            if bad_for[k] == 0 and not fresh[k]:
+                nodes[k].detachNode()
+                pool.append([nodes[k], radii[k], kinds[k], int(rng.integers(1, 10))])
+                keep = [j for j in range(len(nodes)) if j != k]
+                nodes = [nodes[j] for j in keep]
+                radii = [radii[j] for j in keep]
+                kinds = [kinds[j] for j in keep]
+                bad_for = [bad_for[j] for j in keep]
+                p0, fresh = p0[keep], fresh[keep]
+                stats["pooled"] += 1
+        while len(nodes) + len(pool) < population:
             if spawn() is None:
                 break
             stats["spawned"] += 1
@@ -685,6 +747,15 @@ def test_soak(base, monkeypatch):
             contacts = []
         stats["contacts"] += len(contacts)
         stats["frames"] += 1
+        # Bullets the handler deleted: gone from the game's lists too.
+        keep = [k for k in range(len(nodes)) if not nodes[k].isEmpty()]
+        if len(keep) < len(nodes):
+            stats["removed_by_handler"] += len(nodes) - len(keep)
+            nodes = [nodes[k] for k in keep]
+            radii = [radii[k] for k in keep]
+            kinds = [kinds[k] for k in keep]
+            bad_for = [bad_for[k] for k in keep]
+            p0, p1, fresh, good = p0[keep], p1[keep], fresh[keep], good[keep]
 
         # ---- the checks
         r = np.array(radii)
@@ -721,7 +792,6 @@ def test_soak(base, monkeypatch):
         colliders=population,
         seconds=round(time.perf_counter() - started, 1),
         warnings_non_finite=warned.non_finite,
-        warnings_removed=warned.left,
         warnings_round_cap=warned.capped,
         unbalanced=counter.unbalanced(),
         events_in=counter.counts["into"],
@@ -740,8 +810,8 @@ def test_soak(base, monkeypatch):
     assert stats["unbalanced"] == 0, counter.violations[:5]
     assert stats["events_in"] == stats["events_out"] > 0
     assert warned.non_finite == stats["non_finite"]  # one warning per episode
-    assert warned.left == stats["removed_by_remove_node"]  # one per node dropped
-    assert warned.other == []
-    assert registered == len(nodes) + len(planes)
-    assert max(internal.values()) <= len(nodes) + len(planes)
+    assert warned.other == []  # removeNode() and detachNode() are quiet
+    assert stats["removed_by_handler"] > 0 and stats["unpooled"] > 0
+    assert registered == len(nodes) + len(pool) + len(planes)
+    assert max(internal.values()) <= len(nodes) + len(pool) + len(planes)
     assert heap_at_end - heap_after_warm_up <= MEMORY_BUDGET, "\n".join(growth)

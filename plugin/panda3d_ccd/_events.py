@@ -5,7 +5,7 @@ The contract, for a game moving over from Panda3D's CollisionHandlerEvent:
 * **in**: a (from, into) pair collides this frame and was not touching at the end of the
   last frame. **again**: it was, and collides again. **out**: it was, and did not collide
   this frame; or it touched and separated within this frame (a sensor passed right
-  through); or one of its nodes was removed.
+  through); or one of its nodes was removed or taken out of the scene.
 * Events of one frame are sent in time order: first the outs of pairs that ended between
   frames, then the contacts of this frame by increasing time of impact (ties in the order
   the component found them), each pass-through's out at its exit time.
@@ -112,8 +112,10 @@ def _compile(pattern: str) -> _Program:
 
 def _run(program: _Program, contact: Contact) -> str | None:
     conditions, parts, constant = program
+    # The contact's own copies of the NodePaths: the game's may have been emptied by a
+    # handler's removeNode() (an out event still names the node).
     for side, must_have, tag in conditions:
-        np = contact.from_np if side == "f" else contact.into_np
+        np = contact._from_np if side == "f" else contact._into_np
         if np.has_net_tag(tag) is not must_have:
             return None
     if constant is not None:
@@ -123,9 +125,9 @@ def _run(program: _Program, contact: Contact) -> str | None:
         if code == "":
             out.append(arg)
         elif code == "fn":
-            out.append(contact.from_np.get_name())
+            out.append(contact._from_np.get_name())
         elif code == "in":
-            out.append(contact.into_np.get_name())
+            out.append(contact._into_np.get_name())
         elif code == "fs":
             out.append("t" if contact.from_tangible else "i")
         elif code == "is":
@@ -137,9 +139,9 @@ def _run(program: _Program, contact: Contact) -> str | None:
             # has an into shape too.
             out.append("c")
         elif code == "ft":
-            out.append(contact.from_np.get_net_tag(arg))
+            out.append(contact._from_np.get_net_tag(arg))
         else:  # "it"
-            out.append(contact.into_np.get_net_tag(arg))
+            out.append(contact._into_np.get_net_tag(arg))
     name = "".join(out)
     return name or None
 

@@ -31,6 +31,7 @@ class SphereRecord:
     into_mask: int
     static: bool
     solid: Any = None  # the CollisionSphere it came from, if any
+    handle: NodePath | None = None  # the game's own NodePath, as registered
     prev_center: tuple[float, float, float] = (np.nan, np.nan, np.nan)
     prev_transform: TransformState | None = None
     world_radius: float = 0.0
@@ -41,7 +42,9 @@ class SphereTable:
 
     Set at registration: ``uid``, ``owner`` (n,) int64; ``nodepath`` (n,) object;
     ``radius`` (n,) local radius; ``center`` (n, 3) local centre; ``response`` (n,) int8;
-    ``from_mask``, ``into_mask`` (n,) int64; ``static`` (n,) bool.
+    ``from_mask``, ``into_mask`` (n,) int64; ``static`` (n,) bool; ``handle`` (n,) object,
+    the NodePath the game registered (handed back in contacts; empty once the game calls
+    its removeNode()).
 
     Carried from pass to pass: ``prev_center`` (n, 3) world centre where the last pass left
     it; ``prev_transform`` (n,) object, the TransformState (relative to render) it had
@@ -59,6 +62,7 @@ class SphereTable:
         "from_mask",
         "into_mask",
         "static",
+        "handle",
         "prev_center",
         "prev_transform",
         "world_radius",
@@ -75,6 +79,7 @@ class SphereTable:
         self.from_mask = np.zeros(0, np.int64)
         self.into_mask = np.zeros(0, np.int64)
         self.static = np.zeros(0, bool)
+        self.handle = np.zeros(0, object)
         self.prev_center = np.zeros((0, 3))
         self.prev_transform = np.zeros(0, object)
         self.world_radius = np.zeros(0)
@@ -106,6 +111,7 @@ class SphereTable:
             "from_mask": np.fromiter((r.from_mask for r in new), np.int64, m),
             "into_mask": np.fromiter((r.into_mask for r in new), np.int64, m),
             "static": np.fromiter((r.static for r in new), bool, m),
+            "handle": np.fromiter((r.handle for r in new), object, m),
             "prev_center": np.array([r.prev_center for r in new], np.float64).reshape(m, 3),
             "prev_transform": np.fromiter((r.prev_transform for r in new), object, m),
             "world_radius": np.fromiter((r.world_radius for r in new), np.float64, m),

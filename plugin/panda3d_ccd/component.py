@@ -83,6 +83,12 @@ def _response(value: Any) -> int:
     return RESPONSES[value]
 
 
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def _nodepath(value: Any) -> NodePath:
     if not isinstance(value, NodePath):
         raise ValueError(f"nodepath must be a NodePath, got {value!r}")
@@ -109,6 +115,7 @@ class _Plane:
     plane: LPlane
     into_mask: int
     solid: Any = None
+    handle: NodePath | None = None  # the game's own NodePath, as registered
     prev_world: tuple[float, float, float, float] | None = None
     bad: bool = False
 
@@ -116,7 +123,8 @@ class _Plane:
 class _Bodies(NamedTuple):
     """Per-body columns for building contacts: the spheres' rows, then the planes'."""
 
-    nodepath: np.ndarray  # (n + m,) object: NodePath
+    nodepath: np.ndarray  # (n + m,) object: NodePath, the component's own copy
+    handle: np.ndarray  # (n + m,) object: NodePath, the game's
     owner: np.ndarray  # (n + m,) int64
     from_mask: np.ndarray  # (n + m,) int64; 0 for planes (into-only)
     into_mask: np.ndarray  # (n + m,) int64
@@ -128,6 +136,9 @@ class _Bodies(NamedTuple):
         return cls(
             nodepath=np.concatenate(
                 [spheres.nodepath, np.fromiter((p.nodepath for p in planes), object, m)]
+            ),
+            handle=np.concatenate(
+                [spheres.handle, np.fromiter((p.handle for p in planes), object, m)]
             ),
             owner=np.concatenate([spheres.owner, np.fromiter((p.owner for p in planes), int, m)]),
             from_mask=np.concatenate([spheres.from_mask, np.zeros(m, np.int64)]),
@@ -224,7 +235,7 @@ class ContinuousCollision:
         self.respect_prev_transform = (
             respect_prev_config.getValue()
             if respect_prev_transform is None
-            else bool(respect_prev_transform)
+            else _flag("respect_prev_transform", respect_prev_transform)
         )
         self._state = _State()
         self._by_node: dict[NodePath, list[Any]] = {}
@@ -233,11 +244,14 @@ class ContinuousCollision:
         self._pairs = PairTracker()
         self._contacts: list[Contact] = []
         self._teleported: set[int] = set()
+        self._new: set[int] = set()  # spheres registered since the last pass
         self._unsent_in: set[tuple[int, int]] = set()
         # Node ids outlive remove() for the rest of a frame's events (see _forget).
         self._owner_of: dict[NodePath, int] = {}
         self._node_of: dict[int, NodePath] = {}
         self._forgotten: set[int] = set()
+        # Nodes registered but not under render at the last pass: not read, no contacts.
+        self._inactive: set[NodePath] = set()
         self._debug: Any = None
         self._destroyed = False
         self.task_name = task_name
@@ -268,12 +282,12 @@ class ContinuousCollision:
         :meth:`teleport` after moving it anyway).
         """
         self._check_alive()
-        nodepath = self._new_node(nodepath)
+        handle, nodepath = nodepath, self._new_node(nodepath)
         owner = self._next_uid()
         sphere = self._make_sphere(
             owner, nodepath, radius, center, from_mask, into_mask, response, static, None
         )
-        self._commit(nodepath, owner, [sphere])
+        self._commit(nodepath, handle, owner, [sphere])
 
     def add_plane(
         self,
@@ -285,9 +299,10 @@ class ContinuousCollision:
         """Register a solid half-space: ``plane`` (a panda3d.core.Plane) in nodepath's
         space, solid behind it. Planes are into-only; they move with their node."""
         self._check_alive()
-        nodepath = self._new_node(nodepath)
+        handle, nodepath = nodepath, self._new_node(nodepath)
         owner = self._next_uid()
-        self._commit(nodepath, owner, [self._make_plane(owner, nodepath, plane, into_mask, None)])
+        entry = self._make_plane(owner, nodepath, plane, into_mask, None)
+        self._commit(nodepath, handle, owner, [entry])
 
     def add_collision_node(self, nodepath: NodePath, *, response: str = "rewind") -> None:
         """Register every CollisionSphere and CollisionPlane of a CollisionNode, with the
@@ -299,7 +314,7 @@ class ContinuousCollision:
         node = nodepath.node()
         if not isinstance(node, CollisionNode):
             raise ValueError(f"nodepath {nodepath} is not a CollisionNode")
-        nodepath = self._new_node(nodepath)
+        handle, nodepath = nodepath, self._new_node(nodepath)
         solids = [node.getSolid(i) for i in range(node.getNumSolids())]
         for solid in solids:
             # Exact types: CollisionPolygon derives from CollisionPlane (it is finite) and
@@ -342,7 +357,7 @@ class ContinuousCollision:
                 entries.append(
                     self._make_plane(owner, nodepath, solid.getPlane(), into_mask, solid)
                 )
-        self._commit(nodepath, owner, entries)
+        self._commit(nodepath, handle, owner, entries)
 
     def _new_node(self, nodepath: Any) -> NodePath:
         """Validate a node for registration; returns the plugin's own copy of the NodePath
@@ -352,13 +367,21 @@ class ContinuousCollision:
             raise ValueError(f"nodepath {nodepath} is already registered")
         return NodePath(nodepath)
 
-    def _commit(self, nodepath: NodePath, owner: int, entries: list[Any]) -> None:
-        """Register a node's validated colliders, all at once."""
+    def _commit(
+        self, nodepath: NodePath, handle: NodePath, owner: int, entries: list[Any]
+    ) -> None:
+        """Register a node's validated colliders, all at once. A sphere's first pass starts
+        at Panda3D's previous transform, where the game last placed it (setPos), so a spawn
+        placed after registration is not swept from where it was built, while a setFluidPos
+        move in the same frame is; a plane's first pass sweeps nothing."""
         for entry in entries:
+            entry.handle = handle
             if isinstance(entry, SphereRecord):
+                self._new.add(entry.uid)
                 self._read_sphere(entry)
                 self._state.spheres.add(entry)
             else:
+                self._teleported.add(entry.uid)
                 entry.prev_world = self._world_plane(entry)
                 self._state.planes.append(entry)
         self._by_node[nodepath] = entries
@@ -397,7 +420,7 @@ class ContinuousCollision:
             response=_response(response),
             from_mask=_mask("from_mask", from_mask),
             into_mask=_mask("into_mask", into_mask),
-            static=bool(static),
+            static=_flag("static", static),
             solid=solid,
         )
 
@@ -422,9 +445,9 @@ class ContinuousCollision:
         """Forget every collider of nodepath; its open contacts get their out events now."""
         self._check_alive()
         if isinstance(nodepath, NodePath) and nodepath.isEmpty():
-            # The game called removeNode() first: that node left the scene, so dropping
-            # every collider that left it is exactly this request.
-            self._drop_removed(warn=False)
+            # The game called removeNode() first: every node whose NodePath the game has
+            # emptied is dropped, which includes this one.
+            self._drop_removed()
             return
         entries = self._by_node.pop(nodepath, None)
         if entries is None:
@@ -461,8 +484,8 @@ class ContinuousCollision:
 
     def _key(self, contact: Contact) -> tuple[int, int] | None:
         """The (from, into) node key of a contact of this frame, if still known."""
-        frm = self._owner_of.get(contact.from_np)
-        into = self._owner_of.get(contact.into_np)
+        frm = self._owner_of.get(contact._from_np)
+        into = self._owner_of.get(contact._into_np)
         return None if frm is None or into is None else (frm, into)
 
     # ------------------------------------------------------------------ events
@@ -509,7 +532,7 @@ class ContinuousCollision:
     def step(self) -> list[Contact]:
         """Run one pass now (what the task runs each frame); returns :attr:`contacts`."""
         self._check_alive()
-        self._drop_removed()
+        self._scan()
         spheres = self._state.spheres
         spheres.flush()
         planes = self._state.planes
@@ -569,6 +592,7 @@ class ContinuousCollision:
         # closed then, and this frame's later events for it are void. A pair whose "in"
         # is among those never had it sent, so it gets no "out" either.
         key_of = {id(enter): key for key, enter, _exit in touches}
+        key_of.update((id(leave), key) for key, _enter, leave in touches if leave is not None)
         self._unsent_in = {key_of[id(c)] for kind, c in events if kind == "in"}
         # Panda3D's own handler queues its events, so one raising handler loses no other
         # event: here too every event is delivered, then the first exception re-raised.
@@ -576,20 +600,46 @@ class ContinuousCollision:
         # Handlers change these in place (remove(), destroy(), add_in_pattern()), never
         # replace them, so each event still sees the state the handlers before it left.
         by_node, unsent, programs = self._by_node, self._unsent_in, self._patterns.programs
+        top = self._render.getTop()
+        # Nodes a handler took out of the scene (removeNode(), detachNode()) this pass.
+        left: set[NodePath] = set()
         try:
             for kind, contact in events:
                 todo = programs(kind)
+                if kind == "out":
+                    # Owed once its in was sent, also if a handler removed a node since: a
+                    # pass-through's exit, or a pair that ended between frames.
+                    if todo and key_of.get(id(contact)) not in unsent:
+                        try:
+                            send_contact(self._messenger, todo, contact)
+                        except Exception as exc:  # noqa: BLE001 - re-raised below
+                            failure = failure or exc
+                    continue
                 # Without patterns of its kind an event sends nothing, so only an "in"
                 # needs its node check (its pair's "out" is owed once it counts as sent).
                 if not todo and kind != "in":
                     continue
-                if contact.from_np in by_node and contact.into_np in by_node:
+                frm, into = contact._from_np, contact._into_np
+                if frm in by_node and into in by_node:
+                    if frm.getTop() != top or into.getTop() != top:
+                        left.update(n for n in (frm, into) if n.getTop() != top)
+                        continue
                     if kind == "in":
                         unsent.discard(key_of[id(contact)])
                     try:
                         send_contact(self._messenger, todo, contact)
                     except Exception as exc:  # noqa: BLE001 - re-raised below
                         failure = failure or exc
+            left &= by_node.keys()
+            if left:
+                # Their pairs close now (outs where the in was sent); the next pass starts
+                # each where it is then, as if teleported (a pool may attach it again).
+                for nodepath in left:
+                    self._teleported.update(e.uid for e in by_node[nodepath])
+                try:
+                    self._close({e.owner for nodepath in left for e in by_node[nodepath]})
+                except Exception as exc:  # noqa: BLE001 - re-raised below
+                    failure = failure or exc
             if failure is not None:
                 raise failure
         finally:
@@ -599,16 +649,35 @@ class ContinuousCollision:
             _collect["Events"].stop()
         return contacts
 
-    def _drop_removed(self, warn: bool = True) -> None:
-        """Nodes removed from the scene behind the plugin's back: dropped, pairs closed."""
-        top = self._render.getTop()
-        gone = [
-            nodepath for nodepath in self._by_node if nodepath.isEmpty() or nodepath.getTop() != top
-        ]
+    def _drop_removed(self) -> None:
+        """Nodes whose registered NodePath the game emptied (removeNode()): dropped, as by
+        :meth:`remove`."""
+        gone = [nodepath for nodepath, e in self._by_node.items() if e[0].handle.isEmpty()]
         for nodepath in gone:
-            if warn:
-                notify.warning(f"{nodepath} left the scene graph without remove(); dropped")
             self._forget({e.owner for e in self._by_node.pop(nodepath)})
+
+    def _scan(self) -> None:
+        """Drop removed nodes; find the nodes out of the scene (detached, pooled, not yet
+        attached): inactive, their open pairs closed. A node back in the scene resumes
+        where it is, as if teleported."""
+        self._drop_removed()
+        top = self._render.getTop()
+        by_node = self._by_node
+        inactive = {nodepath for nodepath in by_node if nodepath.getTop() != top}
+        left, back = inactive - self._inactive, self._inactive - inactive
+        self._inactive = inactive
+        for nodepath in back & by_node.keys():
+            self._teleported.update(e.uid for e in by_node[nodepath])
+        if left:
+            self._close({e.owner for nodepath in left for e in by_node[nodepath]})
+
+    def _close(self, owners: set[int]) -> None:
+        """Close the open pairs of these nodes (still registered): out events where the in
+        was sent."""
+        events = self._pairs.close(lambda key: key[0] in owners or key[1] in owners)
+        if self._unsent_in:
+            events = [e for e in events if self._key(e[1]) not in self._unsent_in]
+        send_events(self._messenger, self._patterns, events)
 
     def _net(self, nodepath: NodePath) -> TransformState | None:
         """The node's transform relative to render; None where Panda3D cannot compose it
@@ -675,7 +744,8 @@ class ContinuousCollision:
         return _Reading(transform, center, world_radius, ok)
 
     def _read_all(self, spheres: SphereTable) -> _Frame:
-        """Read every sphere that may have moved; a static one is where it was left."""
+        """Read every sphere that may have moved; a static one is where it was left. An
+        inactive one (out of the scene) is not read: its rows are NaN, as a skipped one's."""
         n = len(spheres.uid)
         start = np.full((n, 3), np.nan)
         end = np.full((n, 3), np.nan)
@@ -684,11 +754,18 @@ class ContinuousCollision:
         teleported = np.zeros(n, bool)
         if self._teleported:
             teleported = np.isin(spheres.uid, np.fromiter(self._teleported, np.int64))
-        held = spheres.static & ~teleported
+        inactive = np.zeros(n, bool)
+        if self._inactive:
+            owners = [self._owner_of[nodepath] for nodepath in self._inactive]
+            inactive = np.isin(spheres.owner, np.array(owners, np.int64))
+        new = np.zeros(n, bool)
+        if self._new:
+            new = np.isin(spheres.uid, np.fromiter(self._new, np.int64))
+        held = spheres.static & ~teleported & ~new & ~inactive
         start[held] = end[held] = spheres.prev_center[held]
         radius[held] = spheres.world_radius[held]
 
-        rows = np.flatnonzero(~held)
+        rows = np.flatnonzero(~held & ~inactive)
         now = self._read_rows(spheres, rows)
         transforms[rows] = now.transform
         end[rows] = now.center
@@ -697,22 +774,28 @@ class ContinuousCollision:
         # Teleported, or back from a non-finite transform: no sweep from where it was.
         fresh = now.ok & (teleported[rows] | spheres.bad[rows])
         start[rows[fresh]] = now.center[fresh]
+        spheres.prev_transform[rows[fresh]] = now.transform[fresh]
         swept = np.flatnonzero(now.ok & ~fresh)
-        if self.respect_prev_transform:
+        if not self.respect_prev_transform:
+            # A node's first pass starts where the game last placed it: Panda3D's previous
+            # transform (setPos resets it, setFluidPos keeps it), not where it was built.
+            first = new[rows[swept]]
+            start[rows[swept[~first]]] = spheres.prev_center[rows[swept[~first]]]
+            swept = swept[first]
+        if len(swept):
             prev = self._read_rows(spheres, rows[swept], previous=True)
             spheres.prev_transform[rows[swept[prev.ok]]] = prev.transform[prev.ok]
             # A garbage previous transform: do not sweep from it.
             start[rows[swept]] = np.where(prev.ok[:, None], prev.center, now.center[swept])
-        else:
-            start[rows[swept]] = spheres.prev_center[rows[swept]]
+        self._new.clear()
 
         finite = row_all(np.isfinite(end)) & np.isfinite(radius)
-        for k in np.flatnonzero(~finite & ~spheres.bad).tolist():
+        for k in np.flatnonzero(~finite & ~spheres.bad & ~inactive).tolist():
             notify.warning(
                 f"{spheres.nodepath[k]} has a non-finite transform; skipped until it is "
                 "finite again"
             )
-        spheres.bad = ~finite
+        spheres.bad = ~finite & ~inactive
         end[~finite] = np.nan
         start[~finite] = np.nan
         radius[~finite] = 0.0
@@ -741,7 +824,10 @@ class ContinuousCollision:
         start and end of the frame."""
         live: list[_Plane] = []
         rows: list[tuple[float, ...]] = []
+        inactive = {self._owner_of[nodepath] for nodepath in self._inactive}
         for p in planes:
+            if p.owner in inactive:
+                continue
             cur = self._world_plane(p)
             if cur is None:
                 if not p.bad:
@@ -981,6 +1067,8 @@ class ContinuousCollision:
                 from_tangible,
                 into_tangible,
                 repeat(self._render),
+                bodies.handle[d.from_body].tolist(),
+                bodies.handle[d.into_body].tolist(),
             )
         )
 

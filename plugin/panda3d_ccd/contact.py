@@ -46,6 +46,13 @@ def _check_np(name: str, value: Any) -> NodePath:
     return value
 
 
+def _handed(handle: NodePath, own: NodePath) -> NodePath:
+    """The game's own NodePath of a node, or once the game has emptied it (removeNode()), a
+    new NodePath to the node, as CollisionEntry's getters return: never ``own`` itself, so a
+    handler's removeNode() cannot empty the copy the plugin keeps."""
+    return NodePath(own) if handle.is_empty() else handle
+
+
 def _real(name: str, value: Any) -> float:
     try:
         return float(value)
@@ -103,6 +110,8 @@ class Contact:
         "_time",
         "_from_np",
         "_into_np",
+        "_from_handle",
+        "_into_handle",
         "_point",
         "_normal",
         "_approach_speed",
@@ -140,8 +149,10 @@ class Contact:
             raise ValueError(f"approach_speed must be finite and >= 0, got {approach_speed}")
         self._t = t
         self._time = time
-        self._from_np = _check_np("from_np", from_np)
-        self._into_np = _check_np("into_np", into_np)
+        self._from_np = NodePath(_check_np("from_np", from_np))
+        self._into_np = NodePath(_check_np("into_np", into_np))
+        self._from_handle = from_np
+        self._into_handle = into_np
         self._point = _vec3("point", point)
         self._normal = _vec3("normal", normal)
         self._approach_speed = approach_speed
@@ -166,16 +177,21 @@ class Contact:
         from_tangible: bool,
         into_tangible: bool,
         world: NodePath,
+        from_handle: NodePath,
+        into_handle: NodePath,
     ) -> Contact:
         """A Contact from values that already pass every check of ``__init__``, vectors as
         tuples of floats already rounded to float32 (internal: the component checks a whole
         frame's contacts with numpy at once, and the checks here would cost more than the
-        rest of building one)."""
+        rest of building one). ``from_np`` and ``into_np`` are the component's own copies,
+        never handed out; ``from_handle`` and ``into_handle`` the game's NodePaths."""
         self = cls.__new__(cls)
         self._t = t
         self._time = time
         self._from_np = from_np
         self._into_np = into_np
+        self._from_handle = from_handle
+        self._into_handle = into_handle
         self._point = point
         self._normal = normal
         self._approach_speed = approach_speed
@@ -200,13 +216,14 @@ class Contact:
 
     @property
     def from_np(self) -> NodePath:
-        """The moving (from) object."""
-        return self._from_np
+        """The moving (from) object: the NodePath the game registered, or a new NodePath to
+        the node once the game has emptied that one with removeNode()."""
+        return _handed(self._from_handle, self._from_np)
 
     @property
     def into_np(self) -> NodePath:
-        """The object that was hit (into)."""
-        return self._into_np
+        """The object that was hit (into), handed out as :attr:`from_np` is."""
+        return _handed(self._into_handle, self._into_np)
 
     @property
     def point(self) -> LPoint3:
@@ -253,12 +270,12 @@ class Contact:
     @property
     def from_node_path(self) -> NodePath:
         """Same as :attr:`from_np` (CollisionEntry's name)."""
-        return self._from_np
+        return _handed(self._from_handle, self._from_np)
 
     @property
     def into_node_path(self) -> NodePath:
         """Same as :attr:`into_np` (CollisionEntry's name)."""
-        return self._into_np
+        return _handed(self._into_handle, self._into_np)
 
     @property
     def from_node(self) -> PandaNode:
@@ -293,12 +310,12 @@ class Contact:
         return space.get_relative_vector(self._world, v)
 
     def get_from_node_path(self) -> NodePath:
-        """The from object's NodePath."""
-        return self._from_np
+        """The from object's NodePath (see :attr:`from_np`)."""
+        return _handed(self._from_handle, self._from_np)
 
     def get_into_node_path(self) -> NodePath:
-        """The into object's NodePath."""
-        return self._into_np
+        """The into object's NodePath (see :attr:`from_np`)."""
+        return _handed(self._into_handle, self._into_np)
 
     def get_from_node(self) -> PandaNode:
         """The from object's node."""

@@ -1,0 +1,403 @@
+"""The idioms games use, each found by trying the plugin as a new user would (issue 13).
+
+* A handler deletes the bullet with ``entry.getFromNodePath().removeNode()`` while that
+  bullet has more events in the same pass.
+* An ``in`` handler removes a sensor the other body passes right through within the frame:
+  its ``out`` is still owed.
+* Spawning: a node registered before it is attached, a node detached into a pool and
+  attached again later, a node placed after registration.
+* Flags are checked as strictly as every other argument.
+* Two points (radius 0) that meet exactly.
+
+Expected values are exact: positions read back from the float32 nodes.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from panda3d.core import LPlane, LPoint3, LVector3, NodePath
+
+from panda3d_ccd import ContinuousCollision, sphere_sphere_toi
+
+UP = LPlane(LVector3(0, 0, 1), LPoint3(0, 0, 0))
+#: Solid beyond x = 10.
+WALL = LPlane(LVector3(-1, 0, 0), LPoint3(10, 0, 0))
+
+
+def node(parent, name, pos=(0, 0, 0)):
+    np_ = parent.attachNewNode(name)
+    np_.setPos(*pos)
+    return np_
+
+
+def balanced(names):
+    """Violations of in (again)* out per (from, into) pair, ending closed (empty if none)."""
+    state: dict[tuple[str, str], bool] = {}
+    bad = []
+    for name in names:
+        f, kind, i = name.split("-")
+        key = (f, i)
+        if kind == "into":
+            if state.get(key):
+                bad.append(f"{name}: second in")
+            state[key] = True
+        else:
+            if not state.get(key):
+                bad.append(f"{name}: without an in")
+            if kind == "out":
+                state[key] = False
+    return bad + [f"{f}/{i} left open" for (f, i), is_open in state.items() if is_open]
+
+
+@pytest.fixture
+def warnings_seen(monkeypatch):
+    from panda3d_ccd import component
+
+    seen: list[str] = []
+    monkeypatch.setattr(component.notify, "warning", seen.append)
+    return seen
+
+
+def _remove_from_np(contact):
+    contact.getFromNodePath().removeNode()
+
+
+# ============================================================ 1. removeNode() in a handler
+def test_remove_node_in_a_handler_with_a_second_in_pattern(
+    base, ccd, recorder, listener, warnings_seen
+):
+    """Two in patterns: the second is thrown for the same event after the first one's
+    handler has removed the bullet."""
+    render = base.render
+    target = node(render, "target")
+    ccd.add_sphere(target, 1.0, static=True, from_mask=0)
+    bullet = node(render, "bullet", (-10, 0, 0))
+    ccd.add_sphere(bullet, 0.5)
+    ccd.add_in_pattern("%fn-hit-%in")
+    ccd.step()
+    listener.accept("bullet-into-target", _remove_from_np)
+    bullet.setPos(10, 0, 0)
+    ccd.step()
+    assert recorder.names() == ["bullet-into-target", "bullet-hit-target"]
+    assert bullet.isEmpty()  # the game's own NodePath, handed back in the contact
+    colliders = ccd.colliders
+    ccd.step()  # dropped at the next pass, as after any removeNode(), with its out
+    assert recorder.names()[2:] == ["bullet-out-target"]
+    assert ccd.colliders == colliders - 1 and warnings_seen == []
+    recorder.clear()
+    ccd.destroy()
+    assert recorder.names() == []
+
+
+def test_remove_node_in_a_handler_with_a_second_hit_in_the_pass(
+    base, ccd, recorder, listener, warnings_seen
+):
+    """A tracer passes through two targets in one frame; the first hit deletes it: the
+    second is not sent, and every in sent gets its out."""
+    render = base.render
+    for name, x in (("near", 0.0), ("far", 5.0)):
+        ccd.add_sphere(node(render, name, (x, 0, 0)), 1.0, static=True, from_mask=0)
+    bullet = node(render, "bullet", (-10, 0, 0))
+    ccd.add_sphere(bullet, 0.1, response="sensor")
+    other = node(render, "other", (-10, 0, 5))  # a second shot, untouched by the handler
+    ccd.add_sphere(other, 0.1, response="sensor")
+    ccd.step()
+    listener.accept("bullet-into-near", _remove_from_np)
+    bullet.setPos(20, 0, 0)
+    other.setPos(20, 0, 5)
+    ccd.step()
+    assert recorder.names() == ["bullet-into-near", "bullet-out-near"]
+    ccd.step()
+    assert ccd.colliders == 3 and warnings_seen == []
+    other.setPos(0, 0, 0)  # the other shot still collides
+    ccd.step()
+    assert recorder.names()[2:] == ["other-into-near"]
+    ccd.destroy()
+    assert balanced(recorder.names()) == []
+
+
+def test_a_contact_hands_out_the_game_nodepath_and_a_live_one_once_it_is_emptied(
+    base, ccd, listener
+):
+    render = base.render
+    ccd.add_plane(node(render, "floor"), UP)
+    ball = node(render, "ball", (0, 0, 5))
+    ccd.add_sphere(ball, 1.0)
+    ccd.step()
+    seen = []
+
+    def handler(contact):
+        seen.append(contact.getFromNodePath() is ball)
+        contact.getFromNodePath().removeNode()
+        # As CollisionEntry's: still the node, now out of the scene.
+        after = contact.getFromNodePath()
+        seen.append((after.isEmpty(), after.getName(), after.getParent().isEmpty()))
+
+    listener.accept("ball-into-floor", handler)
+    ball.setZ(-5)
+    ccd.step()
+    assert seen == [True, (False, "ball", True)]
+
+
+# ============================================================ 2. every in gets its out
+def test_an_in_handler_that_removes_the_sensor_still_gets_its_out(base, ccd, recorder, listener):
+    render = base.render
+    pickup = node(render, "pickup")
+    ccd.add_sphere(pickup, 1.0, response="sensor", from_mask=0)
+    player = node(render, "player", (-5, 0, 0))
+    ccd.add_sphere(player, 0.5)
+    ccd.step()
+    listener.accept("player-into-pickup", lambda c: ccd.remove(c.getIntoNodePath()))
+    player.setPos(5, 0, 0)  # right through it within one frame
+    ccd.step()
+    assert recorder.names() == ["player-into-pickup", "player-out-pickup"]
+    assert ccd.colliders == 1
+    ccd.step()
+    ccd.destroy()
+    assert recorder.names() == ["player-into-pickup", "player-out-pickup"]
+
+
+# ============================================================ 3. out of the scene
+def test_a_node_registered_before_it_is_attached_collides_once_attached(
+    base, ccd, recorder, warnings_seen
+):
+    render = base.render
+    ccd.add_plane(node(render, "floor"), UP)
+    spawn = NodePath("spawn")  # built, registered, attached later
+    spawn.setPos(0, 0, -50)  # below the floor while out of the scene: no contact
+    ccd.add_sphere(spawn, 1.0)
+    ccd.step()
+    assert recorder.names() == [] and ccd.colliders == 2
+    spawn.reparentTo(render)
+    spawn.setPos(0, 0, 5)  # attached: starts here, not swept from z = -50
+    ccd.step()
+    assert recorder.names() == []
+    spawn.setZ(-5)
+    ccd.step()
+    assert recorder.names() == ["spawn-into-floor"]
+    assert tuple(spawn.getPos(render)) == (0, 0, 1)
+    assert warnings_seen == []
+
+
+def test_a_pooled_node_is_inactive_while_detached_and_resumes_where_it_is_attached(
+    base, ccd, recorder, warnings_seen
+):
+    render = base.render
+    wall = node(render, "wall")
+    ccd.add_plane(wall, WALL)
+    zone = node(render, "zone", (0, 10, 0))
+    ccd.add_sphere(zone, 2.0, response="sensor", from_mask=0)
+    ball = node(render, "ball", (0, 5, 0))
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()
+    ball.setY(10)
+    ccd.step()  # inside the zone: the pair is open
+    assert recorder.names() == ["ball-into-zone"]
+
+    ball.detachNode()  # into the pool
+    ccd.step()
+    assert recorder.names() == ["ball-into-zone", "ball-out-zone"]
+    assert ccd.contacts == [] and ccd.colliders == 3
+    # Moved through the wall while pooled, and a bullet through where it sits: nothing.
+    ball.setPos(20, 0, 0)
+    bullet = node(render, "bullet", (-30, 0, 0))
+    ccd.add_sphere(bullet, 0.1, into_mask=0)
+    ccd.step()
+    bullet.setPos(5, 0, 0)
+    ccd.step()
+    assert recorder.names()[2:] == []
+
+    ball.reparentTo(render)  # out of the pool beyond the wall: no sweep from (20, 0, 0)
+    ball.setPos(5, 0, 0)
+    ccd.step()
+    assert recorder.names()[2:] == [] and tuple(ball.getPos(render)) == (5, 0, 0)
+    ball.setX(20)  # and it collides again
+    ccd.step()
+    assert recorder.names()[2:] == ["ball-into-wall"]
+    assert tuple(ball.getPos(render)) == (9.5, 0, 0)
+    assert warnings_seen == []
+    ccd.destroy()
+    assert balanced(recorder.names()) == []
+
+
+def test_a_node_under_a_detached_parent_is_inactive_not_dropped(base, ccd, recorder):
+    render = base.render
+    ccd.add_plane(node(render, "floor"), UP)
+    holder = node(render, "holder")
+    ball = node(holder, "ball", (0, 0, 5))
+    ccd.add_sphere(ball, 1.0)
+    ccd.step()
+    holder.detachNode()
+    ball.setZ(-5)
+    ccd.step()
+    assert recorder.names() == [] and ccd.colliders == 2
+    holder.reparentTo(render)
+    ball.setZ(5)
+    ccd.step()
+    ball.setZ(-5)
+    ccd.step()
+    assert recorder.names() == ["ball-into-floor"]
+
+
+def test_only_remove_node_drops_a_node(base, ccd, recorder, warnings_seen):
+    render = base.render
+    ccd.add_plane(node(render, "floor"), UP)
+    ball = node(render, "ball", (0, 0, 5))
+    ccd.add_sphere(ball, 1.0)
+    ball.setZ(0.5)
+    ccd.step()
+    ball.setZ(-5)
+    ccd.step()
+    assert recorder.names() == ["ball-into-floor"]
+    ball.detachNode()
+    ccd.step()
+    assert ccd.colliders == 2 and recorder.names() == ["ball-into-floor", "ball-out-floor"]
+    ball.removeNode()
+    ccd.step()
+    assert ccd.colliders == 1 and warnings_seen == []
+
+
+def test_a_handler_that_detaches_a_node_closes_its_pairs_in_the_pass(
+    base, ccd, recorder, listener
+):
+    """Pooled by a handler: its other event of the pass is not sent, its open pairs close
+    at the end of the pass, and it resumes where it is attached next."""
+    render = base.render
+    ccd.add_plane(node(render, "floor"), UP)
+    zone = node(render, "zone", (0, 0, 2))
+    ccd.add_sphere(zone, 1.0, response="sensor", from_mask=0)
+    ball = node(render, "ball", (0, 0, 8))
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()
+    listener.accept("ball-into-zone", lambda c: c.getFromNodePath().detachNode())
+    ball.setZ(-5)  # through the zone (in), then onto the floor (not sent)
+    ccd.step()
+    assert recorder.names() == ["ball-into-zone", "ball-out-zone"]
+    assert tuple(ball.getPos()) == (0, 0, 0.5)  # stopped on the floor before the handler
+    ball.reparentTo(render)
+    ball.setPos(30, 0, -20)  # attached below the floor: not swept from (0, 0, 0.5)
+    ccd.step()
+    assert recorder.names()[2:] == []
+
+
+# ============================================================ 4. placed after registration
+def test_a_spawn_placed_after_registration_is_not_swept(base, ccd, recorder):
+    render = base.render
+    ccd.add_plane(node(render, "wall"), WALL)
+    spawn = node(render, "spawn")
+    ccd.add_sphere(spawn, 1.0)
+    spawn.setPos(20, 0, 0)  # placed beyond the wall before its first pass
+    ccd.step()
+    assert recorder.names() == [] and tuple(spawn.getPos()) == (20, 0, 0)
+
+
+def test_a_static_target_placed_after_registration_is_where_it_was_placed(base, ccd, recorder):
+    render = base.render
+    target = node(render, "target")
+    ccd.add_sphere(target, 1.0, static=True)
+    target.setPos(50, 0, 0)
+    bullet = node(render, "bullet", (40, 0, 0))
+    ccd.add_sphere(bullet, 0.5)
+    ccd.step()
+    bullet.setPos(60, 0, 0)
+    contacts = ccd.step()
+    assert sorted(c.getIntoNodePath().getName() for c in contacts) == ["bullet", "target"]
+    assert [c.t for c in contacts] == pytest.approx([8.5 / 20] * 2, abs=1e-12)
+
+
+def test_a_plane_moved_after_registration_is_not_swept(base, ccd, recorder):
+    render = base.render
+    ball = node(render, "ball", (0, 0, 5))
+    ccd.add_sphere(ball, 1.0)
+    floor = node(render, "floor", (0, 0, -100))
+    ccd.add_plane(floor, UP)
+    floor.setZ(4.5)  # placed 0.5 deep in the ball: not a rise into it
+    ccd.step()
+    assert recorder.names() == [] and tuple(ball.getPos()) == (0, 0, 5)
+
+
+# ============================================================ 8. strict flags
+@pytest.mark.parametrize("value", ["yes", 1, 0, None, 1.0, np.int64(1)])
+def test_static_must_be_a_bool(base, ccd, value):
+    ball = node(base.render, "ball")
+    message = f"static must be True or False, got {value!r}"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        ccd.add_sphere(ball, 1.0, static=value)
+    assert ccd.colliders == 0
+    ccd.add_sphere(ball, 1.0, static=np.bool_(True))
+    assert ccd.colliders == 1
+
+
+@pytest.mark.parametrize("value", ["no", 1, 0.0])
+def test_respect_prev_transform_must_be_a_bool(base, value):
+    message = f"respect_prev_transform must be True or False, got {value!r}"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        ContinuousCollision(base, respect_prev_transform=value)
+    assert base.taskMgr.getTasksNamed("panda3d-ccd") == []
+
+
+# ============================================================ 7. points
+def test_the_kernel_says_two_points_meet():
+    t = sphere_sphere_toi([[-1, 0, 0]], [[1, 0, 0]], 0.0, [[0, -1, 0]], [[0, 1, 0]], 0.0)
+    assert t.tolist() == pytest.approx([0.5], abs=1e-12)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG (_solver._segment_toi): the slop rule drops every pair whose radii add up to "
+    "no more than the slop, so two points are never reported",
+)
+@pytest.mark.parametrize("response", ["rewind", "sensor"])
+def test_two_points_that_meet_exactly_are_reported(base, ccd, recorder, response):
+    render = base.render
+    a = node(render, "a", (-1, 0, 0))
+    b = node(render, "b", (0, -1, 0))
+    ccd.add_sphere(a, 0.0, response=response)
+    ccd.add_sphere(b, 0.0, response=response)
+    ccd.step()
+    a.setPos(1, 0, 0)
+    b.setPos(0, 1, 0)
+    contacts = ccd.step()
+    assert [c.t for c in contacts] == pytest.approx([0.5, 0.5], abs=1e-12)
+    assert sorted(recorder.names()) == ["a-into-b", "b-into-a"]
+
+
+def test_a_projectile_registered_and_moved_in_the_same_frame_is_swept(base, ccd, recorder):
+    """Spawned at the muzzle (setPos) and moved with setFluidPos before its first pass, as
+    a game's update task does: swept from the muzzle, so the target right in front of it
+    is hit (the first pass starts at Panda3D's previous transform)."""
+    render = base.render
+    target = node(render, "target", (5, 0, 0))
+    ccd.add_sphere(target, 1.0, static=True)
+    ccd.step()
+    shot = node(render, "shot", (0, 0, 0))  # at the muzzle
+    ccd.add_sphere(shot, 0.1)
+    shot.setFluidPos(50, 0, 0)  # its first frame of flight
+    contacts = ccd.step()
+    assert sorted(recorder.names()) == ["shot-into-target", "target-into-shot"]
+    assert [c.t for c in contacts] == pytest.approx([3.9 / 50] * 2, abs=1e-12)
+    assert tuple(shot.getPos()) == pytest.approx((3.9, 0, 0), abs=1e-6)
+
+
+def test_a_projectile_spawned_in_a_task_is_swept_on_its_first_frame(base, ccd, recorder):
+    """The same through ShowBase's frame: spawned and moved in a task at sort 10."""
+    render = base.render
+    target = node(render, "target", (5, 0, 0))
+    ccd.add_sphere(target, 1.0, static=True)
+    shots = []
+
+    def fire(task):
+        shot = node(render, "shot")
+        ccd.add_sphere(shot, 0.1)
+        shot.setFluidPos(50, 0, 0)
+        shots.append(shot)
+        return task.done
+
+    base.taskMgr.step()
+    base.taskMgr.add(fire, "fire", sort=10)
+    base.taskMgr.step()
+    assert sorted(recorder.names()) == ["shot-into-target", "target-into-shot"]
+    assert tuple(shots[0].getPos()) == pytest.approx((3.9, 0, 0), abs=1e-6)
