@@ -345,11 +345,6 @@ def test_the_kernel_says_two_points_meet():
     assert t.tolist() == pytest.approx([0.5], abs=1e-12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (_solver._segment_toi): the slop rule drops every pair whose radii add up to "
-    "no more than the slop, so two points are never reported",
-)
 @pytest.mark.parametrize("response", ["rewind", "sensor"])
 def test_two_points_that_meet_exactly_are_reported(base, ccd, recorder, response):
     render = base.render
@@ -362,7 +357,9 @@ def test_two_points_that_meet_exactly_are_reported(base, ccd, recorder, response
     b.setPos(0, 1, 0)
     contacts = ccd.step()
     assert [c.t for c in contacts] == pytest.approx([0.5, 0.5], abs=1e-12)
-    assert sorted(recorder.names()) == ["a-into-b", "b-into-a"]
+    # Sensors touch for an instant, so each pair also ends within the frame.
+    passed = ["a-out-b", "b-out-a"] if response == "sensor" else []
+    assert sorted(recorder.names()) == sorted(["a-into-b", "b-into-a", *passed])
 
 
 def test_a_projectile_registered_and_moved_in_the_same_frame_is_swept(base, ccd, recorder):

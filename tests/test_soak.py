@@ -40,8 +40,11 @@ from panda3d_ccd import ContinuousCollision, sphere_plane_toi, sphere_sphere_toi
 from panda3d_ccd._tolerance import SLOP_REL
 
 #: Examples per property test; CCD_FUZZ_EXAMPLES=5000 for a long search.
-FUZZ = settings(max_examples=int(os.environ.get("CCD_FUZZ_EXAMPLES", "100")), deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=int(os.environ.get("CCD_FUZZ_EXAMPLES", "100")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -158,8 +161,10 @@ def created_overlaps(p0, p, radii, solid, tol):
     d = np.linalg.norm(q[i] - q[j], axis=1)
     d0 = np.linalg.norm(q0[i] - q0[j], axis=1)
     bad = (d0 >= big_r - pair_tol) & (d < big_r - pair_tol)
-    return [(int(idx[a]), int(idx[b]), float(d[k] - big_r[k]))
-            for k, (a, b) in enumerate(zip(i[bad], j[bad]))]
+    return [
+        (int(idx[a]), int(idx[b]), float(d[k] - big_r[k]))
+        for k, (a, b) in enumerate(zip(i[bad], j[bad]))
+    ]
 
 
 def tunnelled(p, radii, planes, tol):
@@ -178,8 +183,9 @@ def tunnelled(p, radii, planes, tol):
     turned=st.booleans(),
     mix=st.sampled_from(["rewind", "slide", "rewind+slide", "all"]),
 )
-def test_random_box_no_tunnel_no_overlap_balanced(base, seed, count, frames, top_speed, turned,
-                                                  mix):
+def test_random_box_no_tunnel_no_overlap_balanced(
+    base, seed, count, frames, top_speed, turned, mix
+):
     rng = np.random.default_rng(seed)
     render = base.render
     root = render.attachNewNode("scene")
@@ -191,8 +197,12 @@ def test_random_box_no_tunnel_no_overlap_balanced(base, seed, count, frames, top
             box.setPosHpr((700.0, -300.0, 250.0), tuple(rng.uniform(-180, 180, 3)))
         half = 10.0
         planes = add_box(ccd, box, half)
-        kinds = {"rewind": ["rewind"], "slide": ["slide"], "rewind+slide": ["rewind", "slide"],
-                 "all": ["rewind", "slide", "sensor"]}[mix]
+        kinds = {
+            "rewind": ["rewind"],
+            "slide": ["slide"],
+            "rewind+slide": ["rewind", "slide"],
+            "all": ["rewind", "slide", "sensor"],
+        }[mix]
         radii = np.zeros(count)
         local = np.zeros((0, 3))
         nodes, responses = [], []
@@ -262,8 +272,7 @@ unit_component = st.floats(-1.0, 1.0)
     normal=st.tuples(unit_component, unit_component, unit_component),
     foot=st.tuples(*[st.floats(-1e3, 1e3)] * 3),
     radius=st.floats(1e-2, 1e2),
-    moves=st.lists(st.tuples(st.floats(-1.0, 1.0), st.floats(-1.0, 1.0)), min_size=1,
-                   max_size=5),
+    moves=st.lists(st.tuples(st.floats(-1.0, 1.0), st.floats(-1.0, 1.0)), min_size=1, max_size=5),
     length=st.floats(1e-3, 1e2),
     response=st.sampled_from(["rewind", "slide"]),
 )
@@ -349,16 +358,24 @@ def test_a_bullets_first_contact_agrees_with_dense_sampling(
             ccd.add_sphere(target, float(radii[k]), static=True)
             nodes.append(target)
         b = read(nodes, render)
-        times = list(sphere_sphere_toi(np.repeat(a0[None], targets, 0),
-                                       np.repeat(a1[None], targets, 0), bullet_radius,
-                                       b, b, radii))
+        times = list(
+            sphere_sphere_toi(
+                np.repeat(a0[None], targets, 0),
+                np.repeat(a1[None], targets, 0),
+                bullet_radius,
+                b,
+                b,
+                radii,
+            )
+        )
         assume(all(np.linalg.norm(a0 - b, axis=1) > radii + bullet_radius + 1e-3))
         # By the plugin's rule, a pass that never gets deeper than the slop is not a contact
         # (a resting body must not stick): a target it only grazes does not count.
         d = a1 - a0
         u = np.clip(((b - a0) @ d) / (d @ d), 0.0, 1.0)
         closest = np.linalg.norm(a0 + u[:, None] * d - b, axis=1)
-        grazed = radii + bullet_radius - closest <= slop(np.repeat(a0[None], targets, 0), b)
+        sinks = np.minimum(slop(np.repeat(a0[None], targets, 0), b), 0.5 * (radii + bullet_radius))
+        grazed = radii + bullet_radius - closest <= sinks
         times = [np.inf if g else t for t, g in zip(times, grazed)]
         wall_plane = None
         if with_wall:
@@ -374,15 +391,20 @@ def test_a_bullets_first_contact_agrees_with_dense_sampling(
             assume(wall_plane[:3] @ a0 + wall_plane[3] > bullet_radius + 1e-3)
             deepest = min(wall_plane[:3] @ a0, wall_plane[:3] @ a1) + wall_plane[3]
             grazed_wall = bullet_radius - deepest <= slop(a0[None], a1[None])[0]
-            times.append(np.inf if grazed_wall else
-                         sphere_plane_toi(a0[None], a1[None], bullet_radius,
-                                          wall_plane[None, :3], wall_plane[3:])[0])
+            times.append(
+                np.inf
+                if grazed_wall
+                else sphere_plane_toi(
+                    a0[None], a1[None], bullet_radius, wall_plane[None, :3], wall_plane[3:]
+                )[0]
+            )
         contacts = [c for c in ccd.step() if c.from_np == bullet]
 
         s = np.linspace(0.0, 1.0, 40001)
         path = a0 + s[:, None] * (a1 - a0)
-        gaps = [np.linalg.norm(path - b[k], axis=1) - radii[k] - bullet_radius
-                for k in range(targets)]
+        gaps = [
+            np.linalg.norm(path - b[k], axis=1) - radii[k] - bullet_radius for k in range(targets)
+        ]
         if wall_plane is not None:
             gaps.append(path @ wall_plane[:3] + wall_plane[3] - bullet_radius)
         gap = np.min(gaps, axis=0)
@@ -395,7 +417,8 @@ def test_a_bullets_first_contact_agrees_with_dense_sampling(
         t = contacts[0].t
         assert t == pytest.approx(first, abs=1e-12)
         assert contacts[0].into_np.getName() == (
-            "wall" if with_wall and times[-1] == first else f"t{int(np.argmin(times[:targets]))}")
+            "wall" if with_wall and times[-1] == first else f"t{int(np.argmin(times[:targets]))}"
+        )
         assert np.all(gap[s < t] > -tol)  # nothing earlier
         if len(inside):
             assert t <= s[inside[0]]
@@ -423,9 +446,7 @@ EXTREME = [
 
 @pytest.mark.parametrize(("centre", "ra", "rb", "speed", "miss"), EXTREME)
 @pytest.mark.parametrize("response", ["rewind", "slide"])
-def test_extreme_scales_a_bullet_still_hits_its_target(
-    base, centre, ra, rb, speed, miss, response
-):
+def test_extreme_scales_a_bullet_still_hits_its_target(base, centre, ra, rb, speed, miss, response):
     render = base.render
     ccd = make_ccd(base, EventCounter())
     try:
@@ -444,7 +465,9 @@ def test_extreme_scales_a_bullet_still_hits_its_target(
         assert 0.0 < expected < 1.0
         contacts = ccd.step()
         assert sorted((c.from_np.getName(), c.t) for c in contacts) == [
-            ("bullet", expected), ("target", expected)]
+            ("bullet", expected),
+            ("target", expected),
+        ]
         end = read([bullet], render)[0]
         # Where it stopped or started sliding: on the target's surface (float32 spacing).
         touch = a0[0] + expected * (a1[0] - a0[0])
@@ -560,10 +583,23 @@ def test_soak(base, monkeypatch):
     ccd = make_ccd(base, counter)
     half = 70.0
     planes = add_box(ccd, render, half)
-    stats = dict(frames=0, contacts=0, exceptions=0, tunnelled=0, overlaps_created=0,
-                 spawned=0, removed=0, removed_by_remove_node=0, removed_by_handler=0,
-                 pooled=0, unpooled=0, teleported=0, non_finite=0, spikes=0,
-                 resumed_moved=0)
+    stats = dict(
+        frames=0,
+        contacts=0,
+        exceptions=0,
+        tunnelled=0,
+        overlaps_created=0,
+        spawned=0,
+        removed=0,
+        removed_by_remove_node=0,
+        removed_by_handler=0,
+        pooled=0,
+        unpooled=0,
+        teleported=0,
+        non_finite=0,
+        spikes=0,
+        resumed_moved=0,
+    )
     first_error = ""
 
     # Live colliders: parallel lists, compacted on removal.
@@ -581,8 +617,11 @@ def test_soak(base, monkeypatch):
         spot = free_spot(rng, half, radius, centres, np.array(radii))
         if spot is None:
             return None
-        kind = str(rng.choice(["rewind", "slide", "sensor", "static", "bullet"],
-                              p=[0.35, 0.35, 0.12, 0.08, 0.1]))
+        kind = str(
+            rng.choice(
+                ["rewind", "slide", "sensor", "static", "bullet"], p=[0.35, 0.35, 0.12, 0.08, 0.1]
+            )
+        )
         response = {"static": "rewind", "bullet": "rewind"}.get(kind, kind)
         name = f"{'b' if kind == 'bullet' else 's'}{serial}"
         serial += 1
@@ -627,8 +666,7 @@ def test_soak(base, monkeypatch):
         if frame % max(1, frames // 10) == 0:
             samples.append((frame, tracemalloc.get_traced_memory()[0] // 1024, _rss_kib()))
             # Progress (seen with -s): a long run that dies still leaves its numbers.
-            print(f"soak frame {frame}: {time.perf_counter() - started:.0f} s, {stats}",
-                  flush=True)
+            print(f"soak frame {frame}: {time.perf_counter() - started:.0f} s, {stats}", flush=True)
         n = len(nodes)
         fresh = np.zeros(n, bool)  # not swept this frame: p0 = p1
         # ---- the game moves everything that moves
@@ -762,14 +800,14 @@ def test_soak(base, monkeypatch):
         p = np.full_like(p1, np.nan)
         p[good] = read([nd for nd, g in zip(nodes, good) if g], render)
         solid = good & np.array([k != "sensor" for k in kinds])
-        tol = allowance(np.nan_to_num(p0), np.nan_to_num(p1), np.nan_to_num(p),
-                        np.full_like(p, half))
+        tol = allowance(
+            np.nan_to_num(p0), np.nan_to_num(p1), np.nan_to_num(p), np.full_like(p, half)
+        )
         tol[~good] = 0
         stats["tunnelled"] += len(tunnelled(p[solid], r[solid], planes, tol[solid]))
         stats["overlaps_created"] += len(created_overlaps(p0, p, r, solid, tol))
         # Something that was not swept is never moved (no one can push a still body).
-        stats["resumed_moved"] += int(np.sum(np.any(p[fresh & good] != p1[fresh & good],
-                                                    axis=1)))
+        stats["resumed_moved"] += int(np.sum(np.any(p[fresh & good] != p1[fresh & good], axis=1)))
         # Sensors fly through walls: bring them back.
         for k in np.flatnonzero(good & np.array([k == "sensor" for k in kinds])):
             if np.any(np.abs(p[k]) > half):
@@ -781,12 +819,13 @@ def test_soak(base, monkeypatch):
     gc.collect()
     heap_at_end = tracemalloc.get_traced_memory()[0]
     rss_at_end = _rss_kib()
-    growth = [str(line) for line in tracemalloc.take_snapshot().compare_to(
-        snapshot_after_warm_up, "lineno")[:8]]
+    growth = [
+        str(line)
+        for line in tracemalloc.take_snapshot().compare_to(snapshot_after_warm_up, "lineno")[:8]
+    ]
     tracemalloc.stop()
     registered = ccd.colliders
-    internal = {name: len(getattr(ccd, name, ())) for name in ("_by_node", "_owner_of",
-                                                             "_node_of")}
+    internal = {name: len(getattr(ccd, name, ())) for name in ("_by_node", "_owner_of", "_node_of")}
     ccd.destroy()
     stats.update(
         colliders=population,

@@ -91,7 +91,7 @@ def _grown_segment_toi(
     r1 = paths.radius_at(i, end) + paths.radius_at(j, end)
     zero = np.zeros(len(i))
     s = _sphere_sphere_toi(a0, a1, r0, b0, b1, zero, r1 - r0)
-    sl = slop(a0, b0)
+    sl = np.minimum(slop(a0, b0), 0.5 * np.maximum(r0, r1))
     d0, d1 = np.maximum(r0 - sl, 0.0), np.maximum(r1 - sl, 0.0)
     deep = np.isfinite(_sphere_sphere_toi(a0, a1, d0, b0, b1, zero, d1 - d0))
     shallow = ~deep & ((r0 > 0) | (r1 > 0))
@@ -128,9 +128,9 @@ def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
     u = np.divide(-np.einsum("ij,ij->i", p, v), vv, out=np.zeros(len(p)), where=vv > 0)
     closest = _length(p + np.clip(u, 0.0, 1.0)[:, None] * v)
     reach = radius[i] + radius[j]
-    # Two points cannot sink into each other at all: their exact meeting, which the kernel
-    # reports, is the contact.
-    shallow = (reach - closest <= slop(a0, b0)) & (reach > 0)
+    # Spheres smaller than the slop count once they sink half their size; two points,
+    # which cannot sink at all, when the kernel finds them meeting exactly.
+    shallow = (reach - closest <= np.minimum(slop(a0, b0), 0.5 * reach)) & (reach > 0)
     return np.where(shallow, np.inf, start + s * (1.0 - start))
 
 

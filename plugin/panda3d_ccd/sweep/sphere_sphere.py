@@ -82,6 +82,7 @@ class Terms(NamedTuple):
     disc: Float
     approach_eps: Float
     rate: Float
+    big_r: Float  # the sum of the radii at the start
 
 
 def _terms(
@@ -113,14 +114,14 @@ def _terms(
     coord_scale = largest_abs(a0_, a1_, b0_, b1_)
     if grow is None:
         approach_eps = dist0 * (DIST_REL_EPS * np.sqrt(a) + ROUNDING_REL * coord_scale)
-        return Terms(c, half_b, a, disc, approach_eps, half_b)
+        return Terms(c, half_b, a, disc, approach_eps, half_b, big_r)
     # Growing radii: the gap |p| - R shrinks at p0 . v / |p0| - w, and the quadratic takes
     # -R w into its middle term, -w^2 into its leading one (disc = b^2 - a c expanded).
     speed = np.sqrt(a) + np.abs(grow)
     approach_eps = dist0 * (DIST_REL_EPS * speed + ROUNDING_REL * coord_scale)
     rate = half_b - grow * dist0
     disc = disc + grow * (grow * dist0 * dist0 - 2.0 * big_r * half_b)
-    return Terms(c, half_b - big_r * grow, a - grow * grow, disc, approach_eps, rate)
+    return Terms(c, half_b - big_r * grow, a - grow * grow, disc, approach_eps, rate, big_r)
 
 
 def sphere_sphere_toi(
@@ -181,7 +182,7 @@ def _sphere_sphere_toi(
 
 
 def _toi(terms: Terms) -> Float:
-    c, half_b, _a, disc, approach_eps, rate = terms
+    c, half_b, _a, disc, approach_eps, rate, _big_r = terms
     approaching = rate < -approach_eps
     t = np.full(c.shape, np.inf)
     t[approaching & (c <= 0)] = 0.0
@@ -225,7 +226,7 @@ def sphere_sphere_overlap(
     terms = _sphere_sphere_terms(a0, a1, ra, b0, b1, rb, ra1, rb1)
     if ra1 is not None or rb1 is not None:
         return _grown_overlap(terms)
-    c, half_b, a, disc, _eps, _rate = terms
+    c, half_b, a, disc, _eps, _rate, big_r = terms
     enter = np.full(c.shape, np.nan)
     leave = np.full(c.shape, np.nan)
     inside0 = c < 0
@@ -252,6 +253,11 @@ def sphere_sphere_overlap(
     hit = real & (hi > 0) & (lo < 1)
     enter[hit] = np.maximum(lo[hit], 0.0)
     leave[hit] = np.minimum(hi[hit], 1.0)
+    # Two points that meet exactly touch for an instant, and that counts as for solids.
+    points = (big_r == 0) & np.isnan(enter)
+    if points.any():
+        meet = _toi(Terms(*(column[points] for column in terms)))
+        enter[points] = leave[points] = np.where(np.isfinite(meet), meet, np.nan)
     return enter, leave
 
 
@@ -260,7 +266,7 @@ def _grown_overlap(terms: Terms) -> tuple[Float, Float]:
     (negative inside) may open downwards, so its roots cut [0, 1] into at most three
     pieces, and the inside ones are those whose middle is inside. The gap |p| - R is convex
     while R >= 0 (all of [0, 1]), so they form one interval."""
-    c, half_b, a, disc, _eps, _rate = terms
+    c, half_b, a, disc, _eps, _rate, _big_r = terms
     k = len(c)
     real = disc >= 0
     sq = np.sqrt(np.where(real, disc, 0.0))
