@@ -19,12 +19,20 @@ array([0.33333333])
 
 from __future__ import annotations
 
+from .sphere_box import sphere_box_toi
+from .sphere_capsule import sphere_capsule_toi
+from .sphere_inv_sphere import sphere_inv_sphere_toi
 from .sphere_plane import sphere_plane_overlap, sphere_plane_toi
 from .sphere_sphere import sphere_sphere_overlap, sphere_sphere_toi
+from .sphere_triangle import sphere_triangle_toi
 
 __all__ = [
     "sphere_sphere_toi",
     "sphere_plane_toi",
     "sphere_sphere_overlap",
     "sphere_plane_overlap",
+    "sphere_triangle_toi",
+    "sphere_box_toi",
+    "sphere_capsule_toi",
+    "sphere_inv_sphere_toi",
 ]
