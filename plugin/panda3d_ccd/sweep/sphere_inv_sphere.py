@@ -84,7 +84,6 @@ def sphere_inv_sphere_toi(
 def _sweep(c0: Float, c1: Float, r: Float, center: Float, radius: Float) -> Sweep:
     """:func:`sphere_inv_sphere_toi` of rows already checked and broadcast ((k, 3) float64,
     (k,) float64), with where and how each touched."""
-    k = len(c0)
     p0 = c0 - center
     v = c1 - c0
     room = radius - r  # how far the centre may go from the room's centre

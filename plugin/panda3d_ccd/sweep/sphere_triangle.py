@@ -90,7 +90,8 @@ def sphere_triangle_toi(
     array([0.5, inf, inf])
     >>> sphere_triangle_toi([[0.5, 0.5, -2]], [[0.5, 0.5, 2]], 1.0, *tri, two_sided=True)
     array([0.25])
-    >>> sphere_triangle_toi([[0, 0, 1]], [[0, 0, 0]], 1.0, [0, 0, 0], [1, 0, 0], [0, 1, float("nan")])
+    >>> nan = float("nan")
+    >>> sphere_triangle_toi([[0, 0, 1]], [[0, 0, 0]], 1.0, [0, 0, 0], [1, 0, 0], [0, 1, nan])
     Traceback (most recent call last):
         ...
     ValueError: c must be finite, got [0.0, 1.0, nan] in row 0
