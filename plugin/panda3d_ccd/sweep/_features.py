@@ -7,8 +7,10 @@ The entry into the union is the earliest entry into any piece, once a point alre
 at the start has been dealt with (see :func:`quadratic_entry`).
 
 Every function here works on rows already checked and translated to the obstacle's own
-origin: vectors are (k, 3) float64, per-row values (k,) float64. This module never imports
-panda3d.
+origin, with vectors stored as COLUMNS: (3, k) float64, one contiguous array per
+coordinate, so that row-wise dot and cross products run over contiguous memory (about ten
+times faster than over the columns of (k, 3) arrays). Per-row values are (k,) float64.
+This module never imports panda3d.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._arrays import length
 from .._tolerance import DIST_REL_EPS, ROUNDING_REL
 
 Float = NDArray[np.float64]
@@ -26,38 +27,52 @@ Bool = NDArray[np.bool_]
 Int = NDArray[np.int64]
 
 
+def columns(rows: Float) -> Float:
+    """(3, k) contiguous columns of (k, 3) rows."""
+    return np.ascontiguousarray(rows.T)
+
+
 def dot(a: Float, b: Float) -> Float:
-    """(k,) row dot products of (k, 3) arrays."""
-    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
+    """(k,) dot products of (3, k) columns."""
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 def cross(a: Float, b: Float) -> Float:
-    """(k, 3) row cross products."""
-    out = np.empty((len(a), 3))
-    out[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
-    out[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
-    out[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    """(3, k) cross products of (3, k) columns."""
+    out = np.empty((3, a.shape[1]))
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
     return out
 
 
+def norm(a: Float) -> Float:
+    """(k,) lengths of (3, k) columns."""
+    return np.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+
+
 def unit(v: Float, size: Float | None = None, fallback: Float | None = None) -> Float:
-    """(k, 3) rows of v scaled to unit length; ``fallback`` rows (or 0) where v is 0."""
-    size = length(v) if size is None else size
+    """(3, k) columns of v scaled to unit length; ``fallback`` (or 0) where v is 0."""
+    size = norm(v) if size is None else size
     zero = size == 0
-    out = v / np.where(zero, 1.0, size)[:, None]
-    if fallback is not None and np.any(zero):
-        out[zero] = fallback[zero]
+    out = v / np.where(zero, 1.0, size)
+    if fallback is not None:
+        out = np.where(zero, fallback, out)
     return out
 
 
 class Motion(NamedTuple):
     """Per-row constants of a swept point, shared by every piece of one obstacle."""
 
-    v: Float  # (k, 3) motion over the frame
+    v: Float  # (3, k) motion over the frame
     t_lo: Float  # (k,) start of the time window in which contacts count
     t_hi: Float  # (k,) its end
     approach_eps: Float  # (k,) rate of change of a distance that is rounding noise
     tol: Float  # (k,) depth below which a touch is a graze
+
+    def take(self, rows: NDArray) -> Motion:
+        """The same constants for a subset of rows (indices or a mask)."""
+        return Motion(*(x[..., rows] for x in self))
 
 
 def thresholds(speed: Float, size: Float, coord_scale: Float) -> tuple[Float, Float]:
@@ -104,16 +119,16 @@ def quadratic_entry(
 
 
 def vertex_entry(w0: Float, r: Float, m: Motion, speed: Float) -> Float:
-    """(k,) entry of the point ``w0 + t v`` into the sphere of radius r at the origin
-    (a vertex's piece); inf where none in the window or a graze.
+    """(k,) entry of the point ``w0 + t v`` ((3, k) columns) into the sphere of radius r
+    at the origin (a vertex's piece); inf where none in the window or a graze.
 
     Graze, by depth: r - (distance from the path's line to the vertex) <= tol.
     """
     v = m.v
     wxv = cross(w0, v)
-    off_line = length(wxv)  # |v| times the distance from the line to the vertex
+    off_line = norm(wxv)  # |v| times the distance from the line to the vertex
     keep = r * speed - off_line > m.tol * speed
-    dist = length(w0)
+    dist = norm(w0)
     disc = speed * speed * r * r - off_line * off_line
     return quadratic_entry(dist - r, dist, dot(w0, v), speed * speed, disc, keep, r, m)
 
@@ -127,9 +142,9 @@ def edge_entry(w0: Float, edge: Float, r: Float, m: Motion) -> tuple[Float, Floa
     the edge's line) <= tol; a path parallel to the edge never enters through the side.
     """
     v = m.v
-    size = length(edge)
+    size = norm(edge)
     has = size > 0
-    axis = edge / np.where(has, size, 1.0)[:, None]
+    axis = edge / np.where(has, size, 1.0)
     vxe = cross(v, axis)
     wxe = cross(w0, axis)
     a = dot(vxe, vxe)
@@ -137,7 +152,7 @@ def edge_entry(w0: Float, edge: Float, r: Float, m: Motion) -> tuple[Float, Floa
     # (w0 x v) . axis = w0 . (v x axis): |v x axis| times the distance between the lines.
     skew = np.abs(dot(w0, vxe))
     keep = has & (r * across - skew > m.tol * across)
-    dist = length(wxe)
+    dist = norm(wxe)
     disc = a * r * r - skew * skew
     t = quadratic_entry(dist - r, dist, dot(wxe, vxe), a, disc, keep, r, m)
     hit = np.isfinite(t)
@@ -149,13 +164,13 @@ def edge_entry(w0: Float, edge: Float, r: Float, m: Motion) -> tuple[Float, Floa
 
 
 def closest_on_segment(p: Float, start: Float, edge: Float) -> tuple[Float, Float]:
-    """Closest points (k, 3) of the segments ``start + u edge``, u in [0, 1], to the points
+    """Closest points (3, k) of the segments ``start + u edge``, u in [0, 1], to the points
     p, and u (k,). A zero-length segment is its start point."""
     size2 = dot(edge, edge)
     has = size2 > 0
     u = np.clip(dot(p - start, edge) / np.where(has, size2, 1.0), 0.0, 1.0)
     u = np.where(has, u, 0.0)
-    return start + u[:, None] * edge, u
+    return start + u * edge, u
 
 
 class Best:

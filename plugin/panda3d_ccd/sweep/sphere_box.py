@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _check
-from .._arrays import largest_abs, length
+from .._arrays import largest_abs
 from . import _features as F
 from ._result import EDGE, FACE, VERTEX, Sweep
 
@@ -97,81 +97,80 @@ def _sweep(c0: Float, c1: Float, r: Float, lo: Float, hi: Float) -> Sweep:
     (k,) float64), with where and how each touched."""
     k = len(c0)
     mid = 0.5 * (lo + hi)
-    half = 0.5 * (hi - lo)
-    w0 = c0 - mid
-    v = c1 - c0
-    speed = length(v)
-    size = np.maximum(r, 2.0 * length(half))
+    half = F.columns(0.5 * (hi - lo))
+    w0 = F.columns(c0 - mid)
+    v = F.columns(c1 - c0)
+    speed = F.norm(v)
+    size = np.maximum(r, 2.0 * F.norm(half))
     approach_eps, tol = F.thresholds(speed, size, largest_abs(c0, c1, lo, hi))
     motion = F.Motion(v, np.zeros(k), np.ones(k), approach_eps, tol)
 
     near = np.clip(w0, -half, half)
     gap = w0 - near
-    dist = length(gap)
+    dist = F.norm(gap)
     start_inside = dist <= r
     approaching = (dist > 0) & (F.dot(gap, v) < -dist * approach_eps)
     # Inside the box the signed distance is the largest of the faces' (negative) plane
     # distances; it decreases only if it does for every face that is nearest.
-    depth = np.concatenate([half - w0, half + w0], axis=1)  # +x,+y,+z then -x,-y,-z
-    rate = np.concatenate([v, -v], axis=1)
-    least = depth.min(axis=1)
-    nearest = depth == least[:, None]
-    deeper = ~np.any(nearest & ~(rate < -approach_eps[:, None]), axis=1)
+    depth = np.concatenate([half - w0, half + w0])  # +x, +y, +z then -x, -y, -z
+    rate = np.concatenate([v, -v])
+    nearest = depth == depth.min(axis=0)
+    deeper = ~np.any(nearest & ~(rate < -approach_eps), axis=0)
     buried = dist == 0
     approaching = np.where(buried, deeper, approaching)
 
     best = F.Best(k)
     for axis in range(3):
-        j, m = _OTHER[axis]
         for side in (-1.0, 1.0):
-            s0 = side * w0[:, axis] - half[:, axis]
-            dn = side * v[:, axis]
+            s0 = side * w0[axis] - half[axis]
+            dn = side * v[axis]
             moving_in = dn < -approach_eps
             entry = np.divide(s0 - r, -dn, where=moving_in, out=np.full(k, np.inf))
             t = np.maximum(entry, 0.0)
             ok = moving_in & ((entry >= 0) | (s0 > 0)) & (t <= 1.0)
-            centre = w0 + np.where(ok, t, 0.0)[:, None] * v
-            for o in (j, m):
-                ok &= np.abs(centre[:, o]) <= half[:, o]
+            centre = w0 + np.where(ok, t, 0.0) * v
+            for o in _OTHER[axis]:
+                ok &= np.abs(centre[o]) <= half[o]
             best.offer(np.where(ok, t, np.inf), FACE, 2 * axis + (side > 0))
     for axis in range(3):
         j, m = _OTHER[axis]
-        edge = np.zeros((k, 3))
-        edge[:, axis] = 2.0 * half[:, axis]
+        edge = np.zeros((3, k))
+        edge[axis] = 2.0 * half[axis]
         for sj in (0, 1):
             for sm in (0, 1):
-                start = np.empty((k, 3))
-                start[:, axis] = -half[:, axis]
-                start[:, j] = (2 * sj - 1) * half[:, j]
-                start[:, m] = (2 * sm - 1) * half[:, m]
+                start = np.empty((3, k))
+                start[axis] = -half[axis]
+                start[j] = (2 * sj - 1) * half[j]
+                start[m] = (2 * sm - 1) * half[m]
                 t = F.edge_entry(w0 - start, edge, r, motion)[0]
                 best.offer(t, EDGE, 4 * axis + 2 * sj + sm)
     for corner in range(8):
         signs = np.array([(corner >> 2) & 1, (corner >> 1) & 1, corner & 1]) * 2.0 - 1.0
-        best.offer(F.vertex_entry(w0 - signs * half, r, motion, speed), VERTEX, corner)
+        best.offer(F.vertex_entry(w0 - signs[:, None] * half, r, motion, speed), VERTEX, corner)
 
     t = np.where(start_inside, np.where(approaching, 0.0, np.inf), best.t)
     hit = np.isfinite(t)
     from_start = hit & start_inside
-    centre = w0 + np.where(hit, t, 0.0)[:, None] * v
+    centre = w0 + np.where(hit, t, 0.0) * v
     point = np.clip(centre, -half, half)
     outside = np.abs(centre) > half
-    clipped = outside.sum(axis=1)
+    clipped = outside.sum(axis=0)
     side_hi = centre > 0
+    rows = np.arange(k)
     # Where the contact is with a centre inside the box, the nearest face.
-    face_of = np.argmin(depth, axis=1)  # 0..2: +axis, 3..5: -axis
+    face_of = np.argmin(depth, axis=0)  # 0..2: +axis, 3..5: -axis
     start_face = np.where(face_of < 3, 2 * face_of + 1, 2 * (face_of - 3))
-    free = np.argmin(outside, axis=1)  # the one unclipped axis of an edge contact
+    free = np.argmin(outside, axis=0)  # the one unclipped axis of an edge contact
     j_of = np.where(free == 0, 1, 0)
     m_of = np.where(free == 2, 1, 2)
-    rows = np.arange(k)
+    out_axis = np.argmax(outside, axis=0)  # the one clipped axis of a face contact
     start_feature = np.select([clipped == 3, clipped == 2], [VERTEX, EDGE], FACE)
     start_index = np.select(
         [clipped == 3, clipped == 2, clipped == 1],
         [
-            4 * side_hi[:, 0] + 2 * side_hi[:, 1] + side_hi[:, 2],
-            4 * free + 2 * side_hi[rows, j_of] + side_hi[rows, m_of],
-            2 * np.argmax(outside, axis=1) + side_hi[rows, np.argmax(outside, axis=1)],
+            4 * side_hi[0] + 2 * side_hi[1] + side_hi[2],
+            4 * free + 2 * side_hi[j_of, rows] + side_hi[m_of, rows],
+            2 * out_axis + side_hi[out_axis, rows],
         ],
         start_face,
     )
@@ -180,17 +179,17 @@ def _sweep(c0: Float, c1: Float, r: Float, lo: Float, hi: Float) -> Sweep:
     feature[~hit] = -1
     index[~hit] = -1
 
-    face_normal = np.zeros((k, 3))
-    face_axis = np.where(feature == FACE, index // 2, 0)
-    face_normal[rows, face_axis] = np.where(index % 2 == 1, 1.0, -1.0)
     on_face = feature == FACE
+    face_axis = np.where(on_face, index // 2, 0)
+    face_normal = np.zeros((3, k))
+    face_normal[face_axis, rows] = np.where(index % 2 == 1, 1.0, -1.0)
     # A centre inside the box touches through its nearest face: project it there.
-    inner = from_start & buried
-    point[inner, face_axis[inner]] = face_normal[inner, face_axis[inner]] * half[
-        inner, face_axis[inner]
+    inner = rows[from_start & buried]
+    point[face_axis[inner], inner] = face_normal[face_axis[inner], inner] * half[
+        face_axis[inner], inner
     ]
-    normal = np.where(on_face[:, None], face_normal, F.unit(centre - point))
-    point += mid
+    normal = np.where(on_face, face_normal, F.unit(centre - point)).T
+    point = point.T + mid
     point[~hit] = np.nan
     normal[~hit] = np.nan
     return Sweep(t, point, normal, feature, index)

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _check
-from .._arrays import largest_abs, length
+from .._arrays import largest_abs
 from . import _features as F
 from ._result import EDGE, VERTEX, Sweep
 
@@ -83,19 +83,19 @@ def _sweep(c0: Float, c1: Float, r: Float, a: Float, b: Float, radius: Float) ->
     """:func:`sphere_capsule_toi` of rows already checked and broadcast ((k, 3) float64,
     (k,) float64), with where and how each touched."""
     k = len(c0)
-    w0 = c0 - a
-    v = c1 - c0
-    axis = b - a
+    w0 = F.columns(c0 - a)
+    v = F.columns(c1 - c0)
+    axis = F.columns(b - a)
     reach = r + radius
-    speed = length(v)
-    size = np.maximum(reach, length(axis) + radius)
+    speed = F.norm(v)
+    size = np.maximum(reach, F.norm(axis) + radius)
     approach_eps, tol = F.thresholds(speed, size, largest_abs(c0, c1, a, b))
     motion = F.Motion(v, np.zeros(k), np.ones(k), approach_eps, tol)
 
     origin = np.zeros_like(w0)
     near, u0 = F.closest_on_segment(w0, origin, axis)
     gap = w0 - near
-    dist = length(gap)
+    dist = F.norm(gap)
     start_inside = dist <= reach
     approaching = (dist > 0) & (F.dot(gap, v) < -dist * approach_eps)
 
@@ -114,10 +114,11 @@ def _sweep(c0: Float, c1: Float, r: Float, a: Float, b: Float, radius: Float) ->
     feature = np.where(ends, VERTEX, feature).astype(np.int8)
     feature[~hit] = -1
     index[~hit] = -1
-    centre = w0 + np.where(hit, t, 0.0)[:, None] * v
+    centre = w0 + np.where(hit, t, 0.0) * v
     on_axis = F.closest_on_segment(centre, origin, axis)[0]
     normal = F.unit(centre - on_axis)
-    point = on_axis + radius[:, None] * normal + a
+    point = (on_axis + radius * normal).T + a
+    normal = normal.T
     point[~hit] = np.nan
     normal[~hit] = np.nan
     return Sweep(t, point, normal, feature, index)

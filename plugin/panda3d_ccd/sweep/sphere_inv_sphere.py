@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _check
-from .._arrays import largest_abs, length
+from .._arrays import largest_abs
 from . import _features as F
 from ._result import FACE, Sweep
 
@@ -84,20 +84,20 @@ def sphere_inv_sphere_toi(
 def _sweep(c0: Float, c1: Float, r: Float, center: Float, radius: Float) -> Sweep:
     """:func:`sphere_inv_sphere_toi` of rows already checked and broadcast ((k, 3) float64,
     (k,) float64), with where and how each touched."""
-    p0 = c0 - center
-    v = c1 - c0
+    p0 = F.columns(c0 - center)
+    v = F.columns(c1 - c0)
     room = radius - r  # how far the centre may go from the room's centre
-    speed = length(v)
+    speed = F.norm(v)
     a = speed * speed
     half_b = F.dot(p0, v)
-    dist = length(p0)
+    dist = F.norm(p0)
     approach_eps, _tol = F.thresholds(speed, np.maximum(r, radius), largest_abs(c0, c1, center))
     overlapping = dist >= room
     outward = half_b > dist * approach_eps
     moving = a > 0
 
     has_room = room > 0
-    off_line = length(F.cross(p0, v))
+    off_line = F.norm(F.cross(p0, v))
     disc = a * np.maximum(room, 0.0) ** 2 - off_line * off_line
     crosses = moving & has_room & (disc > 0)
     sq = np.sqrt(np.where(crosses, disc, 0.0))
@@ -117,8 +117,8 @@ def _sweep(c0: Float, c1: Float, r: Float, center: Float, radius: Float) -> Swee
     t[~moving | (t > 1.0)] = np.inf
 
     hit = np.isfinite(t)
-    centre = p0 + np.where(hit, t, 0.0)[:, None] * v
-    out = F.unit(centre, fallback=F.unit(v, speed))
+    centre = p0 + np.where(hit, t, 0.0) * v
+    out = F.unit(centre, fallback=F.unit(v, speed)).T
     point = center + radius[:, None] * out
     normal = -out
     point[~hit] = np.nan

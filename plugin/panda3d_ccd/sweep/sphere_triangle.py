@@ -32,7 +32,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _check
-from .._arrays import largest_abs, length
 from .._tolerance import DEGENERATE_REL
 from . import _features as F
 from ._result import EDGE, FACE, VERTEX, Sweep
@@ -116,10 +115,8 @@ def _checked(c0, c1, r, a, b, c) -> list[np.ndarray]:
 
 def _toi(c0: Float, c1: Float, r: Float, a: Float, b: Float, c: Float, two: Bool) -> Float:
     t = np.full(len(c0), np.inf)
-    keep = _survivors(c0, c1, r, a, b, c, two)
-    for lo in range(0, len(keep), _BLOCK):
-        rows = keep[lo : lo + _BLOCK]
-        t[rows] = _exact(c0[rows], c1[rows], r[rows], a[rows], b[rows], c[rows], two[rows])[0]
+    for rows, part in _blocks(c0, c1, r, a, b, c, two, False):
+        t[rows] = part[0]
     return t
 
 
@@ -127,47 +124,51 @@ def _sweep(
     c0: Float, c1: Float, r: Float, a: Float, b: Float, c: Float, two_sided: ArrayLike = False
 ) -> Sweep:
     """:func:`sphere_triangle_toi` of rows already checked and broadcast ((k, 3) float64,
-    (k,) float64), with where and how each touched."""
+    (k,) float64; ``two_sided`` a bool or (k,) bool), with where and how each touched."""
     k = len(c0)
     two = np.broadcast_to(np.asarray(two_sided, dtype=bool), (k,))
-    out = Sweep(
-        np.full(k, np.inf),
-        np.full((k, 3), np.nan),
-        np.full((k, 3), np.nan),
-        np.full(k, -1, dtype=np.int8),
-        np.full(k, -1, dtype=np.int64),
-    )
-    keep = _survivors(c0, c1, r, a, b, c, two)
-    for lo in range(0, len(keep), _BLOCK):
-        rows = keep[lo : lo + _BLOCK]
-        part = _exact(c0[rows], c1[rows], r[rows], a[rows], b[rows], c[rows], two[rows], True)
-        for column, values in zip(out, part):
-            column[rows] = values
-    return out
+    t = np.full(k, np.inf)
+    point = np.full((k, 3), np.nan)
+    normal = np.full((k, 3), np.nan)
+    feature = np.full(k, -1, dtype=np.int8)
+    index = np.full(k, -1, dtype=np.int64)
+    for rows, (tt, pp, nn, ff, ii) in _blocks(c0, c1, r, a, b, c, two, True):
+        t[rows] = tt
+        point[rows] = pp.T
+        normal[rows] = nn.T
+        feature[rows] = ff
+        index[rows] = ii
+    return Sweep(t, point, normal, feature, index)
 
 
-def _survivors(
-    c0: Float, c1: Float, r: Float, a: Float, b: Float, c: Float, two: Bool
-) -> NDArray[np.int64]:
-    """Rows that may touch: the path's segment, inflated by r, reaches the triangle's plane
-    slab (and its front, when one-sided) and the inner side of each edge's line."""
+def _blocks(c0, c1, r, a, b, c, two, contacts):
+    """Yield (rows, results of :func:`_exact`) for the rows that survive the culls, a block
+    at a time (numpy's passes over arrays that stay in the cache run several times faster
+    per element than over arrays of a million rows)."""
     found = []
     for lo in range(0, len(c0), _BLOCK):
         hi = lo + _BLOCK
-        alive = _cull_plane(c0[lo:hi], c1[lo:hi], r[lo:hi], a[lo:hi], b[lo:hi], c[lo:hi],
-                            two[lo:hi])
-        rows = np.flatnonzero(alive)
+        near = _cull_plane(
+            c0[lo:hi], c1[lo:hi], r[lo:hi], a[lo:hi], b[lo:hi], c[lo:hi], two[lo:hi]
+        )
+        found.append(np.flatnonzero(near) + lo)
+    alive = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+    for lo in range(0, len(alive), _BLOCK):
+        rows = alive[lo : lo + _BLOCK]
+        # np.take gathers rows about three times faster than fancy indexing.
+        cols = [F.columns(np.take(x, rows, axis=0)) for x in (c0, c1, a, b, c)]
+        keep = _cull_edges(*cols, r[rows])
+        rows = rows[keep]
         if len(rows):
-            rows += lo
-            found.append(
-                rows[_cull_edges(c0[rows], c1[rows], r[rows], a[rows], b[rows], c[rows])]
-            )
-    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+            cols = [x[:, keep] for x in cols]
+            yield rows, _exact(*cols, r[rows], two[rows], contacts)
 
 
 def _cull_plane(
     c0: Float, c1: Float, r: Float, a: Float, b: Float, c: Float, two: Bool
 ) -> Bool:
+    """Rows whose path, inflated by r, reaches the triangle's plane slab (and its front,
+    when one-sided): (k, 3) rows in, (k,) bool out."""
     ax, ay, az = a[:, 0], a[:, 1], a[:, 2]
     e1x, e1y, e1z = b[:, 0] - ax, b[:, 1] - ay, b[:, 2] - az
     e2x, e2y, e2z = c[:, 0] - ax, c[:, 1] - ay, c[:, 2] - az
@@ -181,19 +182,19 @@ def _cull_plane(
     hi = np.maximum(s0, s1)
     slack = _CULL_SLACK * (reach + np.abs(lo) + np.abs(hi))
     near = (lo <= reach + slack) & (hi >= -reach - slack)
-    # One-sided: contacts count only while the centre is in front (or on) the plane.
+    # One-sided: contacts count only while the centre is in front of (or on) the plane.
     return near & (two | (hi >= -slack))
 
 
-def _cull_edges(c0: Float, c1: Float, r: Float, a: Float, b: Float, c: Float) -> Bool:
+def _cull_edges(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float) -> Bool:
     """Separating lines in the triangle's plane: the rounded triangle lies on the inner side
-    of each edge's line, widened by r; a path wholly beyond one of them misses."""
+    of each edge's line, widened by r; a path wholly beyond one of them misses. (3, k)
+    columns in, (k,) bool out."""
     n = F.cross(b - a, c - a)
-    alive = np.ones(len(c0), dtype=bool)
+    alive = np.ones(len(r), dtype=bool)
     for start, end in ((a, b), (b, c), (c, a)):
-        edge = end - start
-        inward = F.cross(n, edge)
-        reach = r * length(inward)
+        inward = F.cross(n, end - start)
+        reach = r * F.norm(inward)
         h0 = F.dot(c0 - start, inward)
         h1 = F.dot(c1 - start, inward)
         slack = _CULL_SLACK * (reach + np.abs(h0) + np.abs(h1))
@@ -201,44 +202,54 @@ def _cull_edges(c0: Float, c1: Float, r: Float, a: Float, b: Float, c: Float) ->
     return alive
 
 
+class _Triangles:
+    """The triangles of some rows, relative to their corner a, as (3, k) columns."""
+
+    def __init__(self, e1: Float, e2: Float, eb: Float) -> None:
+        self.starts = (np.zeros_like(e1), e1, e2)
+        self.edges = (e1, eb, -e2)
+        self.normal_raw = F.cross(e1, e2)
+        self.inward = tuple(F.cross(self.normal_raw, e) for e in self.edges)
+
+    def in_face(self, p: Float, rows: NDArray) -> Bool:
+        """(k,) whether the points p (3, k) project into the triangles of ``rows``
+        (edges included)."""
+        inside = F.dot(p, self.inward[0][:, rows]) >= 0
+        for start, m in zip(self.starts[1:], self.inward[1:]):
+            inside &= F.dot(p - start[:, rows], m[:, rows]) >= 0
+        return inside
+
+
 def _exact(
     c0: Float,
     c1: Float,
-    r: Float,
     a: Float,
     b: Float,
     c: Float,
+    r: Float,
     two: Bool,
     contacts: bool = False,
 ) -> tuple:
-    """The exact test on rows that survived the cull: ``(t,)``, or with ``contacts`` the
-    columns of a :class:`Sweep`."""
-    k = len(c0)
+    """The exact test on (3, k) columns of rows that survived the cull: ``(t,)``, or with
+    ``contacts`` ``(t, point, normal, feature, index)`` with point and normal as columns."""
+    k = len(r)
     w0 = c0 - a
     v = c1 - c0
     e1 = b - a
     e2 = c - a
-    starts = (np.zeros_like(e1), e1, e2)
-    edges = (e1, c - b, a - c)
-    normal_raw = F.cross(e1, e2)
-    area2 = length(normal_raw)
-    longest2 = np.maximum(np.maximum(F.dot(e1, e1), F.dot(e2, e2)), F.dot(edges[1], edges[1]))
+    tri = _Triangles(e1, e2, c - b)
+    area2 = F.norm(tri.normal_raw)
+    longest2 = np.maximum(np.maximum(F.dot(e1, e1), F.dot(e2, e2)), F.dot(c - b, c - b))
     flat = area2 <= DEGENERATE_REL * longest2
-    n = normal_raw / np.where(flat, 1.0, area2)[:, None]
-    n[flat] = 0.0
-    inward = [F.cross(normal_raw, e) for e in edges]
-
-    def in_face(p: Float) -> Bool:
-        inside = ~flat
-        for start, m in zip(starts, inward):
-            inside = inside & (F.dot(p - start, m) >= 0)
-        return inside
-
+    n = np.where(flat, 0.0, tri.normal_raw / np.where(flat, 1.0, area2))
     s0 = F.dot(n, w0)
     dn = F.dot(n, v)
-    speed = length(v)
+    speed = F.norm(v)
     size = np.maximum(r, np.sqrt(longest2))
-    approach_eps, tol = F.thresholds(speed, size, largest_abs(c0, c1, a, b, c))
+    coord_scale = np.abs(c0).max(axis=0)
+    for x in (c1, a, b, c):
+        coord_scale = np.maximum(coord_scale, np.abs(x).max(axis=0))
+    approach_eps, tol = F.thresholds(speed, size, coord_scale)
 
     # The window of times in which contacts count: all the frame, or (one-sided) while the
     # centre is in front of the plane.
@@ -251,105 +262,127 @@ def _exact(
     t_hi = np.where(leaving, s0 / np.where(leaving, -dn, 1.0), 1.0)
     motion = F.Motion(v, t_lo, t_hi, approach_eps, tol)
 
-    # Where the window opens: the centre already within r of the triangle decides alone.
-    p_lo = w0 + t_lo[:, None] * v
-    p_lo[crossing] -= F.dot(n[crossing], p_lo[crossing])[:, None] * n[crossing]
-    near, near_dist, near_feature, near_index = _closest(p_lo, n, starts, edges, in_face)
+    # Where the window opens: a centre already within r of the triangle decides alone. Only
+    # rows within r of the plane there can be.
+    s_lo = np.where(crossing, 0.0, s0)
+    start = np.flatnonzero(~closed & (np.abs(s_lo) <= r))
+    p_lo = w0[:, start] + t_lo[start] * v[:, start]
+    n_s = n[:, start]
+    cross_s = crossing[start]
+    p_lo -= np.where(cross_s, F.dot(n_s, p_lo), 0.0) * n_s
+    near, near_dist, near_feature, near_index = _closest(p_lo, n_s, tri, start, flat[start])
     # The crossing point lies on the plane: rounding must not leave it a hair behind the
     # face with the sphere moving out (which would read as "approaching the face").
-    on_face = crossing & (near_feature == FACE)
+    on_face = cross_s & (near_feature == FACE)
     near_dist[on_face] = 0.0
-    near[on_face] = p_lo[on_face]
-    start_inside = ~closed & (near_dist <= r)
-    gap = p_lo - near
-    approaching = (near_dist > 0) & (F.dot(gap, v) < -near_dist * approach_eps)
+    near = np.where(on_face, p_lo, near)
+    inside_s = near_dist <= r[start]
+    approaching_s = (near_dist > 0) & (
+        F.dot(p_lo - near, v[:, start]) < -near_dist * approach_eps[start]
+    )
+    start_inside = np.zeros(k, dtype=bool)
+    start_inside[start] = inside_s
+    t = np.full(k, np.inf)
+    t[start[inside_s]] = np.where(approaching_s[inside_s], t_lo[start[inside_s]], np.inf)
 
-    best = F.Best(k)
-    # Front face: the offset plane s = r, reached while moving in.
-    front = ~flat & (dn < -approach_eps)
-    entry = np.divide(s0 - r, -dn, where=front, out=np.full(k, np.inf))
-    best.offer(_face_time(entry, s0, dn, front, motion, in_face, w0, 1.0), FACE, 0)
-    back = two & ~flat & (dn > approach_eps)
-    entry = np.divide(-r - s0, dn, where=back, out=np.full(k, np.inf))
-    best.offer(_face_time(entry, s0, dn, back, motion, in_face, w0, -1.0), FACE, 0)
-    for i, (start, edge) in enumerate(zip(starts, edges)):
-        best.offer(F.edge_entry(w0 - start, edge, r, motion)[0], EDGE, i)
-    for i, vertex in enumerate(starts):
-        best.offer(F.vertex_entry(w0 - vertex, r, motion, speed), VERTEX, i)
+    # The offset faces. Before the sphere reaches one, the centre is farther than r from
+    # the plane and so from every edge and vertex: a face hit is the first contact.
+    open_ = ~closed & ~start_inside
+    for side in (1.0, -1.0):
+        moving_in = open_ & ~flat & (side * dn < -approach_eps)
+        if side < 0:
+            moving_in &= two
+        rows = np.flatnonzero(moving_in)
+        if len(rows):
+            t[rows] = _face_time(side, rows, s0, dn, r, w0, motion, tri)
+    by_face = open_ & np.isfinite(t)
 
-    t = np.where(start_inside, np.where(approaching, t_lo, np.inf), best.t)
+    rest = np.flatnonzero(open_ & ~by_face)
+    best = F.Best(len(rest))
+    if len(rest):
+        m = motion.take(rest)
+        w = w0[:, rest]
+        rr = r[rest]
+        for i, (vertex, edge) in enumerate(zip(tri.starts, tri.edges)):
+            best.offer(F.edge_entry(w - vertex[:, rest], edge[:, rest], rr, m)[0], EDGE, i)
+        for i, vertex in enumerate(tri.starts):
+            best.offer(F.vertex_entry(w - vertex[:, rest], rr, m, speed[rest]), VERTEX, i)
+        t[rest] = best.t
     t[closed] = np.inf
     if not contacts:
         return (t,)
 
     hit = np.isfinite(t)
-    from_start = hit & start_inside
-    feature = np.where(from_start, near_feature, best.feature).astype(np.int8)
-    index = np.where(from_start, near_index, best.index)
-    feature[~hit] = -1
-    index[~hit] = -1
-    centre = np.where(from_start[:, None], p_lo, w0 + np.where(hit, t, 0.0)[:, None] * v)
-    point = np.full((k, 3), np.nan)
-    point[from_start] = near[from_start]
-    by_piece = hit & ~start_inside
-    face = by_piece & (feature == FACE)
-    point[face] = centre[face] - F.dot(n[face], centre[face])[:, None] * n[face]
-    for i in range(3):
-        on_edge = by_piece & (feature == EDGE) & (index == i)
-        point[on_edge] = F.closest_on_segment(
-            centre[on_edge], starts[i][on_edge], edges[i][on_edge]
-        )[0]
-        at_vertex = by_piece & (feature == VERTEX) & (index == i)
-        point[at_vertex] = starts[i][at_vertex]
+    feature = np.full(k, -1, dtype=np.int8)
+    index = np.full(k, -1, dtype=np.int64)
+    point = np.full((3, k), np.nan)
+    normal = np.full((3, k), np.nan)
+    centre = w0 + np.where(hit, t, 0.0) * v
+
+    sel = inside_s & np.isfinite(t[start])
+    from_start = start[sel]
+    feature[from_start] = near_feature[sel]
+    index[from_start] = near_index[sel]
+    point[:, from_start] = near[:, sel]
+    normal[:, from_start] = F.unit(p_lo[:, sel] - near[:, sel])
+
+    face = np.flatnonzero(by_face)
+    feature[face] = FACE
+    index[face] = 0
+    n_f = n[:, face]
+    point[:, face] = centre[:, face] - F.dot(n_f, centre[:, face]) * n_f
     # On the face the normal is the face's, on the side approached (a point, r = 0, has no
     # direction from the contact to its centre).
-    side = np.where(dn < 0, 1.0, -1.0)[:, None] * n
-    normal = np.where(
-        (feature == FACE)[:, None], side, F.unit(centre - np.where(hit[:, None], point, 0.0))
-    )
-    normal[~hit] = np.nan
+    normal[:, face] = np.where(dn[face] < 0, 1.0, -1.0) * n_f
+
+    rows = rest[np.isfinite(best.t)]
+    picked = np.isfinite(best.t)
+    feature[rows] = best.feature[picked]
+    index[rows] = best.index[picked]
+    on = centre[:, rows]
+    q = np.zeros_like(on)
+    for i, (vertex, edge) in enumerate(zip(tri.starts, tri.edges)):
+        is_edge = (best.feature[picked] == EDGE) & (best.index[picked] == i)
+        is_vertex = (best.feature[picked] == VERTEX) & (best.index[picked] == i)
+        q = np.where(is_edge, F.closest_on_segment(on, vertex[:, rows], edge[:, rows])[0], q)
+        q = np.where(is_vertex, vertex[:, rows], q)
+    point[:, rows] = q
+    normal[:, rows] = F.unit(on - q)
     return t, point + a, normal, feature, index
 
 
 def _face_time(
-    entry: Float,
-    s0: Float,
-    dn: Float,
-    moving_in: Bool,
-    m: F.Motion,
-    in_face,
-    w0: Float,
-    side: float,
+    side: float, rows: NDArray, s0: Float, dn: Float, r: Float, w0: Float, m: F.Motion, tri
 ) -> Float:
     """Time the centre reaches the offset plane on ``side`` (1 front, -1 back) within the
-    face, moved to the window's start if rounding put it just before."""
-    t = np.maximum(entry, m.t_lo)
-    early = entry < m.t_lo
+    face, for rows moving toward that side's plane; moved to the window's start if
+    rounding put it just before."""
+    s0, dn, r, t_lo, t_hi = s0[rows], dn[rows], r[rows], m.t_lo[rows], m.t_hi[rows]
+    entry = (side * s0 - r) / (-side * dn)
+    t = np.maximum(entry, t_lo)
     # Moved to t_lo only from the right side of the plane, where the distance is the
     # offset that decreases (from the other side, moving in is moving away).
-    ok = moving_in & (~early | (side * (s0 + m.t_lo * dn) > 0)) & (t <= m.t_hi)
-    centre = w0 + np.where(ok, t, 0.0)[:, None] * m.v
-    ok &= in_face(centre)
+    ok = ((entry >= t_lo) | (side * (s0 + t_lo * dn) > 0)) & (t <= t_hi)
+    centre = w0[:, rows] + np.where(ok, t, 0.0) * m.v[:, rows]
+    ok &= tri.in_face(centre, rows)
     return np.where(ok, t, np.inf)
 
 
-def _closest(p: Float, n: Float, starts, edges, in_face) -> tuple:
-    """Closest points (k, 3) of the triangles (relative to a) to p, their distances (k,),
-    features and indices."""
-    k = len(p)
+def _closest(p: Float, n: Float, tri: _Triangles, rows: NDArray, flat: Bool) -> tuple:
+    """Closest points (3, k) of the triangles of ``rows`` (relative to a) to the points p
+    (3, k), their distances (k,), features and indices."""
     s = F.dot(n, p)
-    best_q = p - s[:, None] * n
-    best_d = np.abs(s)
-    feature = np.full(k, FACE, dtype=np.int8)
-    index = np.zeros(k, dtype=np.int64)
-    on_face = in_face(p)
-    best_d[~on_face] = np.inf
-    for i, (start, edge) in enumerate(zip(starts, edges)):
-        q, u = F.closest_on_segment(p, start, edge)
-        d = length(p - q)
+    best_q = p - s * n
+    best_d = np.where(~flat & tri.in_face(p, rows), np.abs(s), np.inf)
+    feature = np.full(len(s), FACE, dtype=np.int8)
+    index = np.zeros(len(s), dtype=np.int64)
+    for i, (start, edge) in enumerate(zip(tri.starts, tri.edges)):
+        q, u = F.closest_on_segment(p, start[:, rows], edge[:, rows])
+        d = F.norm(p - q)
         better = d < best_d
-        best_q[better] = q[better]
-        best_d[better] = d[better]
-        feature[better] = np.where(u[better] == 0, VERTEX, np.where(u[better] == 1, VERTEX, EDGE))
-        index[better] = np.where(u[better] == 1, (i + 1) % 3, i)
+        best_q = np.where(better, q, best_q)
+        best_d = np.where(better, d, best_d)
+        end = (u == 0) | (u == 1)
+        feature = np.where(better, np.where(end, VERTEX, EDGE), feature).astype(np.int8)
+        index = np.where(better, np.where(u == 1, (i + 1) % 3, i), index)
     return best_q, best_d, feature, index
