@@ -91,6 +91,12 @@ TRIANGLE = [
     # The same crossing at (2, -1, 0), within r = 1.2 of the edge but moving away from it.
     ("crossing near an edge, away", (2, -0.5, -1), (2, -1.5, 1), 1.2, False, INF, -1, -1),
     ("crossing inside the face", (1, 1, -1), (1, 1, 1), 1.0, False, INF, -1, -1),
+    # Crossing at (2, -2, 0), 2 from the triangle, then meeting edge a-b in front:
+    # (4t - 3)^2 + (2t - 0.5)^2 = 1, i.e. 20t^2 - 26t + 8.25 = 0, t = (26 - 4) / 40.
+    ("crossing far from it, then an edge", (2, -3, -0.5), (2, 1, 1.5), 1.0, False, 0.55, EDGE,
+     0),
+    ("far from it, then an edge, two-sided", (2, -3, -0.5), (2, 1, 1.5), 1.0, True, 0.55, EDGE,
+     0),
     # In front at first, the centre goes behind the plane (t = 0.25) beside the triangle
     # and then meets edge a-b from behind: one-sided no contact.
     ("edge met from behind", (2, -2, 0.5), (2, 0, -1.5), 1.2, False, INF, -1, -1),
@@ -136,7 +142,8 @@ def test_sphere_triangle_sweep(row):
     got = tri_mod._sweep(c0_, c1_, r_, a, b, c, two)
     assert got.t[0] == pytest.approx(expected, rel=1e-12, abs=1e-12)
     assert (int(got.feature[0]), int(got.index[0])) == (feature, index)
-    _check_contact(got, c0_, c1_, r_, touching=expected > 0 and "crossing" not in row[0])
+    overlapped = row[0].startswith("crossing near")
+    _check_contact(got, c0_, c1_, r_, touching=expected > 0 and not overlapped)
     if np.isfinite(expected):
         assert got.point[0, 2] == pytest.approx(0.0, abs=1e-12)  # on the triangle's plane
         x, y = got.point[0, :2]

@@ -209,15 +209,21 @@ class _Triangles:
         self.starts = (np.zeros_like(e1), e1, e2)
         self.edges = (e1, eb, -e2)
         self.normal_raw = F.cross(e1, e2)
-        self.inward = tuple(F.cross(self.normal_raw, e) for e in self.edges)
+
+    def heights(self, p: Float, rows: NDArray) -> list[Float]:
+        """(k,) each: how far inside each edge's line the points p (3, k) project, for the
+        triangles of ``rows``, scaled by |normal_raw| |edge| (>= 0 on the inner side)."""
+        normal = self.normal_raw[:, rows]
+        return [
+            F.dot(p - start[:, rows], F.cross(normal, edge[:, rows]))
+            for start, edge in zip(self.starts, self.edges)
+        ]
 
     def in_face(self, p: Float, rows: NDArray) -> Bool:
         """(k,) whether the points p (3, k) project into the triangles of ``rows``
         (edges included)."""
-        inside = F.dot(p, self.inward[0][:, rows]) >= 0
-        for start, m in zip(self.starts[1:], self.inward[1:]):
-            inside &= F.dot(p - start[:, rows], m[:, rows]) >= 0
-        return inside
+        h0, h1, h2 = self.heights(p, rows)
+        return (h0 >= 0) & (h1 >= 0) & (h2 >= 0)
 
 
 def _exact(
@@ -246,9 +252,13 @@ def _exact(
     dn = F.dot(n, v)
     speed = F.norm(v)
     size = np.maximum(r, np.sqrt(longest2))
-    coord_scale = np.abs(c0).max(axis=0)
-    for x in (c1, a, b, c):
-        coord_scale = np.maximum(coord_scale, np.abs(x).max(axis=0))
+    # A bound on the largest coordinate (within a factor of 3), for the rounding noise.
+    coord_scale = (
+        np.maximum(np.maximum(np.abs(c0[0]), np.abs(c0[1])), np.abs(c0[2]))
+        + np.maximum(np.maximum(np.abs(a[0]), np.abs(a[1])), np.abs(a[2]))
+        + speed
+        + np.sqrt(longest2)
+    )
     approach_eps, tol = F.thresholds(speed, size, coord_scale)
 
     # The window of times in which contacts count: all the frame, or (one-sided) while the
@@ -270,7 +280,9 @@ def _exact(
     n_s = n[:, start]
     cross_s = crossing[start]
     p_lo -= np.where(cross_s, F.dot(n_s, p_lo), 0.0) * n_s
-    near, near_dist, near_feature, near_index = _closest(p_lo, n_s, tri, start, flat[start])
+    near, near_dist, near_feature, near_index = _closest(
+        p_lo, n_s, tri, start, flat[start], r[start], F.dot(n_s, p_lo)
+    )
     # The crossing point lies on the plane: rounding must not leave it a hair behind the
     # face with the sphere moving out (which would read as "approaching the face").
     on_face = cross_s & (near_feature == FACE)
@@ -368,14 +380,46 @@ def _face_time(
     return np.where(ok, t, np.inf)
 
 
-def _closest(p: Float, n: Float, tri: _Triangles, rows: NDArray, flat: Bool) -> tuple:
+def _closest(
+    p: Float, n: Float, tri: _Triangles, rows: NDArray, flat: Bool, r: Float, s: Float
+) -> tuple:
     """Closest points (3, k) of the triangles of ``rows`` (relative to a) to the points p
-    (3, k), their distances (k,), features and indices."""
-    s = F.dot(n, p)
+    (3, k) at signed heights s (k,) over their planes, their distances (k,), features and
+    indices; only where the distance may be <= r (elsewhere the distance is inf and the
+    feature -1)."""
+    k = len(s)
     best_q = p - s * n
-    best_d = np.where(~flat & tri.in_face(p, rows), np.abs(s), np.inf)
-    feature = np.full(len(s), FACE, dtype=np.int8)
-    index = np.zeros(len(s), dtype=np.int64)
+    best_d = np.abs(s)
+    feature = np.full(k, FACE, dtype=np.int8)
+    index = np.zeros(k, dtype=np.int64)
+    heights = tri.heights(p, rows)
+    on_face = ~flat & (heights[0] >= 0) & (heights[1] >= 0) & (heights[2] >= 0)
+    # Beyond an edge's line by more than sqrt(r^2 - s^2), the point is farther than r.
+    beyond = np.zeros(k)
+    area2 = F.norm(tri.normal_raw[:, rows])
+    for h, edge in zip(heights, tri.edges):
+        scale = area2 * F.norm(edge[:, rows])
+        beyond = np.maximum(beyond, -h / np.where(scale > 0, scale, 1.0))
+    far = ~flat & (beyond * beyond + s * s > r * r)
+    best_d[far] = np.inf
+    feature[far] = -1
+    edgy = np.flatnonzero(~on_face & ~far)
+    if len(edgy):
+        q, d, f, i = _closest_on_edges(p[:, edgy], tri, rows[edgy])
+        best_q[:, edgy] = q
+        best_d[edgy] = d
+        feature[edgy] = f
+        index[edgy] = i
+    return best_q, best_d, feature, index
+
+
+def _closest_on_edges(p: Float, tri: _Triangles, rows: NDArray) -> tuple:
+    """Closest points (3, k) of the edges of the triangles of ``rows`` to p (3, k), their
+    distances, features and indices."""
+    best_d = np.full(p.shape[1], np.inf)
+    best_q = p.copy()
+    feature = np.full(p.shape[1], EDGE, dtype=np.int8)
+    index = np.zeros(p.shape[1], dtype=np.int64)
     for i, (start, edge) in enumerate(zip(tri.starts, tri.edges)):
         q, u = F.closest_on_segment(p, start[:, rows], edge[:, rows])
         d = F.norm(p - q)
