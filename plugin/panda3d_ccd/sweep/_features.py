@@ -32,6 +32,12 @@ def columns(rows: Float) -> Float:
     return np.ascontiguousarray(rows.T)
 
 
+def take(x: NDArray, rows: NDArray) -> NDArray:
+    """The rows (indices) of (k,) values or (3, k) columns: ``x[..., rows]``, by np.take,
+    which gathers about three times faster than fancy indexing."""
+    return np.take(x, rows, axis=-1)
+
+
 def dot(a: Float, b: Float) -> Float:
     """(k,) dot products of (3, k) columns."""
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
@@ -72,7 +78,7 @@ class Motion(NamedTuple):
 
     def take(self, rows: NDArray) -> Motion:
         """The same constants for a subset of rows (indices or a mask)."""
-        return Motion(*(x[..., rows] for x in self))
+        return Motion(*(take(x, rows) for x in self))
 
 
 def thresholds(speed: Float, size: Float, coord_scale: Float) -> tuple[Float, Float]:

@@ -213,9 +213,9 @@ class _Triangles:
     def heights(self, p: Float, rows: NDArray) -> list[Float]:
         """(k,) each: how far inside each edge's line the points p (3, k) project, for the
         triangles of ``rows``, scaled by |normal_raw| |edge| (>= 0 on the inner side)."""
-        normal = self.normal_raw[:, rows]
+        normal = F.take(self.normal_raw, rows)
         return [
-            F.dot(p - start[:, rows], F.cross(normal, edge[:, rows]))
+            F.dot(p - F.take(start, rows), F.cross(normal, F.take(edge, rows)))
             for start, edge in zip(self.starts, self.edges)
         ]
 
@@ -276,8 +276,8 @@ def _exact(
     # rows within r of the plane there can be.
     s_lo = np.where(crossing, 0.0, s0)
     start = np.flatnonzero(~closed & (np.abs(s_lo) <= r))
-    p_lo = w0[:, start] + t_lo[start] * v[:, start]
-    n_s = n[:, start]
+    p_lo = F.take(w0, start) + t_lo[start] * F.take(v, start)
+    n_s = F.take(n, start)
     cross_s = crossing[start]
     p_lo -= np.where(cross_s, F.dot(n_s, p_lo), 0.0) * n_s
     near, near_dist, near_feature, near_index = _closest(
@@ -290,7 +290,7 @@ def _exact(
     near = np.where(on_face, p_lo, near)
     inside_s = near_dist <= r[start]
     approaching_s = (near_dist > 0) & (
-        F.dot(p_lo - near, v[:, start]) < -near_dist * approach_eps[start]
+        F.dot(p_lo - near, F.take(v, start)) < -near_dist * approach_eps[start]
     )
     start_inside = np.zeros(k, dtype=bool)
     start_inside[start] = inside_s
@@ -313,12 +313,13 @@ def _exact(
     best = F.Best(len(rest))
     if len(rest):
         m = motion.take(rest)
-        w = w0[:, rest]
+        w = F.take(w0, rest)
         rr = r[rest]
-        for i, (vertex, edge) in enumerate(zip(tri.starts, tri.edges)):
-            best.offer(F.edge_entry(w - vertex[:, rest], edge[:, rest], rr, m)[0], EDGE, i)
-        for i, vertex in enumerate(tri.starts):
-            best.offer(F.vertex_entry(w - vertex[:, rest], rr, m, speed[rest]), VERTEX, i)
+        corners = [w] + [w - F.take(vertex, rest) for vertex in tri.starts[1:]]
+        for i, (corner, edge) in enumerate(zip(corners, tri.edges)):
+            best.offer(F.edge_entry(corner, F.take(edge, rest), rr, m)[0], EDGE, i)
+        for i, corner in enumerate(corners):
+            best.offer(F.vertex_entry(corner, rr, m, speed[rest]), VERTEX, i)
         t[rest] = best.t
     t[closed] = np.inf
     if not contacts:
@@ -351,13 +352,14 @@ def _exact(
     picked = np.isfinite(best.t)
     feature[rows] = best.feature[picked]
     index[rows] = best.index[picked]
-    on = centre[:, rows]
+    on = F.take(centre, rows)
     q = np.zeros_like(on)
     for i, (vertex, edge) in enumerate(zip(tri.starts, tri.edges)):
         is_edge = (best.feature[picked] == EDGE) & (best.index[picked] == i)
         is_vertex = (best.feature[picked] == VERTEX) & (best.index[picked] == i)
-        q = np.where(is_edge, F.closest_on_segment(on, vertex[:, rows], edge[:, rows])[0], q)
-        q = np.where(is_vertex, vertex[:, rows], q)
+        corner = F.take(vertex, rows)
+        q = np.where(is_edge, F.closest_on_segment(on, corner, F.take(edge, rows))[0], q)
+        q = np.where(is_vertex, corner, q)
     point[:, rows] = q
     normal[:, rows] = F.unit(on - q)
     return t, point + a, normal, feature, index
@@ -375,7 +377,7 @@ def _face_time(
     # Moved to t_lo only from the right side of the plane, where the distance is the
     # offset that decreases (from the other side, moving in is moving away).
     ok = ((entry >= t_lo) | (side * (s0 + t_lo * dn) > 0)) & (t <= t_hi)
-    centre = w0[:, rows] + np.where(ok, t, 0.0) * m.v[:, rows]
+    centre = F.take(w0, rows) + np.where(ok, t, 0.0) * F.take(m.v, rows)
     ok &= tri.in_face(centre, rows)
     return np.where(ok, t, np.inf)
 
@@ -396,16 +398,16 @@ def _closest(
     on_face = ~flat & (heights[0] >= 0) & (heights[1] >= 0) & (heights[2] >= 0)
     # Beyond an edge's line by more than sqrt(r^2 - s^2), the point is farther than r.
     beyond = np.zeros(k)
-    area2 = F.norm(tri.normal_raw[:, rows])
+    area2 = F.norm(F.take(tri.normal_raw, rows))
     for h, edge in zip(heights, tri.edges):
-        scale = area2 * F.norm(edge[:, rows])
+        scale = area2 * F.norm(F.take(edge, rows))
         beyond = np.maximum(beyond, -h / np.where(scale > 0, scale, 1.0))
     far = ~flat & (beyond * beyond + s * s > r * r)
     best_d[far] = np.inf
     feature[far] = -1
     edgy = np.flatnonzero(~on_face & ~far)
     if len(edgy):
-        q, d, f, i = _closest_on_edges(p[:, edgy], tri, rows[edgy])
+        q, d, f, i = _closest_on_edges(F.take(p, edgy), tri, rows[edgy])
         best_q[:, edgy] = q
         best_d[edgy] = d
         feature[edgy] = f
@@ -421,7 +423,7 @@ def _closest_on_edges(p: Float, tri: _Triangles, rows: NDArray) -> tuple:
     feature = np.full(p.shape[1], EDGE, dtype=np.int8)
     index = np.zeros(p.shape[1], dtype=np.int64)
     for i, (start, edge) in enumerate(zip(tri.starts, tri.edges)):
-        q, u = F.closest_on_segment(p, start[:, rows], edge[:, rows])
+        q, u = F.closest_on_segment(p, F.take(start, rows), F.take(edge, rows))
         d = F.norm(p - q)
         better = d < best_d
         best_q = np.where(better, q, best_q)
