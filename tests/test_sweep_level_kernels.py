@@ -185,6 +185,26 @@ def _rows_many(*columns) -> list[np.ndarray]:
     return [np.array(col, dtype=np.float64) for col in columns]
 
 
+def test_one_sided_passes_from_behind_through_the_face():
+    """Spheres from behind whose centres cross a tilted triangle's plane inside the face
+    pass, whatever rounding does at the crossing: the distance is 0 there and only grows."""
+    rng = np.random.default_rng(7)
+    n = 2000
+    a = np.array([0.3, -1.7, 2.9])
+    b = np.array([4.1, 0.7, 1.3])
+    c = np.array([-0.9, 3.3, 0.1])
+    normal = np.cross(b - a, c - a)
+    normal /= np.linalg.norm(normal)
+    weights = rng.dirichlet([1.0, 1.0, 1.0], n)
+    through = weights @ np.stack([a, b, c])
+    v = rng.normal(size=(n, 3))
+    v += (np.abs(v @ normal) + 0.1)[:, None] * normal - (v @ normal)[:, None] * normal
+    when = rng.uniform(0.05, 0.95, n)
+    c0 = through - when[:, None] * v
+    got = sphere_triangle_toi(c0, c0 + v, rng.uniform(0.0, 0.5, n), a, b, c)
+    assert np.all(got == INF)
+
+
 # Degenerate triangles act as their edges and vertices (from both sides) or miss.
 SEGMENT = ((0, 0, 0), (2, 0, 0), (4, 0, 0))  # collinear: the segment [0, 4] on x
 POINT = ((1, 1, 1), (1, 1, 1), (1, 1, 1))  # coincident: the point (1, 1, 1)
@@ -576,6 +596,28 @@ def test_bad_input(func, args, message):
     kwargs = {"two_sided": 1} if message.startswith("two_sided") else {}
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         func(*args, **kwargs)
+
+
+def test_coordinates_check_sums_then_looks():
+    """The finiteness check sums first: +inf and -inf together (a nan sum) are found, and
+    huge finite coordinates whose sum overflows are accepted."""
+    from panda3d_ccd import _check
+
+    with pytest.raises(ValueError, match=re.escape("c0 must be finite, got [inf, -inf, 0.0]")):
+        _check.coordinates("c0", [(np.inf, -np.inf, 0.0)])
+    huge = _check.coordinates("c0", [(1e308, 1e308, 1e308)])
+    assert huge.tolist() == [[1e308, 1e308, 1e308]]
+
+
+def test_capsule_and_room_large_coordinates():
+    """Coordinates near 1e4 and motions of 1e4 a frame keep the answers to ~1e-12."""
+    o = np.array([1.0e4, -1.0e4, 1.0e4])
+    # Onto the body: y = 5000 - 10000 t reaches 1 at t = 4999 / 10000.
+    got = sphere_capsule_toi(o + [[1, 5000, 0]], o + [[1, -5000, 0]], 0.5, o, o + [2, 0, 0], 0.5)
+    assert _one(got) == pytest.approx(4999 / 10000, rel=1e-12)
+    # A room of radius 1e4 crossed from its centre: |x| = 1e4 - 1 at t = 9999 / 20000.
+    got = sphere_inv_sphere_toi([o], [o + [20000, 0, 0]], 1.0, o, 1.0e4)
+    assert _one(got) == pytest.approx(9999 / 20000, rel=1e-12)
 
 
 def test_docstring_examples():

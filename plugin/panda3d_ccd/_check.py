@@ -32,7 +32,9 @@ def coordinates(name: str, value: ArrayLike) -> Float:
     arr = points(name, value)
     # One summing pass finds a nan or inf (or an overflow, checked properly below) at a
     # fraction of the cost of isfinite over millions of rows.
-    if not np.isfinite(np.sum(arr)):
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.sum(arr)
+    if not np.isfinite(total):
         bad = ~np.isfinite(arr)
         if np.any(bad):
             row = int(np.nonzero(bad)[0][0])
