@@ -124,9 +124,18 @@ def quadratic_entry(
     return np.where(ok, t, np.inf)
 
 
-def vertex_entry(w0: Float, r: Float, m: Motion, speed: Float) -> Float:
-    """(k,) entry of the point ``w0 + t v`` ((3, k) columns) into the sphere of radius r
-    at the origin (a vertex's piece); inf where none in the window or a graze.
+class Piece(NamedTuple):
+    """What one piece of an inflated obstacle says about rows of swept points."""
+
+    t: Float  # (k,) first time in the window inside the piece and approaching; inf if none
+    dist: Float  # (k,) distance at t = 0 from the point to the piece's feature, where that
+    #              feature is the nearest of its kind (an edge: projection within it); inf
+    rate: Float  # (k,) that distance times its rate of change at t = 0
+
+
+def vertex_entry(w0: Float, r: Float, m: Motion, speed: Float) -> Piece:
+    """Entry of the point ``w0 + t v`` ((3, k) columns) into the sphere of radius r at the
+    origin (a vertex's piece); t is inf where none in the window or a graze.
 
     Graze, by depth: r - (distance from the path's line to the vertex) <= tol.
     """
@@ -136,16 +145,18 @@ def vertex_entry(w0: Float, r: Float, m: Motion, speed: Float) -> Float:
     keep = r * speed - off_line > m.tol * speed
     dist = norm(w0)
     disc = speed * speed * r * r - off_line * off_line
-    return quadratic_entry(dist - r, dist, dot(w0, v), speed * speed, disc, keep, r, m)
+    half_b = dot(w0, v)
+    t = quadratic_entry(dist - r, dist, half_b, speed * speed, disc, keep, r, m)
+    return Piece(t, dist, half_b)
 
 
-def edge_entry(w0: Float, edge: Float, r: Float, m: Motion) -> tuple[Float, Float]:
-    """(k,) entry of the point ``w0 + t v`` into the cylinder of radius r around the
-    segment from the origin to ``edge``, clipped to the segment; inf where none.
+def edge_entry(w0: Float, edge: Float, r: Float, m: Motion) -> Piece:
+    """Entry of the point ``w0 + t v`` into the cylinder of radius r around the segment
+    from the origin to ``edge``, clipped to the segment; t is inf where none.
 
-    Also returns the position (k,) of the centre's projection along the edge at that time
-    (as a fraction of the edge). Graze, by depth: r - (distance between the path's line and
-    the edge's line) <= tol; a path parallel to the edge never enters through the side.
+    Graze, by depth: r - (distance between the path's line and the edge's line) <= tol; a
+    path parallel to the edge never enters through the side. A zero-length edge is no
+    piece (its ends' spheres cover it).
     """
     v = m.v
     size = norm(edge)
@@ -160,13 +171,15 @@ def edge_entry(w0: Float, edge: Float, r: Float, m: Motion) -> tuple[Float, Floa
     keep = has & (r * across - skew > m.tol * across)
     dist = norm(wxe)
     disc = a * r * r - skew * skew
-    t = quadratic_entry(dist - r, dist, dot(wxe, vxe), a, disc, keep, r, m)
+    half_b = dot(wxe, vxe)
+    t = quadratic_entry(dist - r, dist, half_b, a, disc, keep, r, m)
     hit = np.isfinite(t)
-    tt = np.where(hit, t, 0.0)
-    along = dot(w0, axis) + tt * dot(v, axis)
+    along0 = dot(w0, axis)
+    along_v = dot(v, axis)
+    along = along0 + np.where(hit, t, 0.0) * along_v
     inside = hit & (along >= 0) & (along <= size)
-    frac = along / np.where(has, size, 1.0)
-    return np.where(inside, t, np.inf), frac
+    within = has & (along0 >= 0) & (along0 <= size)
+    return Piece(np.where(inside, t, np.inf), np.where(within, dist, np.inf), half_b)
 
 
 def closest_on_segment(p: Float, start: Float, edge: Float) -> tuple[Float, Float]:
@@ -193,3 +206,11 @@ class Best:
         self.t = np.where(better, t, self.t)
         self.feature = np.where(better, feature, self.feature).astype(np.int8)
         self.index = np.where(better, index, self.index).astype(np.int64)
+
+    def offer_rows(self, rows: NDArray, other: Best) -> None:
+        """Offer the candidates of ``other``, computed for the rows (indices) of this."""
+        better = other.t < self.t[rows]
+        picked = rows[better]
+        self.t[picked] = other.t[better]
+        self.feature[picked] = other.feature[better]
+        self.index[picked] = other.index[better]

@@ -142,11 +142,11 @@ def _sweep(c0: Float, c1: Float, r: Float, lo: Float, hi: Float) -> Sweep:
                 start[axis] = -half[axis]
                 start[j] = (2 * sj - 1) * half[j]
                 start[m] = (2 * sm - 1) * half[m]
-                t = F.edge_entry(w0 - start, edge, r, motion)[0]
+                t = F.edge_entry(w0 - start, edge, r, motion).t
                 best.offer(t, EDGE, 4 * axis + 2 * sj + sm)
     for corner in range(8):
         signs = np.array([(corner >> 2) & 1, (corner >> 1) & 1, corner & 1]) * 2.0 - 1.0
-        best.offer(F.vertex_entry(w0 - signs[:, None] * half, r, motion, speed), VERTEX, corner)
+        best.offer(F.vertex_entry(w0 - signs[:, None] * half, r, motion, speed).t, VERTEX, corner)
 
     t = np.where(start_inside, np.where(approaching, 0.0, np.inf), best.t)
     hit = np.isfinite(t)

@@ -100,9 +100,9 @@ def _sweep(c0: Float, c1: Float, r: Float, a: Float, b: Float, radius: Float) ->
     approaching = (dist > 0) & (F.dot(gap, v) < -dist * approach_eps)
 
     best = F.Best(k)
-    best.offer(F.edge_entry(w0, axis, reach, motion)[0], EDGE, 0)
-    best.offer(F.vertex_entry(w0, reach, motion, speed), VERTEX, 0)
-    best.offer(F.vertex_entry(w0 - axis, reach, motion, speed), VERTEX, 1)
+    best.offer(F.edge_entry(w0, axis, reach, motion).t, EDGE, 0)
+    best.offer(F.vertex_entry(w0, reach, motion, speed).t, VERTEX, 0)
+    best.offer(F.vertex_entry(w0 - axis, reach, motion, speed).t, VERTEX, 1)
     t = np.where(start_inside, np.where(approaching, 0.0, np.inf), best.t)
 
     hit = np.isfinite(t)

@@ -210,20 +210,17 @@ class _Triangles:
         self.edges = (e1, eb, -e2)
         self.normal_raw = F.cross(e1, e2)
 
-    def heights(self, p: Float, rows: NDArray) -> list[Float]:
-        """(k,) each: how far inside each edge's line the points p (3, k) project, for the
-        triangles of ``rows``, scaled by |normal_raw| |edge| (>= 0 on the inner side)."""
-        normal = F.take(self.normal_raw, rows)
-        return [
-            F.dot(p - F.take(start, rows), F.cross(normal, F.take(edge, rows)))
-            for start, edge in zip(self.starts, self.edges)
-        ]
-
-    def in_face(self, p: Float, rows: NDArray) -> Bool:
-        """(k,) whether the points p (3, k) project into the triangles of ``rows``
-        (edges included)."""
-        h0, h1, h2 = self.heights(p, rows)
-        return (h0 >= 0) & (h1 >= 0) & (h2 >= 0)
+    def in_face(self, p: Float, rows: NDArray | None = None) -> Bool:
+        """(k,) whether the points p (3, k) project into the triangles (of ``rows``, or
+        all), edges included."""
+        pick = (lambda x: x) if rows is None else (lambda x: F.take(x, rows))
+        normal = pick(self.normal_raw)
+        inside = None
+        for start, edge in zip(self.starts, self.edges):
+            # Inside each edge's line: (edge x (p - start)) . normal >= 0.
+            h = F.dot(p - pick(start), F.cross(normal, pick(edge))) >= 0
+            inside = h if inside is None else inside & h
+        return inside
 
 
 def _exact(
@@ -270,99 +267,87 @@ def _exact(
     leaving = one & (s0 >= 0) & (dn < 0) & (s0 < -dn)
     t_lo = np.where(crossing, -s0 / np.where(crossing, dn, 1.0), 0.0)
     t_hi = np.where(leaving, s0 / np.where(leaving, -dn, 1.0), 1.0)
-    motion = F.Motion(v, t_lo, t_hi, approach_eps, tol)
+    # Everything is measured from where the window opens: the point p at t_lo, on the plane
+    # exactly where the window opens at a crossing (rounding must not leave it a hair
+    # behind the face with the sphere moving out, which would read as "approaching").
+    p = w0 + t_lo * v
+    s_p = np.where(crossing, 0.0, s0)
+    p -= np.where(crossing, F.dot(n, p), 0.0) * n
+    motion = F.Motion(v, np.zeros(k), t_hi - t_lo, approach_eps, tol)
 
-    # Where the window opens: a centre already within r of the triangle decides alone. Only
-    # rows within r of the plane there can be.
-    s_lo = np.where(crossing, 0.0, s0)
-    start = np.flatnonzero(~closed & (np.abs(s_lo) <= r))
-    p_lo = F.take(w0, start) + t_lo[start] * F.take(v, start)
-    n_s = F.take(n, start)
-    cross_s = crossing[start]
-    p_lo -= np.where(cross_s, F.dot(n_s, p_lo), 0.0) * n_s
-    near, near_dist, near_feature, near_index = _closest(
-        p_lo, n_s, tri, start, flat[start], r[start], F.dot(n_s, p_lo)
-    )
-    # The crossing point lies on the plane: rounding must not leave it a hair behind the
-    # face with the sphere moving out (which would read as "approaching the face").
-    on_face = cross_s & (near_feature == FACE)
-    near_dist[on_face] = 0.0
-    near = np.where(on_face, p_lo, near)
-    inside_s = near_dist <= r[start]
-    approaching_s = (near_dist > 0) & (
-        F.dot(p_lo - near, F.take(v, start)) < -near_dist * approach_eps[start]
-    )
-    start_inside = np.zeros(k, dtype=bool)
-    start_inside[start] = inside_s
-    t = np.full(k, np.inf)
-    t[start[inside_s]] = np.where(approaching_s[inside_s], t_lo[start[inside_s]], np.inf)
-
-    # The offset faces. Before the sphere reaches one, the centre is farther than r from
-    # the plane and so from every edge and vertex: a face hit is the first contact.
-    open_ = ~closed & ~start_inside
+    # The pieces: offset faces, edge cylinders, vertex spheres. Each gives its first entry
+    # after t_lo, and the distance from p to its feature with that distance's rate; the
+    # nearest feature decides alone where p is already within r of the triangle.
+    best = F.Best(k)
+    near = F.Best(k)
+    on_face = ~flat & tri.in_face(p)
+    near.offer(np.where(on_face, np.abs(s_p), np.inf), FACE, 0)
+    near_rate = s_p * dn
     for side in (1.0, -1.0):
-        moving_in = open_ & ~flat & (side * dn < -approach_eps)
+        moving_in = ~flat & (side * dn < -approach_eps)
         if side < 0:
             moving_in &= two
         rows = np.flatnonzero(moving_in)
         if len(rows):
-            t[rows] = _face_time(side, rows, s0, dn, r, w0, motion, tri)
-    by_face = open_ & np.isfinite(t)
-
-    rest = np.flatnonzero(open_ & ~by_face)
-    best = F.Best(len(rest))
+            face_t = np.full(k, np.inf)
+            face_t[rows] = _face_time(side, rows, s_p, dn, r, p, motion, tri)
+            best.offer(face_t, FACE, 0)
+    # The edges and vertices matter only where the face does not decide: a face reached
+    # from farther than r is the first contact (before it the centre is farther than r from
+    # the plane, so from everything), and a point within r over the face is nearest to it.
+    beyond = np.abs(s_p) > r
+    rest = np.flatnonzero(np.where(beyond, ~np.isfinite(best.t), ~on_face))
     if len(rest):
         m = motion.take(rest)
-        w = F.take(w0, rest)
         rr = r[rest]
-        corners = [w] + [w - F.take(vertex, rest) for vertex in tri.starts[1:]]
-        for i, (corner, edge) in enumerate(zip(corners, tri.edges)):
-            best.offer(F.edge_entry(corner, F.take(edge, rest), rr, m)[0], EDGE, i)
+        pr = F.take(p, rest)
+        corners = [pr] + [pr - F.take(vertex, rest) for vertex in tri.starts[1:]]
+        edges = [F.take(edge, rest) for edge in tri.edges]
+        best_rest = F.Best(len(rest))
+        near_rest = F.Best(len(rest))
+        rate_rest = np.zeros(len(rest))
+        for i, (corner, edge) in enumerate(zip(corners, edges)):
+            piece = F.edge_entry(corner, edge, rr, m)
+            best_rest.offer(piece.t, EDGE, i)
+            rate_rest = np.where(piece.dist < near_rest.t, piece.rate, rate_rest)
+            near_rest.offer(piece.dist, EDGE, i)
         for i, corner in enumerate(corners):
-            best.offer(F.vertex_entry(corner, rr, m, speed[rest]), VERTEX, i)
-        t[rest] = best.t
+            piece = F.vertex_entry(corner, rr, m, speed[rest])
+            best_rest.offer(piece.t, VERTEX, i)
+            rate_rest = np.where(piece.dist < near_rest.t, piece.rate, rate_rest)
+            near_rest.offer(piece.dist, VERTEX, i)
+        best.offer_rows(rest, best_rest)
+        closer = near_rest.t < near.t[rest]
+        near_rate[rest[closer]] = rate_rest[closer]
+        near.offer_rows(rest, near_rest)
+
+    inside = near.t <= r
+    approaching = (near.t > 0) & (near_rate < -near.t * approach_eps)
+    t = np.where(inside, np.where(approaching, t_lo, np.inf), t_lo + best.t)
     t[closed] = np.inf
     if not contacts:
         return (t,)
 
     hit = np.isfinite(t)
-    feature = np.full(k, -1, dtype=np.int8)
-    index = np.full(k, -1, dtype=np.int64)
-    point = np.full((3, k), np.nan)
-    normal = np.full((3, k), np.nan)
-    centre = w0 + np.where(hit, t, 0.0) * v
-
-    sel = inside_s & np.isfinite(t[start])
-    from_start = start[sel]
-    feature[from_start] = near_feature[sel]
-    index[from_start] = near_index[sel]
-    point[:, from_start] = near[:, sel]
-    normal[:, from_start] = F.unit(p_lo[:, sel] - near[:, sel])
-
-    face = np.flatnonzero(by_face)
-    feature[face] = FACE
-    index[face] = 0
-    n_f = n[:, face]
-    point[:, face] = centre[:, face] - F.dot(n_f, centre[:, face]) * n_f
-    # On the face the normal is the face's, on the side approached (a point, r = 0, has no
-    # direction from the contact to its centre).
-    normal[:, face] = np.where(dn[face] < 0, 1.0, -1.0) * n_f
-
-    rows = rest[np.isfinite(best.t)]
-    picked = np.isfinite(best.t)
-    feature[rows] = best.feature[picked]
-    index[rows] = best.index[picked]
-    on = F.take(centre, rows)
-    q = np.zeros_like(on)
+    from_start = hit & inside
+    feature = np.where(from_start, near.feature, best.feature).astype(np.int8)
+    index = np.where(from_start, near.index, best.index)
+    feature[~hit] = -1
+    index[~hit] = -1
+    centre = p + np.where(hit & ~from_start, t - t_lo, 0.0) * v
+    point = centre - F.dot(n, centre) * n
     for i, (vertex, edge) in enumerate(zip(tri.starts, tri.edges)):
-        is_edge = (best.feature[picked] == EDGE) & (best.index[picked] == i)
-        is_vertex = (best.feature[picked] == VERTEX) & (best.index[picked] == i)
-        corner = F.take(vertex, rows)
-        q = np.where(is_edge, F.closest_on_segment(on, corner, F.take(edge, rows))[0], q)
-        q = np.where(is_vertex, corner, q)
-    point[:, rows] = q
-    normal[:, rows] = F.unit(on - q)
-    return t, point + a, normal, feature, index
+        on_edge = (feature == EDGE) & (index == i)
+        point = np.where(on_edge, F.closest_on_segment(centre, vertex, edge)[0], point)
+        point = np.where((feature == VERTEX) & (index == i), vertex, point)
+    normal = F.unit(centre - point)
+    # Touching a face from outside, the normal is the face's on the side approached (a
+    # point, r = 0, has no direction from the contact to its centre).
+    by_face = hit & ~from_start & (feature == FACE)
+    normal = np.where(by_face, np.where(dn < 0, 1.0, -1.0) * n, normal)
+    point = np.where(hit, point + a, np.nan)
+    normal = np.where(hit, normal, np.nan)
+    return t, point, normal, feature, index
 
 
 def _face_time(
@@ -380,55 +365,3 @@ def _face_time(
     centre = F.take(w0, rows) + np.where(ok, t, 0.0) * F.take(m.v, rows)
     ok &= tri.in_face(centre, rows)
     return np.where(ok, t, np.inf)
-
-
-def _closest(
-    p: Float, n: Float, tri: _Triangles, rows: NDArray, flat: Bool, r: Float, s: Float
-) -> tuple:
-    """Closest points (3, k) of the triangles of ``rows`` (relative to a) to the points p
-    (3, k) at signed heights s (k,) over their planes, their distances (k,), features and
-    indices; only where the distance may be <= r (elsewhere the distance is inf and the
-    feature -1)."""
-    k = len(s)
-    best_q = p - s * n
-    best_d = np.abs(s)
-    feature = np.full(k, FACE, dtype=np.int8)
-    index = np.zeros(k, dtype=np.int64)
-    heights = tri.heights(p, rows)
-    on_face = ~flat & (heights[0] >= 0) & (heights[1] >= 0) & (heights[2] >= 0)
-    # Beyond an edge's line by more than sqrt(r^2 - s^2), the point is farther than r.
-    beyond = np.zeros(k)
-    area2 = F.norm(F.take(tri.normal_raw, rows))
-    for h, edge in zip(heights, tri.edges):
-        scale = area2 * F.norm(F.take(edge, rows))
-        beyond = np.maximum(beyond, -h / np.where(scale > 0, scale, 1.0))
-    far = ~flat & (beyond * beyond + s * s > r * r)
-    best_d[far] = np.inf
-    feature[far] = -1
-    edgy = np.flatnonzero(~on_face & ~far)
-    if len(edgy):
-        q, d, f, i = _closest_on_edges(F.take(p, edgy), tri, rows[edgy])
-        best_q[:, edgy] = q
-        best_d[edgy] = d
-        feature[edgy] = f
-        index[edgy] = i
-    return best_q, best_d, feature, index
-
-
-def _closest_on_edges(p: Float, tri: _Triangles, rows: NDArray) -> tuple:
-    """Closest points (3, k) of the edges of the triangles of ``rows`` to p (3, k), their
-    distances, features and indices."""
-    best_d = np.full(p.shape[1], np.inf)
-    best_q = p.copy()
-    feature = np.full(p.shape[1], EDGE, dtype=np.int8)
-    index = np.zeros(p.shape[1], dtype=np.int64)
-    for i, (start, edge) in enumerate(zip(tri.starts, tri.edges)):
-        q, u = F.closest_on_segment(p, F.take(start, rows), F.take(edge, rows))
-        d = F.norm(p - q)
-        better = d < best_d
-        best_q = np.where(better, q, best_q)
-        best_d = np.where(better, d, best_d)
-        end = (u == 0) | (u == 1)
-        feature = np.where(better, np.where(end, VERTEX, EDGE), feature).astype(np.int8)
-        index = np.where(better, np.where(u == 1, (i + 1) % 3, i), index)
-    return best_q, best_d, feature, index
