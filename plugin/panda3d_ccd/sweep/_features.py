@@ -3,13 +3,16 @@
 A sphere of radius r swept against an obstacle is a point swept against the obstacle
 inflated by r, and the inflated obstacle is a union of simple pieces: offset planes clipped
 to a face (a slab), infinite cylinders clipped to an edge, and spheres around the vertices.
-The entry into the union is the earliest entry into any piece, once a point already inside
-at the start has been dealt with (see :func:`quadratic_entry`).
+The entry into the union is the earliest entry into any piece when the point starts outside
+it. Whether it starts inside, and whether it approaches, is decided by the nearest feature:
+each piece also reports the distance from the start to its feature and that distance's rate
+(a :class:`Piece`), so both decisions come from the same numbers (see
+:func:`quadratic_entry` for the rounding gap between them).
 
 Every function here works on rows already checked and translated to the obstacle's own
 origin, with vectors stored as COLUMNS: (3, k) float64, one contiguous array per
-coordinate, so that row-wise dot and cross products run over contiguous memory (about ten
-times faster than over the columns of (k, 3) arrays). Per-row values are (k,) float64.
+coordinate, so that row-wise dot and cross products run over contiguous memory (several
+times faster than over the strided columns of (k, 3) arrays). Per-row values are (k,) float64.
 This module never imports panda3d.
 """
 
