@@ -108,6 +108,11 @@ TRIANGLE = [
     ("overlapping, sliding", (1, 1, 0.5), (2, 1, 0.5), 1.0, False, INF, -1, -1),
     ("overlapping an edge, toward it", (2, -0.5, 0.5), (2, 0.5, 0.5), 1.0, False, 0.0, EDGE, 0),
     ("overlapping an edge, away", (2, -0.5, 0.5), (2, -1, 0.5), 1.0, False, INF, -1, -1),
+    # A centre on the triangle: the distance is 0 and cannot decrease (convexity), so no
+    # contact, whichever way it moves.
+    ("centre on the face, moving back", (1, 1, 0), (1, 1, -1), 1.0, False, INF, -1, -1),
+    ("centre on the face, two-sided", (1, 1, 0), (1, 1, -1), 1.0, True, INF, -1, -1),
+    ("centre on a vertex", (4, 0, 0), (3, 1, -2), 1.0, False, INF, -1, -1),
     ("behind, overlapping, one-sided", (1, 1, -0.5), (1, 1, 0), 1.0, False, INF, -1, -1),
     ("behind, overlapping, two-sided", (1, 1, -0.5), (1, 1, 0), 1.0, True, 0.0, FACE, 0),
     # Tangent grazes: at height r across the face, its edges and vertices; along an edge's
@@ -236,6 +241,43 @@ def test_sphere_triangle_degenerate(tri, c0, c1, r, expected, feature):
         assert got.t[0] == pytest.approx(expected, rel=1e-12, abs=1e-12)
         assert int(got.feature[0]) == feature
         assert not np.isnan(got.t).any()
+
+
+def test_degenerate_heavy_rows_stay_finite():
+    """Rows drawn from a small grid of coordinates (coincident and collinear corners, zero
+    motions, centres on corners and edges, r = 0): no nan, no warning, unit normals, and
+    the public function agrees with the core."""
+    rng = np.random.default_rng(5)
+    n = 3000
+
+    def grid(shape):
+        return rng.choice([0.0, 1.0, -1.0, 2.0], size=shape)
+
+    def same_or_new(p):
+        return np.where(rng.random((n, 1)) < 0.25, p, grid((n, 3)))
+
+    c0 = grid((n, 3))
+    c1 = same_or_new(c0)
+    r = rng.choice([0.0, 0.5, 1.0, math.sqrt(2.0)], n)
+    a = grid((n, 3))
+    b = same_or_new(a)
+    c = same_or_new(b)
+    results = [
+        tri_mod._sweep(c0, c1, r, a, b, c, False),
+        tri_mod._sweep(c0, c1, r, a, b, c, True),
+        box_mod._sweep(c0, c1, r, np.minimum(a, b), np.maximum(a, b)),
+        capsule_mod._sweep(c0, c1, r, a, b, rng.choice([0.0, 0.5], n)),
+        inv_mod._sweep(c0, c1, r, a, rng.choice([0.0, 0.5, 1.0, 3.0], n)),
+    ]
+    for got in results:
+        hit = np.isfinite(got.t)
+        assert not np.isnan(got.t).any()
+        assert 0 < hit.sum() < n
+        assert np.all((got.t[hit] >= 0) & (got.t[hit] <= 1))
+        assert np.allclose(np.linalg.norm(got.normal[hit], axis=1), 1.0, rtol=0, atol=1e-12)
+        assert not np.isnan(got.point[hit]).any()
+    assert np.array_equal(sphere_triangle_toi(c0, c1, r, a, b, c), results[0].t)
+    assert np.array_equal(sphere_triangle_toi(c0, c1, r, a, b, c, two_sided=True), results[1].t)
 
 
 def test_sphere_triangle_large_coordinates():

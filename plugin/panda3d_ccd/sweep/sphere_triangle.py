@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _check
-from .._tolerance import DEGENERATE_REL
+from .._tolerance import DEGENERATE_REL, ROUNDING_REL
 from . import _features as F
 from ._result import EDGE, FACE, VERTEX, Sweep
 
@@ -257,6 +257,9 @@ def _exact(
         + np.sqrt(longest2)
     )
     approach_eps, tol = F.thresholds(speed, size, coord_scale)
+    # A centre on the plane up to rounding is on it: its side (and whether it approaches
+    # the face it sits on) must not be decided by the noise.
+    s0 = np.where(np.abs(s0) <= ROUNDING_REL * coord_scale, 0.0, s0)
 
     # The window of times in which contacts count: all the frame, or (one-sided) while the
     # centre is in front of the plane.
@@ -340,7 +343,9 @@ def _exact(
         on_edge = (feature == EDGE) & (index == i)
         point = np.where(on_edge, F.closest_on_segment(centre, vertex, edge)[0], point)
         point = np.where((feature == VERTEX) & (index == i), vertex, point)
-    normal = F.unit(centre - point)
+    # Where the centre is within rounding of the contact point, the side it is on.
+    side = np.where(flat, 0.0, np.where(s_p > 0, 1.0, np.where(s_p < 0, -1.0, 0.0)))
+    normal = F.unit(centre - point, fallback=side * n - (side == 0) * F.unit(v, speed))
     # Touching a face from outside, the normal is the face's on the side approached (a
     # point, r = 0, has no direction from the contact to its centre).
     by_face = hit & ~from_start & (feature == FACE)
