@@ -249,7 +249,7 @@ def _exact(
     dn = F.dot(n, v)
     speed = F.norm(v)
     size = np.maximum(r, np.sqrt(longest2))
-    # A bound on the largest coordinate (within a factor of 3), for the rounding noise.
+    # A bound on the largest coordinate (at most about 4 times it), for the rounding noise.
     coord_scale = (
         np.maximum(np.maximum(np.abs(c0[0]), np.abs(c0[1])), np.abs(c0[2]))
         + np.maximum(np.maximum(np.abs(a[0]), np.abs(a[1])), np.abs(a[2]))
