@@ -339,6 +339,74 @@ def test_respect_prev_transform_must_be_a_bool(base, value):
     assert base.taskMgr.getTasksNamed("panda3d-ccd") == []
 
 
+# ============================================================ 5. growing scale
+@pytest.mark.parametrize("respect_prev", [False, True])
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+def test_a_ball_growing_into_the_floor_is_a_contact_and_ends_touching(
+    base, make_ccd, recorder, response, respect_prev
+):
+    """Scale 1 to 3 in one frame, resting 0.5 above the floor and moving along it: the
+    growth reaches the floor at t = 0.25. A rewind is stopped there, scale and all; a slide
+    rises as it grows and keeps its motion along the floor."""
+    ccd = make_ccd(respect_prev_transform=respect_prev)
+    render = base.render
+    floor = node(render, "floor")
+    ccd.add_plane(floor, LPlane(LVector3(0, 0, 1), LPoint3(0, 0, 0)))
+    ball = node(render, "ball", (0, 0, 1.5))
+    ccd.add_sphere(ball, 1.0, response=response)
+    base.taskMgr.step()
+
+    def grow(task):  # in a task, as a game moves nodes (see the README on sort -51)
+        ball.setScale(3)
+        ball.setFluidX(4)  # Panda3D's previous transform keeps the start (and its scale)
+        return task.done
+
+    base.taskMgr.add(grow, "grow", sort=0)
+    base.taskMgr.step()
+    assert recorder.names() == ["ball-into-floor"]
+    assert [c.t for c in ccd.contacts] == [0.25]
+    scale = ball.getScale()
+    assert scale[0] == scale[1] == scale[2]
+    if response == "rewind":
+        assert tuple(ball.getPos()) == (1.0, 0.0, 1.5) and scale[0] == 1.5
+    else:
+        assert tuple(ball.getPos()) == (4.0, 0.0, 3.0) and scale[0] == 3.0
+    assert ball.getZ() - scale[0] == 0.0  # touching the floor, not in it
+
+
+def test_two_balls_growing_into_each_other_both_stop_touching(base, ccd, recorder):
+    render = base.render
+    a, b = node(render, "a"), node(render, "b", (5, 0, 0))
+    ccd.add_sphere(a, 1.0)
+    ccd.add_sphere(b, 1.0)
+    base.taskMgr.step()
+    a.setScale(2)
+    b.setScale(4)
+    base.taskMgr.step()
+    assert sorted(recorder.names()) == ["a-into-b", "b-into-a"]
+    assert [c.t for c in ccd.contacts] == [0.75, 0.75]
+    assert (a.getScale()[0], b.getScale()[0]) == (1.75, 3.25)
+    assert (b.getPos() - a.getPos()).length() == pytest.approx(1.75 + 3.25, abs=1e-6)
+
+
+def test_a_growing_sensor_sweeps_its_radius_too(base, ccd, recorder):
+    """An explosion: a sensor whose scale goes from 0.01 to 10 in one frame reaches a ball
+    8 away, and only that one."""
+    render = base.render
+    blast = node(render, "blast")
+    blast.setScale(0.01)
+    ccd.add_sphere(blast, 1.0, response="sensor")
+    near, far = node(render, "near", (8, 0, 0)), node(render, "far", (0, 12, 0))
+    ccd.add_sphere(near, 1.0, static=True)
+    ccd.add_sphere(far, 1.0, static=True)
+    base.taskMgr.step()
+    blast.setScale(10)
+    base.taskMgr.step()
+    assert sorted(recorder.names()) == ["blast-into-near", "near-into-blast"]
+    assert ccd.contacts[0].t == pytest.approx((7 - 0.01) / (10 - 0.01))
+    assert blast.getScale()[0] == 10  # a sensor is never stopped
+
+
 # ============================================================ 7. points
 def test_the_kernel_says_two_points_meet():
     t = sphere_sphere_toi([[-1, 0, 0]], [[1, 0, 0]], 0.0, [[0, -1, 0]], [[0, 1, 0]], 0.0)

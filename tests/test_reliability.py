@@ -791,6 +791,8 @@ def test_reparent_then_teleport_is_not_swept(base, ccd, recorder):
 @pytest.mark.parametrize(("scale", "radius"), [((2, 2, 2), 2.0), ((0.5, 0.5, 0.5), 0.5),
                                                ((1, 3, 1), 3.0), ((-2, 1, 1), 2.0)])
 def test_the_world_radius_follows_the_net_scale_each_pass(base, ccd, scale, radius):
+    """The world radius is the node's largest net scale times its own; a scale that changes
+    within a frame is swept, linearly from where it was to where it is."""
     render = base.render
     ccd.add_plane(node(render, "floor"), UP)
     parent = node(render, "parent")
@@ -800,9 +802,13 @@ def test_the_world_radius_follows_the_net_scale_each_pass(base, ccd, scale, radi
     ball.setScale(*scale)
     ball.setZ(-10)
     (c,) = ccd.step()
-    assert c.t == pytest.approx((10 - radius) / 20, abs=1e-12)
-    assert ball.getZ(render) == pytest.approx(radius, abs=1e-6)
-    # The parent's scale counts too, and a new scale applies from the next pass on.
+    # Height 10 - 20 t meets the radius 1 + (radius - 1) t.
+    t = 9 / (19 + radius)
+    assert c.t == pytest.approx(t, abs=1e-12)
+    assert ball.getZ(render) == pytest.approx(10 - 20 * t, abs=1e-6)
+    if min(scale) > 0:  # rewound in scale too: touching the floor (a mirrored x passes 0)
+        assert max(ball.getScale(render)) == pytest.approx(1 + (radius - 1) * t, abs=1e-6)
+    # The parent's scale counts too.
     ball.setScale(1)
     ball.setZ(10)
     ccd.teleport(ball)
@@ -810,8 +816,10 @@ def test_the_world_radius_follows_the_net_scale_each_pass(base, ccd, scale, radi
     parent.setScale(0.25)  # world radius 0.25, and the world position 10 -> 2.5 ...
     ball.setZ(-10)  # ... -> -2.5: one sweep from 10 (where the plugin left it) to -2.5
     (c,) = ccd.step()
-    assert c.t == pytest.approx((10 - 0.25) / 12.5, abs=1e-12)
-    assert ball.getZ(render) == pytest.approx(0.25, abs=1e-6)
+    t = 9 / 11.75  # height 10 - 12.5 t meets the radius 1 - 0.75 t
+    assert c.t == pytest.approx(t, abs=1e-12)
+    assert ball.getZ(render) == pytest.approx(10 - 12.5 * t, abs=1e-6)
+    assert ball.getScale(render)[0] == pytest.approx(1 - 0.75 * t, abs=1e-6)
 
 
 def test_teleport_mid_game_covers_every_move_until_the_next_pass(base, ccd, recorder):

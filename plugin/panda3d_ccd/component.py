@@ -159,11 +159,13 @@ class _Reading(NamedTuple):
 
 
 class _Frame(NamedTuple):
-    """What a pass read: (n, 3) start and end centres, (n,) world radii, (n,) object
-    TransformStates (None for spheres not read), (n,) bool which spheres were read."""
+    """What a pass read: (n, 3) start and end centres, (n,) world radii at the start and
+    the end (a node's scale may change), (n,) object TransformStates (None for spheres not
+    read), (n,) bool which spheres were read."""
 
     start: np.ndarray
     end: np.ndarray
+    radius0: np.ndarray
     radius: np.ndarray
     transforms: np.ndarray
     read: np.ndarray
@@ -559,6 +561,7 @@ class ContinuousCollision:
             plane_mask=np.array([p.into_mask for p in planes], np.int64),
             group=spheres.owner,
             plane_group=np.array([p.owner for p in planes], np.int64),
+            radius0=frame.radius0,
         )
         _collect["Broad and narrow phase"].stop()
         if result.capped:
@@ -770,10 +773,14 @@ class ContinuousCollision:
         transforms[rows] = now.transform
         end[rows] = now.center
         radius[rows] = now.world_radius
+        # Where the plugin left each sphere, its radius too: the start of a growth.
+        radius0 = radius.copy()
+        radius0[rows] = np.where(now.ok, spheres.world_radius[rows], now.world_radius)
         spheres.world_radius[rows[now.ok]] = now.world_radius[now.ok]
         # Teleported, or back from a non-finite transform: no sweep from where it was.
         fresh = now.ok & (teleported[rows] | spheres.bad[rows])
         start[rows[fresh]] = now.center[fresh]
+        radius0[rows[fresh]] = now.world_radius[fresh]
         spheres.prev_transform[rows[fresh]] = now.transform[fresh]
         swept = np.flatnonzero(now.ok & ~fresh)
         if not self.respect_prev_transform:
@@ -787,6 +794,7 @@ class ContinuousCollision:
             spheres.prev_transform[rows[swept[prev.ok]]] = prev.transform[prev.ok]
             # A garbage previous transform: do not sweep from it.
             start[rows[swept]] = np.where(prev.ok[:, None], prev.center, now.center[swept])
+            radius0[rows[swept]] = np.where(prev.ok, prev.world_radius, now.world_radius[swept])
         self._new.clear()
 
         finite = row_all(np.isfinite(end)) & np.isfinite(radius)
@@ -799,9 +807,10 @@ class ContinuousCollision:
         end[~finite] = np.nan
         start[~finite] = np.nan
         radius[~finite] = 0.0
+        radius0 = np.where(finite & np.isfinite(radius0), radius0, radius)
         read = np.zeros(n, bool)
         read[rows[now.ok]] = True
-        return _Frame(start, end, radius, transforms, read)
+        return _Frame(start, end, radius0, radius, transforms, read)
 
     def _world_plane(self, entry: _Plane) -> tuple[float, float, float, float] | None:
         """(a, b, c, d) of the plane in world space, unit normal; None if not finite."""
@@ -857,7 +866,10 @@ class ContinuousCollision:
         """Move the nodes the solver moved; record where every sphere is left."""
         render = self._render
         p1 = frame.end
-        moved = np.flatnonzero(result.moved)
+        # A body stopped while its scale changed is rewound in scale too, moved or not.
+        moved = np.flatnonzero(
+            result.moved | ((result.t_stop < 1.0) & (frame.radius0 != frame.radius))
+        )
         # Largest correction first: a node with several spheres takes that one's answer.
         order = moved[np.argsort(-length(result.end[moved] - p1[moved]))]
         _, first = np.unique(spheres.owner[order], return_index=True)
@@ -875,6 +887,7 @@ class ContinuousCollision:
             if cur is None:
                 continue
             quat = None
+            scale = None
             turned = False
             if t < 1.0 and prev is not None:
                 quat = cur.getQuat()
@@ -883,11 +896,18 @@ class ContinuousCollision:
                     quat = _slerp(q0, quat, t)
                     nodepath.setQuat(render, quat)
                     turned = True
+                s0, scale = prev.getScale(), cur.getScale()
+                if s0 != scale:
+                    # The solver held the radius where the body stopped: so is the scale.
+                    scale = s0 + (scale - s0) * t
+                    nodepath.setScale(render, scale)
+                    turned = True
             target = LPoint3(*end)
             if off:
                 if quat is None:
                     quat = cur.getQuat()
-                scale = cur.getScale()
+                if scale is None:
+                    scale = cur.getScale()
                 target = target - quat.xform(LVector3(*(c * k_ for c, k_ in zip(center, scale))))
             if not turned and cur.hprGiven() and nodepath.getParent() == render:
                 # For a transform given as pos/hpr/scale (the usual), the same transform and
@@ -906,6 +926,8 @@ class ContinuousCollision:
         now = self._read_rows(spheres, again)
         spheres.prev_transform[again] = now.transform
         spheres.prev_center[again] = now.center
+        radius = spheres.world_radius
+        radius[again] = np.where(now.ok, now.world_radius, radius[again])
 
     def _touches(
         self, bodies: _Bodies, radius: np.ndarray, hits: _solver.Hits
