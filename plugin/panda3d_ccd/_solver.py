@@ -150,6 +150,7 @@ def solve(
     plane_group: NDArray[np.int64] | None = None,
     obstacles: Sequence[Any] = (),
     radius0: Float | None = None,
+    static: Bool | None = None,
 ) -> PassResult:
     """Run one pass.
 
@@ -180,6 +181,9 @@ def solve(
     radius0 : (n,) float64, optional
         Radii at the start of the frame, where they change (a node's scale); ``radius``
         is then the end. They change linearly in t, and stop changing when a body stops.
+    static : (n,) bool, optional
+        Spheres that never move (p0 == p1): never paired with each other, nor with a
+        plane that does not move either, not even as sensors.
     """
     # float64 throughout (the broad phase's rounding pad assumes it).
     p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
@@ -203,28 +207,13 @@ def solve(
     moving = rigid.spread_any(
         _row_any(p0 != p1) if radius0 is None else _row_any(p0 != p1) | (radius0 != radius)
     )
-    # A deflected path stays within |p1 - p0| of p0 (each slide only removes motion), so
-    # slides get that margin in every broad phase: every pair a slide can ever reach is
-    # known before the first round, which the batching relies on (a round takes a contact
-    # once no neighbour in the pair set can change in time). In a slide group every member
-    # moves at most as fast as the fastest one (a deflection carries all members by the
-    # same motion), so each gets the group's largest reach. (A sweep too long to measure
-    # is ignored by the broad phase anyway.)
-    with np.errstate(over="ignore", invalid="ignore"):
-        own = _length(p1 - p0)
-    if radius0 is not None:
-        # A growing slide is also pushed off what it touches, by at most its growth at
-        # each of its deflections (and the first contact): that much further it may go.
-        own = own + (MAX_SLIDES + 1) * np.maximum(radius - radius0, 0.0)
-    reach = np.where(slide, rigid.spread_max(np.where(slide & np.isfinite(own), own, 0.0)), 0.0)
+    size, own, reach = _reaches(p0, p1, radius, radius0, slide, rigid)
 
     # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
     # the broad phase keeps them; solids drop them below: they cannot start a contact.
     # Straight paths are cut into pieces, so a fast mover's box does not take in the whole
     # crowd around its diagonal. Not slides: their bent paths may go anywhere in their ball.
-    everyone = np.ones(n, bool)
-    # A growing sphere is boxed at its largest.
-    size = radius if radius0 is None else np.maximum(radius0, radius)
+    everyone = np.ones(n, bool) if static is None else ~static
     ci, cj = _sphere_pairs(p0, p1, size + reach, from_mask, into_mask, everyone, ~slide)
     if group is not None:
         apart = group[ci] != group[cj]
@@ -338,6 +327,52 @@ def solve(
         rounds=rounds,
         capped=capped,
     )
+
+
+def _reaches(
+    p0: Float, p1: Float, radius: Float, radius0: Float | None, slide: Bool, rigid: _Rigid
+) -> tuple[Float, Float, Float]:
+    """(n,) each sphere's size (a growing one boxed at its largest), the length of its own
+    motion, and its reach beyond its straight path (slides only)."""
+    # A deflected path stays within |p1 - p0| of p0 (each slide only removes motion), so
+    # slides get that margin in every broad phase: every pair a slide can ever reach is
+    # known before the first round, which the batching relies on (a round takes a contact
+    # once no neighbour in the pair set can change in time). In a slide group every member
+    # moves at most as fast as the fastest one (a deflection carries all members by the
+    # same motion), so each gets the group's largest reach. (A sweep too long to measure
+    # is ignored by the broad phase anyway.)
+    with np.errstate(over="ignore", invalid="ignore"):
+        own = _length(p1 - p0)
+    size = radius
+    if radius0 is not None:
+        size = np.maximum(radius0, radius)
+        # A growing slide is also pushed off what it touches, by at most its growth at
+        # each of its deflections (and the first contact): that much further it may go.
+        own = own + (MAX_SLIDES + 1) * np.maximum(radius - radius0, 0.0)
+    reach = np.where(slide, rigid.spread_max(np.where(slide & np.isfinite(own), own, 0.0)), 0.0)
+    return size, own, reach
+
+
+def broad_phase_spheres(
+    p0: Float,
+    p1: Float,
+    radius: Float,
+    response: NDArray[np.int8],
+    *,
+    radius0: Float | None = None,
+    group: NDArray[np.int64] | None = None,
+) -> tuple[Float, Float, Bool]:
+    """What :func:`solve`'s broad phase boxes for each sphere: (n,) radius, (n,) margin and
+    (n,) whether its sweep is cut into pieces. A caller that indexes static spheres of its
+    own finds every one :func:`solve` could pair with these (``StaticIndex.sphere_pairs``
+    with the same three), and hands only those over."""
+    p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
+    finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
+    slide = (response == SLIDE) & finite
+    if radius0 is not None:
+        radius0 = np.asarray(radius0, dtype=np.float64)
+    size, _own, reach = _reaches(p0, p1, radius, radius0, slide, _Rigid(len(p0), group))
+    return size, reach, ~slide
 
 
 class _ObstaclePairs:

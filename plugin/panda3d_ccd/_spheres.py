@@ -120,13 +120,15 @@ class SphereTable:
         for name in self._COLUMNS:
             setattr(self, name, np.concatenate([getattr(self, name), rows[name]]))
 
-    def drop_owners(self, owners: set[int]) -> None:
-        """Remove every sphere of these nodes (queued or not)."""
+    def drop_owners(self, owners: set[int]) -> bool:
+        """Remove every sphere of these nodes (queued or not); whether any was there."""
+        queued = len(self._pending)
         self._pending = [r for r in self._pending if r.owner not in owners]
         gone = np.isin(self.owner, np.fromiter(owners, np.int64, len(owners)))
         if gone.any():
             for name in self._COLUMNS:
                 setattr(self, name, getattr(self, name)[~gone])
+        return bool(gone.any()) or len(self._pending) < queued
 
     def uids(self) -> set[int]:
         """Every sphere's uid, queued or not."""

@@ -36,8 +36,9 @@ from panda3d.core import (
 )
 
 from . import _solver
-from ._arrays import length, row_all, row_any
+from ._arrays import length, row_all, row_any, unique
 from ._events import EventPatterns, PairTracker, send_contact, send_events
+from ._index import StaticIndex
 from ._spheres import SphereRecord, SphereTable
 from .contact import Contact
 
@@ -131,21 +132,33 @@ class _Bodies(NamedTuple):
     tangible: np.ndarray  # (n + m,) bool: False for sensors
 
     @classmethod
-    def of(cls, spheres: SphereTable, planes: list[_Plane]) -> _Bodies:
+    def of(
+        cls, spheres: SphereTable, statics: SphereTable, near: np.ndarray, planes: list[_Plane]
+    ) -> _Bodies:
+        """The dynamic spheres, then the static ones ``near`` (rows of ``statics``) that
+        this pass handed to the solver, then the planes."""
         m = len(planes)
+
+        def spheres_then(column: str, of_planes: np.ndarray) -> np.ndarray:
+            return np.concatenate(
+                [getattr(spheres, column), getattr(statics, column)[near], of_planes]
+            )
+
         return cls(
-            nodepath=np.concatenate(
-                [spheres.nodepath, np.fromiter((p.nodepath for p in planes), object, m)]
+            nodepath=spheres_then("nodepath", np.fromiter((p.nodepath for p in planes), object, m)),
+            handle=spheres_then("handle", np.fromiter((p.handle for p in planes), object, m)),
+            owner=spheres_then("owner", np.fromiter((p.owner for p in planes), np.int64, m)),
+            from_mask=spheres_then("from_mask", np.zeros(m, np.int64)),
+            into_mask=spheres_then(
+                "into_mask", np.fromiter((p.into_mask for p in planes), np.int64, m)
             ),
-            handle=np.concatenate(
-                [spheres.handle, np.fromiter((p.handle for p in planes), object, m)]
+            tangible=np.concatenate(
+                [
+                    spheres.response != _solver.SENSOR,
+                    statics.response[near] != _solver.SENSOR,
+                    np.ones(m, bool),
+                ]
             ),
-            owner=np.concatenate([spheres.owner, np.fromiter((p.owner for p in planes), int, m)]),
-            from_mask=np.concatenate([spheres.from_mask, np.zeros(m, np.int64)]),
-            into_mask=np.concatenate(
-                [spheres.into_mask, np.fromiter((p.into_mask for p in planes), np.int64, m)]
-            ),
-            tangible=np.concatenate([spheres.response != _solver.SENSOR, np.ones(m, bool)]),
         )
 
 
@@ -180,9 +193,31 @@ class _Directions(NamedTuple):
     into_body: np.ndarray  # (m,) row in _Bodies
 
 
+@dataclass(eq=False)
+class _StaticCache:
+    """The static spheres' index, and what is to be read or checked about them."""
+
+    #: Over the static rows ``rows``; None: to be built at the next pass.
+    index: StaticIndex | None = None
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: uids to read at the next pass: registered, teleported, or back in the scene.
+    reread: set[int] = field(default_factory=set)
+    #: Static nodes found out of the scene: looked at every pass until they are back.
+    inactive: set[NodePath] = field(default_factory=set)
+    #: Where the look at a few static nodes each pass (removed ones are dropped) goes on.
+    cursor: int = 0
+
+
+#: Static nodes looked at in turn each pass, besides those near something.
+_STATIC_CHECKS = 32
+
+
 @dataclass
 class _State:
     spheres: SphereTable = field(default_factory=SphereTable)
+    #: Static spheres: read when registered or teleported, indexed once, and handed to
+    #: the solver only where something may reach them.
+    statics: SphereTable = field(default_factory=SphereTable)
     planes: list[_Plane] = field(default_factory=list)
 
 
@@ -254,6 +289,10 @@ class ContinuousCollision:
         self._forgotten: set[int] = set()
         # Nodes registered but not under render at the last pass: not read, no contacts.
         self._inactive: set[NodePath] = set()
+        # Static nodes are not scanned each pass (they would cost per frame what 30,000
+        # pillars cost): only those a pass hands to the solver, and a few more in turn.
+        self._dynamic: dict[NodePath, None] = {}
+        self._statics = _StaticCache()
         self._debug: Any = None
         self._destroyed = False
         self.task_name = task_name
@@ -378,7 +417,10 @@ class ContinuousCollision:
         move in the same frame is; a plane's first pass sweeps nothing."""
         for entry in entries:
             entry.handle = handle
-            if isinstance(entry, SphereRecord):
+            if isinstance(entry, SphereRecord) and entry.static:
+                self._statics.reread.add(entry.uid)
+                self._state.statics.add(entry)
+            elif isinstance(entry, SphereRecord):
                 self._new.add(entry.uid)
                 self._read_sphere(entry)
                 self._state.spheres.add(entry)
@@ -387,6 +429,8 @@ class ContinuousCollision:
                 entry.prev_world = self._world_plane(entry)
                 self._state.planes.append(entry)
         self._by_node[nodepath] = entries
+        if not all(isinstance(e, SphereRecord) and e.static for e in entries):
+            self._dynamic[nodepath] = None
         self._owner_of[nodepath] = owner
         self._node_of[owner] = nodepath
 
@@ -454,6 +498,7 @@ class ContinuousCollision:
         entries = self._by_node.pop(nodepath, None)
         if entries is None:
             raise ValueError(f"nodepath {nodepath} is not registered")
+        self._dynamic.pop(nodepath, None)
         self._forget({e.owner for e in entries})
 
     def teleport(self, nodepath: NodePath) -> None:
@@ -463,10 +508,15 @@ class ContinuousCollision:
         if entries is None:
             raise ValueError(f"nodepath {nodepath} is not registered")
         self._teleported.update(e.uid for e in entries)
+        if nodepath not in self._dynamic:
+            self._statics.reread.update(e.uid for e in entries)
 
     def _forget(self, owners: set[int]) -> None:
         """Drop the colliders of these nodes; their open pairs get out events now."""
         self._state.spheres.drop_owners(owners)
+        if self._state.statics.drop_owners(owners):
+            self._statics.index = None
+        self._statics.inactive -= {self._node_of.get(owner) for owner in owners}
         self._state.planes = [p for p in self._state.planes if p.owner not in owners]
         if self._teleported:
             alive = self._state.spheres.uids() | {p.uid for p in self._state.planes}
@@ -524,7 +574,7 @@ class ContinuousCollision:
     @property
     def colliders(self) -> int:
         """Number of registered spheres and planes."""
-        return len(self._state.spheres) + len(self._state.planes)
+        return len(self._state.spheres) + len(self._state.statics) + len(self._state.planes)
 
     # ------------------------------------------------------------------ the pass
     def _task_step(self, task: Any) -> int:
@@ -535,33 +585,40 @@ class ContinuousCollision:
         """Run one pass now (what the task runs each frame); returns :attr:`contacts`."""
         self._check_alive()
         self._scan()
-        spheres = self._state.spheres
+        spheres, statics = self._state.spheres, self._state.statics
         spheres.flush()
+        statics.flush()
         planes = self._state.planes
 
         _collect["Read"].start()
         frame = self._read_all(spheres)
-        p0, p1, radius = frame.start, frame.end, frame.radius
         planes, plane_n, off0, off1 = self._read_planes(planes)
         self._teleported.clear()
         _collect["Read"].stop()
 
         _collect["Broad and narrow phase"].start()
-        valid = row_all(np.isfinite(p1)) & row_all(np.isfinite(p0))
+        near = self._near_statics(spheres, frame)
+        valid = row_all(np.isfinite(frame.end)) & row_all(np.isfinite(frame.start))
+        # The dynamic spheres, then the static ones near them: statics never move.
+        at = statics.prev_center[near]
+        p0, p1 = np.concatenate([frame.start, at]), np.concatenate([frame.end, at])
+        radius = np.concatenate([frame.radius, statics.world_radius[near]])
+        response = np.concatenate([spheres.response, statics.response[near]])
         result = _solver.solve(
             p0,
             p1,
             radius,
-            spheres.response,
-            spheres.from_mask,
-            spheres.into_mask,
+            response,
+            np.concatenate([spheres.from_mask, statics.from_mask[near]]),
+            np.concatenate([spheres.into_mask, statics.into_mask[near]]),
             plane_normal=plane_n,
             plane_offset0=off0,
             plane_offset1=off1,
             plane_mask=np.array([p.into_mask for p in planes], np.int64),
-            group=spheres.owner,
+            group=np.concatenate([spheres.owner, statics.owner[near]]),
             plane_group=np.array([p.owner for p in planes], np.int64),
-            radius0=frame.radius0,
+            radius0=np.concatenate([frame.radius0, statics.world_radius[near]]),
+            static=np.arange(len(p0)) >= len(frame.start),
         )
         _collect["Broad and narrow phase"].stop()
         if result.capped:
@@ -579,14 +636,14 @@ class ContinuousCollision:
         self._write_back(spheres, frame, result, valid)
         _collect["Write back"].stop()
 
-        touches = self._touches(_Bodies.of(spheres, planes), radius, result.hits)
+        touches = self._touches(_Bodies.of(spheres, statics, near, planes), radius, result.hits)
         self._contacts = [enter for _key, enter, _exit in touches]
         events = self._pairs.advance(touches)
-        _count_colliders.setLevel(len(spheres) + len(planes))
+        _count_colliders.setLevel(self.colliders)
         _count_candidates.setLevel(result.candidates)
         _count_contacts.setLevel(len(self._contacts))
         if self._debug is not None:
-            self._debug.update(spheres.response, spheres.world_radius, p0, result)
+            self._debug.update(response, radius, p0, result)
         contacts = self.contacts
         # State is committed before any handler runs: a handler that raises cannot leave
         # the plugin half-updated, and the next pass is correct.
@@ -652,21 +709,96 @@ class ContinuousCollision:
             _collect["Events"].stop()
         return contacts
 
-    def _drop_removed(self) -> None:
+    def _near_statics(self, spheres: SphereTable, frame: _Frame) -> np.ndarray:
+        """Rows of the static spheres this pass's solver could pair with the dynamic ones
+        (the same boxes as its broad phase, from the static index). Static nodes are looked
+        at only here: those near something, and a few more in turn; one found removed is
+        dropped, one out of the scene is inactive until it is back."""
+        statics, cache = self._state.statics, self._statics
+        top = self._render.getTop()
+        back = [nodepath for nodepath in cache.inactive if nodepath.getTop() == top]
+        for nodepath in back:
+            cache.inactive.discard(nodepath)
+            cache.reread.update(e.uid for e in self._by_node[nodepath])
+        if cache.reread:
+            self._read_statics(np.flatnonzero(np.isin(statics.uid, list(cache.reread))))
+            cache.reread.clear()
+        if cache.index is None:
+            out = [self._owner_of[nodepath] for nodepath in cache.inactive]
+            cache.rows = np.flatnonzero(~statics.bad & ~np.isin(statics.owner, out))
+            center, r = statics.prev_center[cache.rows], statics.world_radius[cache.rows]
+            cache.index = StaticIndex(center - r[:, None], center + r[:, None])
+        near = np.zeros(0, np.int64)
+        if len(cache.rows) and len(frame.start):
+            size, margin, split = _solver.broad_phase_spheres(
+                frame.start,
+                frame.end,
+                frame.radius,
+                spheres.response,
+                radius0=frame.radius0,
+                group=spheres.owner,
+            )
+            n = len(size)
+            _i, k = cache.index._sphere_pairs(
+                frame.start, frame.end, size + margin, np.full(n, -1), np.ones(n, bool), split
+            )
+            near = cache.rows[unique(k)]
+        # A few more in turn, so that a static node removed far from everything is dropped
+        # too, in time.
+        turn = np.arange(cache.cursor, cache.cursor + _STATIC_CHECKS) % max(len(statics), 1)
+        cache.cursor = int(turn[-1] + 1) if len(statics) else 0
+        looked = unique(np.concatenate([near, turn[: len(statics)]]))
+        near_uid = statics.uid[near]
+        nodes = dict.fromkeys(statics.nodepath[looked].tolist())
+        count = len(self._by_node)
+        self._drop_removed(nodes)
+        left = [nodepath for nodepath in nodes
+                if nodepath in self._by_node and nodepath.getTop() != top]  # fmt: skip
+        if left:
+            cache.inactive.update(left)
+            cache.index = None
+            self._close({self._owner_of[nodepath] for nodepath in left})
+        if left or len(self._by_node) != count:
+            # Dropping a node shifts the rows: find the near ones that are left by uid.
+            out = [self._owner_of[nodepath] for nodepath in left]
+            near = np.flatnonzero(
+                np.isin(statics.uid, near_uid) & ~np.isin(statics.owner, out)
+            )
+        return near
+
+    def _read_statics(self, rows: np.ndarray) -> None:
+        """Read static spheres ``rows`` now (registered, teleported or back in the scene)."""
+        statics = self._state.statics
+        now = self._read_rows(statics, rows)
+        for k in rows[~now.ok & ~statics.bad[rows]].tolist():
+            notify.warning(
+                f"{statics.nodepath[k]} has a non-finite transform; static sphere skipped "
+                "until it is teleported"
+            )
+        statics.bad[rows] = ~now.ok
+        statics.prev_center[rows] = np.where(now.ok[:, None], now.center, np.nan)
+        statics.world_radius[rows] = np.where(now.ok, now.world_radius, 0.0)
+        statics.prev_transform[rows] = now.transform
+        self._statics.index = None
+
+    def _drop_removed(self, nodes: Iterable[NodePath] | None = None) -> None:
         """Nodes whose registered NodePath the game emptied (removeNode()): dropped, as by
-        :meth:`remove`."""
-        gone = [nodepath for nodepath, e in self._by_node.items() if e[0].handle.isEmpty()]
+        :meth:`remove`. Only ``nodes`` are looked at, if given."""
+        by_node = self._by_node
+        looked = by_node if nodes is None else nodes
+        gone = [nodepath for nodepath in looked if by_node[nodepath][0].handle.isEmpty()]
         for nodepath in gone:
-            self._forget({e.owner for e in self._by_node.pop(nodepath)})
+            self._dynamic.pop(nodepath, None)
+            self._forget({e.owner for e in by_node.pop(nodepath)})
 
     def _scan(self) -> None:
         """Drop removed nodes; find the nodes out of the scene (detached, pooled, not yet
         attached): inactive, their open pairs closed. A node back in the scene resumes
         where it is, as if teleported."""
-        self._drop_removed()
+        self._drop_removed(list(self._dynamic))
         top = self._render.getTop()
         by_node = self._by_node
-        inactive = {nodepath for nodepath in by_node if nodepath.getTop() != top}
+        inactive = {nodepath for nodepath in self._dynamic if nodepath.getTop() != top}
         left, back = inactive - self._inactive, self._inactive - inactive
         self._inactive = inactive
         for nodepath in back & by_node.keys():
@@ -747,8 +879,8 @@ class ContinuousCollision:
         return _Reading(transform, center, world_radius, ok)
 
     def _read_all(self, spheres: SphereTable) -> _Frame:
-        """Read every sphere that may have moved; a static one is where it was left. An
-        inactive one (out of the scene) is not read: its rows are NaN, as a skipped one's."""
+        """Read every dynamic sphere (the static ones are in their own table). An inactive
+        one (out of the scene) is not read: its rows are NaN, as a skipped one's."""
         n = len(spheres.uid)
         start = np.full((n, 3), np.nan)
         end = np.full((n, 3), np.nan)
@@ -764,11 +896,7 @@ class ContinuousCollision:
         new = np.zeros(n, bool)
         if self._new:
             new = np.isin(spheres.uid, np.fromiter(self._new, np.int64))
-        held = spheres.static & ~teleported & ~new & ~inactive
-        start[held] = end[held] = spheres.prev_center[held]
-        radius[held] = spheres.world_radius[held]
-
-        rows = np.flatnonzero(~held & ~inactive)
+        rows = np.flatnonzero(~inactive)
         now = self._read_rows(spheres, rows)
         transforms[rows] = now.transform
         end[rows] = now.center
@@ -866,9 +994,10 @@ class ContinuousCollision:
         """Move the nodes the solver moved; record where every sphere is left."""
         render = self._render
         p1 = frame.end
+        n = len(p1)  # the dynamic spheres; the static ones after them never move
         # A body stopped while its scale changed is rewound in scale too, moved or not.
         moved = np.flatnonzero(
-            result.moved | ((result.t_stop < 1.0) & (frame.radius0 != frame.radius))
+            result.moved[:n] | ((result.t_stop[:n] < 1.0) & (frame.radius0 != frame.radius))
         )
         # Largest correction first: a node with several spheres takes that one's answer.
         order = moved[np.argsort(-length(result.end[moved] - p1[moved]))]
@@ -1120,6 +1249,8 @@ class ContinuousCollision:
             events = [e for e in events if self._key(e[1]) not in self._unsent_in]
         self._state = _State()
         self._by_node.clear()
+        self._dynamic.clear()
+        self._statics = _StaticCache()
         self._contacts = []
         send_events(self._messenger, self._patterns, events)
 
