@@ -1,6 +1,6 @@
 """Command line: ``python -m benchmarks [--quick] [--sizes ...] [--profile] ...``;
 ``python -m benchmarks --geometry`` runs only the geometry benchmark (static index and
-sphere-triangle kernel)."""
+sphere-triangle kernel), ``--statics`` only the static-collider one."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from .geometry import geometry_table, measure_geometry
 from .memory import measure_memory
 from .profiling import phase_table, profile_plugin
 from .scene import fast_pairs
+from .statics import measure_statics, statics_table
 from .systems import PluginOptions
 from .timing import PLUGIN, SizeResult, time_size
 
@@ -128,6 +129,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=_positive,
         help="sphere-triangle pairs in the kernel's one timed call (default 1000000)",
     )
+    p.add_argument(
+        "--statics",
+        type=_positive,
+        nargs="?",
+        const=30_000,
+        help="run only the static-collider benchmark: a pass of --movers movers among this "
+        "many static spheres (default 30000) against the same pass without them",
+    )
+    p.add_argument("--movers", type=_positive, default=10, help="movers for --statics")
     p.add_argument("--no-plot", action="store_true", help="do not write the PNG")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
     args = p.parse_args(argv)
@@ -180,11 +190,30 @@ def _geometry(args: argparse.Namespace) -> int:
     return 0
 
 
+def _statics(args: argparse.Namespace) -> int:
+    """The static-collider benchmark alone: its table on stdout and in results.md."""
+    statics = 1000 if args.quick else args.statics
+    rows = measure_statics(statics, args.movers, frames=10 if args.quick else 50, seed=args.seed)
+    text = (
+        "# panda3d-ccd static colliders\n\n"
+        f"panda3d {panda3d.__version__}, numpy {np.__version__}, Python "
+        f"{platform.python_version()}; seed {args.seed}; best of two medians of the passes\n\n"
+        + statics_table(rows)
+        + "\n"
+    )
+    _say(text)
+    (args.out / "results.md").write_text(text)
+    report.write_json(args.out / "results.json", {"statics": rows})
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.geometry:
         return _geometry(args)
+    if args.statics:
+        return _statics(args)
     started = time.perf_counter()
     plugin = PluginOptions(
         response=args.response, respect_prev_transform=not args.plugin_own_prev
