@@ -51,3 +51,15 @@ def test_every_test_the_guarantees_name_exists():
     for path, name in named:
         source = (root / path).read_text()
         assert re.search(rf"^def {name}\(", source, re.M), f"{path}::{name} is not a test"
+
+
+def test_the_geometry_examples_run_as_printed():
+    import doctest
+
+    text = README.read_text()
+    section = text[text.index("## The geometry on its own") :]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    test = doctest.DocTestParser().get_doctest(block, {}, "README", str(README), 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert (runner.failures, runner.tries) == (0, 3)
