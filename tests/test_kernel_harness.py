@@ -1,0 +1,173 @@
+"""One harness for every swept kernel: the properties any time-of-impact kernel must have,
+checked on random instances from :mod:`kernel_cases` (one case per kernel; a case whose
+kernel is not in ``panda3d_ccd.sweep`` yet is skipped).
+
+- vectorised equals scalar, bit for bit;
+- translation invariance: moving the whole instance moves no contact by more than rounding;
+- dense sampling: no contact missed (2,001 moments per path plus 401 over its deepest part:
+  wherever the sphere penetrates deeper than the tolerance while approaching, and is in front
+  of a one-sided triangle, the kernel's t is no later), and no miss that penetrates;
+- every reported t is a touching moment while approaching;
+- empty input, and no numpy warning anywhere (warnings are errors, floating-point errors
+  raise inside the kernel calls).
+
+Tolerances are those of :mod:`kernel_cases`: distances to 1e-8 of the local scale (radius,
+motion, obstacle size) plus 1e-12 of the coordinates, 10 times the kernels' own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from kernel_cases import CASES, DIST_REL, KernelCase, evaluate, first_owed, rows
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+ROWS = 600
+
+
+@pytest.fixture(params=CASES, ids=[c.id for c in CASES])
+def case(request) -> KernelCase:
+    kernel_case = request.param
+    if not kernel_case.available:
+        pytest.skip(f"panda3d_ccd.sweep has no {kernel_case.function} yet")
+    return kernel_case
+
+
+def _instance(case: KernelCase, seed: int, n: int = ROWS):
+    # Each case draws from its own stream, so adding a case changes no other case's rows.
+    rng = np.random.default_rng([seed, CASES.index(case)])
+    return case.generate(rng, n)
+
+
+def _len(inst) -> int:
+    return len(next(iter(inst.values())))
+
+
+def _show(inst, index) -> dict:
+    """The inputs of one row, for a failure message (repr round-trips the floats)."""
+    return {k: v[index].tolist() for k, v in inst.items()}
+
+
+# ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_vectorised_equals_scalar(case, seed):
+    inst = _instance(case, seed, 300)
+    batch = case.call(inst)
+    one_by_one = np.concatenate([case.call(rows(inst, slice(i, i + 1))) for i in range(300)])
+    assert batch.shape == (300,)
+    assert batch.dtype == np.float64
+    np.testing.assert_array_equal(batch, one_by_one)
+
+
+def test_empty_input_gives_empty_output(case):
+    empty = rows(_instance(case, 3, 4), slice(0, 0))
+    t = case.call(empty)
+    assert t.shape == (0,)
+    assert t.dtype == np.float64
+
+
+def test_results_are_times_in_the_frame_or_inf(case):
+    t = case.call(_instance(case, 4))
+    assert np.all(((t >= 0) & (t <= 1)) | (t == np.inf))
+
+
+#: Relative time of the same contact after a translation: float64 rounding of shifted
+#: coordinates (1e3 * 2**-52 ~ 2e-13 absolute) moves a contact along the path by that over
+#: the rate at which the path closes the gap; 1e-9 of the frame covers paths down to ~1e-4
+#: of the surface's angle. Flatter (ill-conditioned) contacts must instead both be touching
+#: moments of the unshifted instance.
+TRANSLATION_TIME = 1e-9
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_translation_moves_no_contact(case, seed):
+    inst = _instance(case, seed)
+    rng = np.random.default_rng(seed)
+    moved = case.moved(inst, rng.uniform(-1e3, 1e3, (_len(inst), 3)))
+    t, t_moved = case.call(inst), case.call(moved)
+    both = np.isfinite(t) & np.isfinite(t_moved)
+    change = np.abs(np.where(both, t, 0.0) - np.where(both, t_moved, 0.0))
+    far = change > TRANSLATION_TIME
+    # The shifted instance's tolerance (coordinates up to 1e3 larger) bounds the rounding.
+    tol, _rate_tol = case.tolerance(moved)
+    for when in (t, t_moved):
+        s = evaluate(case, inst, np.where(far, when, 0.0)[:, None])
+        gap = s.gap[:, 0]
+        touching = np.where(when > 0, np.abs(gap) <= tol, gap <= tol)
+        bad = far & ~touching
+        assert not np.any(bad), [(_show(inst, i), t[i], t_moved[i]) for i in np.flatnonzero(bad)]
+    # A hit may become a miss only within rounding of a graze: not where both owe a contact.
+    owed_both = np.isfinite(first_owed(case, inst)) & np.isfinite(first_owed(case, moved))
+    bad = (np.isfinite(t) != np.isfinite(t_moved)) & owed_both
+    assert not np.any(bad), [(_show(inst, i), t[i], t_moved[i]) for i in np.flatnonzero(bad)]
+    print(
+        f"{case.id}: largest |t - t_moved| where within {TRANSLATION_TIME}:",
+        np.max(change[~far], initial=0.0),
+        f"{far.sum()} flat",
+    )
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_dense_sampling_misses_no_contact(case, seed):
+    """Where the kernel reports t, no sampled moment before it owed a contact."""
+    inst = _instance(case, seed)
+    t = case.call(inst)
+    first = first_owed(case, inst)
+    late = np.isfinite(t) & (t > first)
+    assert not np.any(late), [(_show(inst, i), t[i], first[i]) for i in np.flatnonzero(late)]
+
+
+@pytest.mark.parametrize("seed", [9, 10])
+def test_misses_never_penetrate_while_approaching(case, seed):
+    """Where the kernel says inf, no sampled moment penetrates deeper than the tolerance
+    while approaching (and in front, one-sided)."""
+    inst = _instance(case, seed)
+    t = case.call(inst)
+    first = first_owed(case, inst)
+    missed = np.isinf(t) & np.isfinite(first)
+    assert not np.any(missed), [(_show(inst, i), first[i]) for i in np.flatnonzero(missed)]
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_every_reported_time_is_a_touch_while_approaching(case, seed):
+    inst = _instance(case, seed)
+    t = case.call(inst)
+    hit = np.flatnonzero(np.isfinite(t))
+    inst, t = rows(inst, hit), t[hit]
+    tol, rate_tol = case.tolerance(inst)
+    s = evaluate(case, inst, t[:, None])
+    gap, rate = s.gap[:, 0], s.rate[:, 0]
+    r = case.relative(inst)[2]
+    # Where the centre is on the surface (a point touching it) the gradient is rounding
+    # noise: take it where the path was a thousand tolerances before instead.
+    on_surface = np.abs(gap + r) <= tol
+    speed = np.sqrt(np.sum(case.relative(inst)[1] ** 2, axis=1))
+    earlier = np.maximum(t - 1e3 * tol / np.where(speed > 0, speed, 1.0), 0.0)
+    before = evaluate(case, inst, earlier[:, None]).rate[:, 0]
+    rate = np.where(on_surface, np.where(t > 0, before, -np.inf), rate)
+    in_front = np.ones(len(t), bool)
+    crossing = np.zeros(len(t), bool)
+    if s.height is not None:
+        in_front = s.height[:, 0] >= -tol
+        # One-sided: a sphere overlapping an edge from behind makes contact as its centre
+        # comes onto the plane, overlapping rather than touching.
+        crossing = np.abs(s.height[:, 0]) <= tol
+    touching = np.where((t > 0) & ~crossing, np.abs(gap) <= tol, gap <= tol)
+    approaching = rate <= rate_tol
+    bad = ~(touching & approaching & in_front)
+    assert not np.any(bad), [
+        (_show(inst, i), t[i], gap[i], rate[i], tol[i]) for i in np.flatnonzero(bad)
+    ]
+
+
+def test_the_harness_itself_sees_penetrations(case):
+    """The oracle must be able to fail: paths aimed straight through the middle of the
+    obstacle owe a contact, and a kernel answer of inf (or 1) there would be caught."""
+    inst = _instance(case, 13)
+    first = first_owed(case, inst)
+    # Enough rows of every random instance owe a contact for the tests above to bite.
+    assert np.mean(np.isfinite(first)) > 0.2
+    assert DIST_REL < 1e-6
