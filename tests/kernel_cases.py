@@ -263,7 +263,7 @@ def triangle_distance(p: Float, a: Float, b: Float, c: Float) -> tuple[Float, Fl
     flat = ~degenerate(a, b, c)[:, None]
     h = _dot(pa, nrm) / np.where(area2 > 0, area2, 1.0)
     proj = pa - h[..., None] * nrm
-    inside = flat.copy()
+    inside = np.broadcast_to(flat, h.shape).copy()
     for u, w in ((zero, ba), (ba, ca), (ca, zero)):
         inside &= _dot(np.cross(w - u, proj - u), nrm) >= 0
     face_q = np.where(inside[..., None], proj, best_q)
@@ -311,11 +311,17 @@ def _triangle_surface(rng, a: Float, b: Float, c: Float) -> tuple[Float, Float]:
 
     feature = rng.integers(0, 3, n)
     thin = degenerate(a, b, c)
-    feature[thin] = 2
-    vert_n[thin] = _unit(rng, int(thin.sum()))
+    # A zero-area triangle is its edges (a segment or a point), with any normal.
+    feature[thin] = 1
+    edge_n[thin] = _unit(rng, int(thin.sum()))
     q = np.stack([face_q, edge_q, vert_q])[feature, rows]
     normal = _normalised(np.stack([face_n, edge_n, vert_n])[feature, rows])
     return q, normal
+
+
+def _ball_surface(rng, centre: Float, radius: Float) -> tuple[Float, Float]:
+    u = _unit(rng, len(centre))
+    return centre + radius[:, None] * u, u
 
 
 def _box_surface(rng, lo: Float, hi: Float) -> tuple[Float, Float]:
@@ -342,7 +348,7 @@ def _capsule_surface(rng, a: Float, b: Float, radius: Float) -> tuple[Float, Flo
     unit_axis = _normalised(axis)
     body = _perpendicular(rng, np.where(_norm(axis)[:, None] > 0, unit_axis, _unit(rng, n)))
     cap = _unit(rng, n)
-    cap *= np.where(_dot(cap, axis) * (0.5 - u) < 0, -1.0, 1.0)[:, None]
+    cap *= np.where(_dot(cap, axis) * (0.5 - u) > 0, -1.0, 1.0)[:, None]
     normal = np.where(((u == 0) | (u == 1))[:, None], cap, body)
     return spine + radius[:, None] * normal, normal
 
@@ -482,6 +488,9 @@ class KernelCase:
     height: Callable[[Instance, Float], Float] | None = None
     claims: Callable[[Instance], NDArray[np.bool_]] = _always
     translate: Callable[[Instance, Float], Instance] | None = None
+    #: A random point of the obstacle's surface per row, and a normal there (in the frame
+    #: of ``relative``); None for an unbounded obstacle. Used to check ``distance`` itself.
+    surface: Callable[[np.random.Generator, Instance], tuple[Float, Float]] | None = None
 
     @property
     def available(self) -> bool:
@@ -539,6 +548,7 @@ _TRIANGLE = dict(
     distance=_triangle_dist,
     size=_extent("a", "b", "c"),
     claims=_triangle_claims,
+    surface=lambda rng, inst: _triangle_surface(rng, inst["a"], inst["b"], inst["c"]),
 )
 
 CASES: list[KernelCase] = [
@@ -551,6 +561,7 @@ CASES: list[KernelCase] = [
         distance=lambda inst, p: ball_distance(p, np.zeros((len(p), 1, 3)), inst["rb"]),
         size=lambda inst: inst["rb"],
         relative=_pair_relative,
+        surface=lambda rng, inst: _ball_surface(rng, np.zeros_like(inst["b0"]), inst["rb"]),
     ),
     KernelCase(
         id="sphere_plane",
@@ -572,6 +583,7 @@ CASES: list[KernelCase] = [
         generate=_boxes,
         distance=lambda inst, p: box_distance(p, inst["lo"], inst["hi"]),
         size=_extent("lo", "hi"),
+        surface=lambda rng, inst: _box_surface(rng, inst["lo"], inst["hi"]),
     ),
     KernelCase(
         id="sphere_capsule",
@@ -581,6 +593,7 @@ CASES: list[KernelCase] = [
         generate=_capsules,
         distance=lambda inst, p: capsule_distance(p, inst["a"], inst["b"], inst["radius"]),
         size=lambda inst: _norm(inst["b"] - inst["a"]) + inst["radius"],
+        surface=lambda rng, inst: _capsule_surface(rng, inst["a"], inst["b"], inst["radius"]),
     ),
     KernelCase(
         id="sphere_inv_sphere",
@@ -590,6 +603,7 @@ CASES: list[KernelCase] = [
         generate=_inv_spheres,
         distance=lambda inst, p: inv_sphere_distance(p, inst["center"][:, None, :], inst["radius"]),
         size=lambda inst: inst["radius"],
+        surface=lambda rng, inst: _ball_surface(rng, inst["center"], inst["radius"]),
     ),
 ]
 

@@ -171,3 +171,31 @@ def test_the_harness_itself_sees_penetrations(case):
     # Enough rows of every random instance owe a contact for the tests above to bite.
     assert np.mean(np.isfinite(first)) > 0.2
     assert DIST_REL < 1e-6
+
+
+# ----------------------------------------------------------------------------------------
+# The oracle's own check: the harness's distances against brute force
+# ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("oracle", [c for c in CASES if c.surface is not None], ids=lambda c: c.id)
+def test_harness_distance_is_exact(oracle):
+    """Each distance is attained by a point of the surface (``p - d * gradient`` is at
+    distance 0), and no point of 3,000 sampled on the surface is nearer than |d|."""
+    rng = np.random.default_rng(14)
+    inst = oracle.generate(rng, 40)
+    c0, v, _r = oracle.relative(inst)
+    p = c0[:, None, :] + rng.uniform(0, 1, (40, 10, 1)) * v[:, None, :]
+    p += rng.normal(size=p.shape) * oracle.size(inst)[:, None, None] * 0.3
+    d, g = oracle.distance(inst, p)
+    tol = 1e-9 * (oracle.size(inst) + np.max(np.abs(p), axis=(1, 2)))[:, None]
+    foot, _g = oracle.distance(inst, p - d[..., None] * g)
+    on_axis = np.all(g == 0, axis=-1)  # centre on a capsule's axis or a triangle: d is exact
+    assert np.all((np.abs(foot) <= tol) | on_axis)
+    many = rows(inst, np.repeat(np.arange(40), 3000))
+    q, _n = oracle.surface(rng, many)
+    q = q.reshape(40, 3000, 3)
+    nearest = np.min(np.linalg.norm(p[:, :, None, :] - q[:, None, :, :], axis=-1), axis=-1)
+    assert np.all(nearest >= np.abs(d) - tol)
+    # ... and, with samples a few hundredths of the size apart, not much nearer either.
+    assert np.all(nearest <= np.abs(d) + 0.2 * oracle.size(inst)[:, None] + tol)
