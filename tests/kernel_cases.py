@@ -283,7 +283,7 @@ def triangle_height(p: Float, a: Float, b: Float, c: Float) -> Float:
 # ----------------------------------------------------------------------------------------
 
 
-def _triangle_surface(rng, a: Float, b: Float, c: Float) -> tuple[Float, Float]:
+def triangle_surface(rng, a: Float, b: Float, c: Float) -> tuple[Float, Float]:
     n = len(a)
     verts = np.stack([a, b, c], axis=1)  # (n, 3, 3)
     nrm = _normalised(triangle_normal(a, b, c))
@@ -319,12 +319,12 @@ def _triangle_surface(rng, a: Float, b: Float, c: Float) -> tuple[Float, Float]:
     return q, normal
 
 
-def _ball_surface(rng, centre: Float, radius: Float) -> tuple[Float, Float]:
+def ball_surface(rng, centre: Float, radius: Float) -> tuple[Float, Float]:
     u = _unit(rng, len(centre))
     return centre + radius[:, None] * u, u
 
 
-def _box_surface(rng, lo: Float, hi: Float) -> tuple[Float, Float]:
+def box_surface(rng, lo: Float, hi: Float) -> tuple[Float, Float]:
     """A face, edge or corner: one, two or three axes pinned to a side of the box."""
     n = len(lo)
     q = lo + rng.uniform(0.0, 1.0, (n, 3)) * (hi - lo)
@@ -339,7 +339,7 @@ def _box_surface(rng, lo: Float, hi: Float) -> tuple[Float, Float]:
     return q, normal
 
 
-def _capsule_surface(rng, a: Float, b: Float, radius: Float) -> tuple[Float, Float]:
+def capsule_surface(rng, a: Float, b: Float, radius: Float) -> tuple[Float, Float]:
     n = len(a)
     u = _pick(rng, n, [0.0, 1.0, 0.5, 0.5])
     u = np.where(u == 0.5, rng.uniform(0.0, 1.0, n), u)
@@ -369,7 +369,7 @@ def _triangles(rng, n: int) -> Instance:
     b = np.where((kind == 3)[:, None], a, b)
     c = np.where((kind == 3)[:, None], a, c)
     r = _radii(rng, size)
-    q, nrm = _triangle_surface(rng, a, b, c)
+    q, nrm = triangle_surface(rng, a, b, c)
     c0, c1 = motions(rng, q, nrm, r, size, (a + b + c) / 3)
     return {"c0": c0, "c1": c1, "r": r, "a": a, "b": b, "c": c}
 
@@ -382,7 +382,7 @@ def _boxes(rng, n: int) -> Instance:
     flat = (rng.random((n, 3)) < 0.03) & (np.arange(3) == rng.integers(0, 3, n)[:, None])
     hi = np.where(flat, lo, lo + extent)
     r = _radii(rng, size)
-    q, nrm = _box_surface(rng, lo, hi)
+    q, nrm = box_surface(rng, lo, hi)
     c0, c1 = motions(rng, q, nrm, r, size, 0.5 * (lo + hi))
     return {"c0": c0, "c1": c1, "r": r, "lo": lo, "hi": hi}
 
@@ -394,7 +394,7 @@ def _capsules(rng, n: int) -> Instance:
     b = np.where((rng.random(n) < 0.08)[:, None], a, b)  # zero length: a sphere
     radius = np.where(rng.random(n) < 0.05, 0.0, rng.uniform(0.05, 1.0, n) * size)
     r = _radii(rng, size)
-    q, nrm = _capsule_surface(rng, a, b, radius)
+    q, nrm = capsule_surface(rng, a, b, radius)
     c0, c1 = motions(rng, q, nrm, r, size, 0.5 * (a + b))
     return {"c0": c0, "c1": c1, "r": r, "a": a, "b": b, "radius": radius}
 
@@ -548,7 +548,7 @@ _TRIANGLE = dict(
     distance=_triangle_dist,
     size=_extent("a", "b", "c"),
     claims=_triangle_claims,
-    surface=lambda rng, inst: _triangle_surface(rng, inst["a"], inst["b"], inst["c"]),
+    surface=lambda rng, inst: triangle_surface(rng, inst["a"], inst["b"], inst["c"]),
 )
 
 CASES: list[KernelCase] = [
@@ -561,7 +561,7 @@ CASES: list[KernelCase] = [
         distance=lambda inst, p: ball_distance(p, np.zeros((len(p), 1, 3)), inst["rb"]),
         size=lambda inst: inst["rb"],
         relative=_pair_relative,
-        surface=lambda rng, inst: _ball_surface(rng, np.zeros_like(inst["b0"]), inst["rb"]),
+        surface=lambda rng, inst: ball_surface(rng, np.zeros_like(inst["b0"]), inst["rb"]),
     ),
     KernelCase(
         id="sphere_plane",
@@ -583,7 +583,7 @@ CASES: list[KernelCase] = [
         generate=_boxes,
         distance=lambda inst, p: box_distance(p, inst["lo"], inst["hi"]),
         size=_extent("lo", "hi"),
-        surface=lambda rng, inst: _box_surface(rng, inst["lo"], inst["hi"]),
+        surface=lambda rng, inst: box_surface(rng, inst["lo"], inst["hi"]),
     ),
     KernelCase(
         id="sphere_capsule",
@@ -593,7 +593,7 @@ CASES: list[KernelCase] = [
         generate=_capsules,
         distance=lambda inst, p: capsule_distance(p, inst["a"], inst["b"], inst["radius"]),
         size=lambda inst: _norm(inst["b"] - inst["a"]) + inst["radius"],
-        surface=lambda rng, inst: _capsule_surface(rng, inst["a"], inst["b"], inst["radius"]),
+        surface=lambda rng, inst: capsule_surface(rng, inst["a"], inst["b"], inst["radius"]),
     ),
     KernelCase(
         id="sphere_inv_sphere",
@@ -603,7 +603,7 @@ CASES: list[KernelCase] = [
         generate=_inv_spheres,
         distance=lambda inst, p: inv_sphere_distance(p, inst["center"][:, None, :], inst["radius"]),
         size=lambda inst: inst["radius"],
-        surface=lambda rng, inst: _ball_surface(rng, inst["center"], inst["radius"]),
+        surface=lambda rng, inst: ball_surface(rng, inst["center"], inst["radius"]),
     ),
 ]
 
@@ -675,3 +675,25 @@ def first_owed(case: KernelCase, inst: Instance) -> Float:
             when = np.where(owed(case, sub, s), s.t, np.inf)
             first[part] = np.minimum(first[part], when.min(axis=1))
     return first
+
+
+def deepest(case: KernelCase, inst: Instance) -> Float:
+    """(n,) the smallest gap (distance - r) along each path, sampled as in
+    :func:`first_owed`: negative where the sphere penetrates the obstacle somewhere."""
+    n = len(inst["r" if "r" in inst else "ra"])
+    least = np.empty(n)
+    for start in range(0, n, CHUNK):
+        part = slice(start, start + CHUNK)
+        sub = rows(inst, part)
+        coarse = evaluate(case, sub, COARSE).gap
+        k = np.argmin(coarse, axis=1)
+        lo = COARSE[np.maximum(k - 2, 0)]
+        hi = COARSE[np.minimum(k + 2, len(COARSE) - 1)]
+        fine = evaluate(case, sub, lo[:, None] + (hi - lo)[:, None] * FINE[None, :]).gap
+        least[part] = np.minimum(coarse.min(axis=1), fine.min(axis=1))
+    return least
+
+
+def case(case_id: str) -> KernelCase:
+    """The case called ``case_id``."""
+    return next(c for c in CASES if c.id == case_id)
