@@ -27,6 +27,21 @@ def points(name: str, value: ArrayLike, *, single: bool = True) -> Float:
     return arr
 
 
+def coordinates(name: str, value: ArrayLike) -> Float:
+    """:func:`points` that must also be finite."""
+    arr = points(name, value)
+    # One summing pass finds a nan or inf (or an overflow, checked properly below) at a
+    # fraction of the cost of isfinite over millions of rows.
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.sum(arr)
+    if not np.isfinite(total):
+        bad = ~np.isfinite(arr)
+        if np.any(bad):
+            row = int(np.nonzero(bad)[0][0])
+            raise ValueError(f"{name} must be finite, got {arr[row].tolist()} in row {row}")
+    return arr
+
+
 def row_shape(name: str, arr: np.ndarray, n: int) -> None:
     if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != n):
         raise ValueError(f"{name} must be a scalar or have shape ({n},), got {arr.shape}")

@@ -17,6 +17,12 @@ DIST_REL_EPS = 1e-9
 #: "approaching" in the kernels.
 ROUNDING_REL = 64 * 2.220446049250313e-16
 
+#: A triangle whose doubled area |(b - a) x (c - a)| is at most this fraction of its longest
+#: edge squared is degenerate: its normal would be rounding noise, so it acts as its edges and
+#: vertices. The face dropped is at most 1e-12 of the edge wide, and a slab that thin lies
+#: within the edges' cylinders to ~1e-24 of the edge squared over the radius.
+DEGENERATE_REL = 1e-12
+
 #: Linear slop, relative to the coordinates' magnitude (at least 1): a contact that could
 #: never sink deeper than this does not count. Panda3D stores positions in float32
 #: (about 6e-8 relative), so motion along a surface reads as up to ~1e-7 into it.

@@ -1,0 +1,670 @@
+"""Analytic answers for the level-geometry kernels: a moving sphere against a triangle, an
+axis-aligned box, a capsule and an inverse sphere (:mod:`panda3d_ccd.sweep`).
+
+Every expected value is worked out by hand from the geometry (the comment beside a row says
+how), never taken from a kernel. Warnings are errors here: degenerate shapes and static
+spheres must reach ``inf`` without dividing by zero.
+"""
+
+from __future__ import annotations
+
+import doctest
+import math
+import re
+
+import numpy as np
+import pytest
+
+from panda3d_ccd import sweep
+from panda3d_ccd.sweep import sphere_box as box_mod
+from panda3d_ccd.sweep import (
+    sphere_box_toi,
+    sphere_capsule_toi,
+    sphere_inv_sphere_toi,
+    sphere_triangle_toi,
+)
+from panda3d_ccd.sweep import sphere_capsule as capsule_mod
+from panda3d_ccd.sweep import sphere_inv_sphere as inv_mod
+from panda3d_ccd.sweep import sphere_triangle as tri_mod
+from panda3d_ccd.sweep._result import EDGE, FACE, VERTEX
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+INF = math.inf
+S = 1 / math.sqrt(2.0)
+
+# The triangle of the tables: a right triangle in z = 0, counter-clockwise seen from +z, so
+# its front faces +z. Edges 0: a-b along the x axis, 1: b-c, 2: c-a along the y axis.
+TA, TB, TC = (0.0, 0.0, 0.0), (4.0, 0.0, 0.0), (0.0, 4.0, 0.0)
+
+
+def _one(value: np.ndarray) -> float:
+    assert value.shape == (1,)
+    assert value.dtype == np.float64
+    return float(value[0])
+
+
+def _rows(*values) -> list[np.ndarray]:
+    """One row each: points as (1, 3), lengths as (1,)."""
+    return [np.array([v], dtype=np.float64) for v in values]
+
+
+# ----------------------------------------------------------------------------------------
+# sphere_triangle_toi
+# ----------------------------------------------------------------------------------------
+
+# Two-sided contact of the path (2, -2 + 2t, 0.5 - 2t), r = 1.2, with edge a-b (the x axis):
+# (2 - 2t)^2 + (0.5 - 2t)^2 = 1.44, i.e. 8t^2 - 10t + 2.81 = 0; its centre is behind then.
+BEHIND_EDGE_T = (10 - math.sqrt(10.08)) / 16
+
+# (id, c0, c1, r, two_sided, expected t, feature, index)
+TRIANGLE = [
+    # Face head-on: z = 5 - 10t reaches r = 1 at t = 0.4.
+    ("face head-on", (1, 1, 5), (1, 1, -5), 1.0, False, 0.4, FACE, 0),
+    ("face head-on, two-sided", (1, 1, 5), (1, 1, -5), 1.0, True, 0.4, FACE, 0),
+    ("face, point (r = 0)", (1, 1, 5), (1, 1, -5), 0.0, False, 0.5, FACE, 0),
+    # A point through the edge a-b itself: the face includes its edges.
+    ("point through an edge", (2, 0, 5), (2, 0, -5), 0.0, False, 0.5, FACE, 0),
+    ("point just outside an edge", (2, -1e-9, 5), (2, -1e-9, -5), 0.0, False, INF, -1, -1),
+    ("point through a vertex", (4, 0, 5), (4, 0, -5), 0.0, True, 0.5, FACE, 0),
+    # From behind: one-sided it passes, two-sided it meets the back at z = -1.
+    ("from behind, one-sided", (1, 1, -5), (1, 1, 5), 1.0, False, INF, -1, -1),
+    ("from behind, two-sided", (1, 1, -5), (1, 1, 5), 1.0, True, 0.4, FACE, 0),
+    ("point from behind, one-sided", (1, 1, -5), (1, 1, 5), 0.0, False, INF, -1, -1),
+    ("point from behind, two-sided", (1, 1, -5), (1, 1, 5), 0.0, True, 0.5, FACE, 0),
+    # In the plane toward edge a-b: y = -5 + 10t reaches -1 at t = 0.4.
+    ("edge a-b, in the plane", (2, -5, 0), (2, 5, 0), 1.0, False, 0.4, EDGE, 0),
+    # Down beside edge a-b: distance sqrt(0.36 + z^2) = 1 at z = 0.8, t = 4.2 / 10.
+    ("edge a-b, from above", (2, -0.6, 5), (2, -0.6, -5), 1.0, False, 0.42, EDGE, 0),
+    # Toward the middle of edge b-c (x + y = 4) along its normal from distance 5: t = 4/5.
+    ("edge b-c", (2 + 5 * S, 2 + 5 * S, 0), (2, 2, 0), 1.0, False, 0.8, EDGE, 1),
+    ("edge c-a", (-5, 2, 0), (5, 2, 0), 1.0, False, 0.4, EDGE, 2),
+    # Toward a vertex along an edge's line (no motion across that edge's cylinder).
+    ("vertex a, in the plane", (-3, -4, 0), (3, 4, 0), 1.0, False, 0.4, VERTEX, 0),
+    ("vertex b, along edge a-b", (9, 0, 0), (-1, 0, 0), 1.0, False, 0.4, VERTEX, 1),
+    ("vertex c, along edge c-a", (0, 9, 0), (0, -1, 0), 1.0, False, 0.4, VERTEX, 2),
+    # Crossing the plane from behind at t = 0.5 at (2, -0.5, 0), within r = 1 of edge a-b
+    # and moving toward it: one-sided, the contact is the crossing. Two-sided: the edge's
+    # cylinder, (1 - t)^2 + (1 - 2t)^2 = 1, i.e. 5t^2 - 6t + 1 = 0, t = 0.2.
+    ("crossing near an edge, toward it", (2, -1, -1), (2, 0, 1), 1.0, False, 0.5, EDGE, 0),
+    ("crossing near an edge, two-sided", (2, -1, -1), (2, 0, 1), 1.0, True, 0.2, EDGE, 0),
+    # The same crossing at (2, -1, 0), within r = 1.2 of the edge but moving away from it.
+    ("crossing near an edge, away", (2, -0.5, -1), (2, -1.5, 1), 1.2, False, INF, -1, -1),
+    ("crossing inside the face", (1, 1, -1), (1, 1, 1), 1.0, False, INF, -1, -1),
+    # Crossing at (2, -2, 0), 2 from the triangle, then meeting edge a-b in front:
+    # (4t - 3)^2 + (2t - 0.5)^2 = 1, i.e. 20t^2 - 26t + 8.25 = 0, t = (26 - 4) / 40.
+    ("crossing far from it, then an edge", (2, -3, -0.5), (2, 1, 1.5), 1.0, False, 0.55, EDGE,
+     0),
+    ("far from it, then an edge, two-sided", (2, -3, -0.5), (2, 1, 1.5), 1.0, True, 0.55, EDGE,
+     0),
+    # In front at first, the centre goes behind the plane (t = 0.25) beside the triangle
+    # and then meets edge a-b from behind: one-sided no contact.
+    ("edge met from behind", (2, -2, 0.5), (2, 0, -1.5), 1.2, False, INF, -1, -1),
+    ("edge met from behind, two-sided", (2, -2, 0.5), (2, 0, -1.5), 1.2, True, BEHIND_EDGE_T,
+     EDGE, 0),
+    # Already overlapping: approaching gives 0, receding or sliding gives inf.
+    ("overlapping, approaching", (1, 1, 0.5), (1, 1, -0.5), 1.0, False, 0.0, FACE, 0),
+    ("overlapping, receding", (1, 1, 0.5), (1, 1, 2), 1.0, False, INF, -1, -1),
+    ("overlapping, sliding", (1, 1, 0.5), (2, 1, 0.5), 1.0, False, INF, -1, -1),
+    ("overlapping an edge, toward it", (2, -0.5, 0.5), (2, 0.5, 0.5), 1.0, False, 0.0, EDGE, 0),
+    ("overlapping an edge, away", (2, -0.5, 0.5), (2, -1, 0.5), 1.0, False, INF, -1, -1),
+    # A centre on the triangle: the distance is 0 and cannot decrease (convexity), so no
+    # contact, whichever way it moves.
+    ("centre on the face, moving back", (1, 1, 0), (1, 1, -1), 1.0, False, INF, -1, -1),
+    ("centre on the face, two-sided", (1, 1, 0), (1, 1, -1), 1.0, True, INF, -1, -1),
+    ("centre on a vertex", (4, 0, 0), (3, 1, -2), 1.0, False, INF, -1, -1),
+    ("behind, overlapping, one-sided", (1, 1, -0.5), (1, 1, 0), 1.0, False, INF, -1, -1),
+    ("behind, overlapping, two-sided", (1, 1, -0.5), (1, 1, 0), 1.0, True, 0.0, FACE, 0),
+    # Tangent grazes: at height r across the face, its edges and vertices; along an edge's
+    # line at distance r; past a vertex at distance r (two-sided, so from behind too).
+    ("graze across the face", (-2, 1, 1), (6, 1, 1), 1.0, False, INF, -1, -1),
+    ("graze along edge a-b", (-5, -1, 0), (9, -1, 0), 1.0, True, INF, -1, -1),
+    ("graze past vertex c", (-1, 4, -5), (-1, 4, 5), 1.0, True, INF, -1, -1),
+    ("graze past vertex b, skew", (5, 0, -5), (5, 0, 5), 1.0, True, INF, -1, -1),
+    # The end of the frame.
+    ("touch at t = 1", (1, 1, 3), (1, 1, 1), 1.0, False, 1.0, FACE, 0),
+    ("stops short", (1, 1, 3), (1, 1, 1.5), 1.0, False, INF, -1, -1),
+    ("static, touching", (1, 1, 1), (1, 1, 1), 1.0, False, INF, -1, -1),
+    ("static, overlapping", (1, 1, 0.5), (1, 1, 0.5), 1.0, True, INF, -1, -1),
+    ("far away", (50, 50, 5), (50, 50, -5), 1.0, True, INF, -1, -1),
+]
+
+
+@pytest.mark.parametrize(
+    "c0, c1, r, two, expected", [row[1:6] for row in TRIANGLE], ids=[row[0] for row in TRIANGLE]
+)
+def test_sphere_triangle_toi(c0, c1, r, two, expected):
+    got = _one(sphere_triangle_toi([c0], [c1], r, TA, TB, TC, two_sided=two))
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("row", TRIANGLE, ids=[row[0] for row in TRIANGLE])
+def test_sphere_triangle_sweep(row):
+    """The core reports the feature and index hit, a unit normal out of the triangle toward
+    the centre, and a contact point on the triangle."""
+    _, c0, c1, r, two, expected, feature, index = row
+    c0_, c1_, r_, a, b, c = _rows(c0, c1, r, TA, TB, TC)
+    got = tri_mod._sweep(c0_, c1_, r_, a, b, c, two)
+    assert got.t[0] == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    assert (int(got.feature[0]), int(got.index[0])) == (feature, index)
+    overlapped = row[0].startswith("crossing near")
+    _check_contact(got, c0_, c1_, r_, touching=expected > 0 and not overlapped)
+    if np.isfinite(expected):
+        assert got.point[0, 2] == pytest.approx(0.0, abs=1e-12)  # on the triangle's plane
+        x, y = got.point[0, :2]
+        assert x >= -1e-12 and y >= -1e-12 and x + y <= 4 + 1e-12
+
+
+def _check_contact(got, c0, c1, r, touching: bool = True) -> None:
+    """Where there is a contact: a unit normal, and the centre at that time lies along the
+    normal from the contact point, at r when it touches from outside (``touching``) and
+    within r when it already overlapped; where none: nan and -1."""
+    hit = np.isfinite(got.t)
+    assert got.point.shape == got.normal.shape == (len(got.t), 3)
+    assert np.all(np.isnan(got.point[~hit])) and np.all(np.isnan(got.normal[~hit]))
+    assert np.all(got.feature[~hit] == -1) and np.all(got.index[~hit] == -1)
+    assert np.allclose(np.linalg.norm(got.normal[hit], axis=1), 1.0, rtol=0, atol=1e-12)
+    centre = c0 + np.where(hit, got.t, 0.0)[:, None] * (c1 - c0)
+    gap = (centre - got.point)[hit]
+    dist = np.linalg.norm(gap, axis=1)
+    assert np.allclose(gap, dist[:, None] * got.normal[hit], rtol=0, atol=1e-9)
+    if touching:
+        assert np.allclose(dist, r[hit], rtol=0, atol=1e-9)
+    else:
+        assert np.all(dist <= r[hit] + 1e-12)
+
+
+def test_sphere_triangle_normals_by_feature():
+    """The normal is the face's on the side approached, and on an edge or vertex the
+    direction from the contact point to the centre."""
+    c0 = [(1, 1, 5), (1, 1, -5), (2, -0.6, 5), (-3, -4, 0)]
+    c1 = [(1, 1, -5), (1, 1, 5), (2, -0.6, -5), (3, 4, 0)]
+    got = tri_mod._sweep(
+        *_rows_many(c0, c1, [1.0] * 4, [TA] * 4, [TB] * 4, [TC] * 4), two_sided=True
+    )
+    assert np.allclose(got.normal, [(0, 0, 1), (0, 0, -1), (0, -0.6, 0.8), (-0.6, -0.8, 0)])
+    assert np.allclose(got.point, [(1, 1, 0), (1, 1, 0), (2, 0, 0), (0, 0, 0)])
+
+
+def _rows_many(*columns) -> list[np.ndarray]:
+    return [np.array(col, dtype=np.float64) for col in columns]
+
+
+def test_one_sided_passes_from_behind_through_the_face():
+    """Spheres from behind whose centres cross a tilted triangle's plane inside the face
+    pass, whatever rounding does at the crossing: the distance is 0 there and only grows."""
+    rng = np.random.default_rng(7)
+    n = 2000
+    a = np.array([0.3, -1.7, 2.9])
+    b = np.array([4.1, 0.7, 1.3])
+    c = np.array([-0.9, 3.3, 0.1])
+    normal = np.cross(b - a, c - a)
+    normal /= np.linalg.norm(normal)
+    weights = rng.dirichlet([1.0, 1.0, 1.0], n)
+    through = weights @ np.stack([a, b, c])
+    v = rng.normal(size=(n, 3))
+    v += (np.abs(v @ normal) + 0.1)[:, None] * normal - (v @ normal)[:, None] * normal
+    when = rng.uniform(0.05, 0.95, n)
+    c0 = through - when[:, None] * v
+    got = sphere_triangle_toi(c0, c0 + v, rng.uniform(0.0, 0.5, n), a, b, c)
+    assert np.all(got == INF)
+
+
+# Degenerate triangles act as their edges and vertices (from both sides) or miss.
+SEGMENT = ((0, 0, 0), (2, 0, 0), (4, 0, 0))  # collinear: the segment [0, 4] on x
+POINT = ((1, 1, 1), (1, 1, 1), (1, 1, 1))  # coincident: the point (1, 1, 1)
+DOUBLED = ((0, 0, 0), (4, 0, 0), (4, 0, 0))  # two corners equal: the segment again
+
+DEGENERATE = [
+    # Onto the segment from above and from below: sqrt(z^2) = 1 at z = +-1, t = 0.4.
+    ("segment, from above", SEGMENT, (1, 0, 5), (1, 0, -5), 1.0, 0.4, EDGE),
+    ("segment, from below", SEGMENT, (1, 0, -5), (1, 0, 5), 1.0, 0.4, EDGE),
+    ("segment, end on", SEGMENT, (9, 0, 0), (-1, 0, 0), 1.0, 0.4, VERTEX),
+    ("segment, point", SEGMENT, (1, 0, 5), (1, 0, -5), 0.0, INF, -1),
+    ("segment, graze", SEGMENT, (1, 1, -5), (1, 1, 5), 1.0, INF, -1),
+    ("doubled corner", DOUBLED, (1, 0, -5), (1, 0, 5), 1.0, 0.4, EDGE),
+    # Onto the point: |z - 1| = 1 at z = 2, t = 0.3.
+    ("point triangle", POINT, (1, 1, 5), (1, 1, -5), 1.0, 0.3, VERTEX),
+    ("point triangle, static", POINT, (1, 1, 5), (1, 1, 5), 1.0, INF, -1),
+    ("point triangle, ray", POINT, (1, 1, 5), (1, 1, -5), 0.0, INF, -1),
+]
+
+
+@pytest.mark.parametrize(
+    "tri, c0, c1, r, expected, feature",
+    [row[1:] for row in DEGENERATE],
+    ids=[row[0] for row in DEGENERATE],
+)
+def test_sphere_triangle_degenerate(tri, c0, c1, r, expected, feature):
+    for two in (False, True):
+        got = tri_mod._sweep(*_rows(c0, c1, r, *tri), two)
+        assert got.t[0] == pytest.approx(expected, rel=1e-12, abs=1e-12)
+        assert int(got.feature[0]) == feature
+        assert not np.isnan(got.t).any()
+
+
+def test_degenerate_heavy_rows_stay_finite():
+    """Rows drawn from a small grid of coordinates (coincident and collinear corners, zero
+    motions, centres on corners and edges, r = 0): no nan, no warning, unit normals, and
+    the public function agrees with the core."""
+    rng = np.random.default_rng(5)
+    n = 3000
+
+    def grid(shape):
+        return rng.choice([0.0, 1.0, -1.0, 2.0], size=shape)
+
+    def same_or_new(p):
+        return np.where(rng.random((n, 1)) < 0.25, p, grid((n, 3)))
+
+    c0 = grid((n, 3))
+    c1 = same_or_new(c0)
+    r = rng.choice([0.0, 0.5, 1.0, math.sqrt(2.0)], n)
+    a = grid((n, 3))
+    b = same_or_new(a)
+    c = same_or_new(b)
+    results = [
+        tri_mod._sweep(c0, c1, r, a, b, c, False),
+        tri_mod._sweep(c0, c1, r, a, b, c, True),
+        box_mod._sweep(c0, c1, r, np.minimum(a, b), np.maximum(a, b)),
+        capsule_mod._sweep(c0, c1, r, a, b, rng.choice([0.0, 0.5], n)),
+        inv_mod._sweep(c0, c1, r, a, rng.choice([0.0, 0.5, 1.0, 3.0], n)),
+    ]
+    for got in results:
+        hit = np.isfinite(got.t)
+        assert not np.isnan(got.t).any()
+        assert 0 < hit.sum() < n
+        assert np.all((got.t[hit] >= 0) & (got.t[hit] <= 1))
+        assert np.allclose(np.linalg.norm(got.normal[hit], axis=1), 1.0, rtol=0, atol=1e-12)
+        assert not np.isnan(got.point[hit]).any()
+    assert np.array_equal(sphere_triangle_toi(c0, c1, r, a, b, c), results[0].t)
+    assert np.array_equal(sphere_triangle_toi(c0, c1, r, a, b, c, two_sided=True), results[1].t)
+
+
+def test_sphere_triangle_large_coordinates():
+    """Coordinates near 1e4 and motions of 1e4 a frame keep the answer to ~1e-12."""
+    origin = np.array([1.0e4, -1.0e4, 1.0e4])
+    tri = [np.array([p]) + origin for p in (TA, TB, TC)]
+    c0 = np.array([[1, 1, 5000], [2, -0.6, 5000], [-3, -4, 0]]) + origin
+    c1 = np.array([[1, 1, -5000], [2, -0.6, -5000], [9996, 13328, 0]]) + origin
+    got = sphere_triangle_toi(c0, c1, 1.0, *[np.repeat(p, 3, axis=0) for p in tri])
+    # z = 5000 - 10000 t reaches 1 and 0.8; the third goes 16665 along (3, 4)/5 from
+    # distance 5 to distance 1 of the vertex a.
+    expected = [4999 / 10000, 4999.2 / 10000, 4 / 16665]
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+# ----------------------------------------------------------------------------------------
+# The seam rule: a sphere resting on a flat mesh and moved along it touches nothing
+# ----------------------------------------------------------------------------------------
+
+
+def _flat_mesh(cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A cells x cells grid of unit squares in z = 0, each split along its diagonal into
+    two counter-clockwise triangles (front up): 2 cells^2 triangles."""
+    i, j = np.meshgrid(np.arange(cells, dtype=float), np.arange(cells, dtype=float))
+    i, j, z = i.ravel(), j.ravel(), np.zeros(cells * cells)
+    p00 = np.stack([i, j, z], axis=1)
+    p10 = np.stack([i + 1, j, z], axis=1)
+    p11 = np.stack([i + 1, j + 1, z], axis=1)
+    p01 = np.stack([i, j + 1, z], axis=1)
+    return (
+        np.concatenate([p00, p00]),
+        np.concatenate([p10, p11]),
+        np.concatenate([p11, p01]),
+    )
+
+
+# Start and end of the centre (x, y) over the mesh; all at height r over it.
+SEAM_MOTIONS = [
+    ("along a grid line", (10, 20), (60, 20)),
+    ("along, mid-row", (10.5, 20.5), (60.5, 20.5)),
+    ("across the rows", (30.25, 5), (30.25, 65)),
+    ("along the diagonal edges", (5, 5), (65, 65)),
+    ("across the diagonals, through vertices", (5, 65), (65, 5)),
+    ("diagonal, skew", (3.3, 7.1), (66.7, 50.2)),
+    ("short, from a vertex", (35, 35), (35.001, 35.0007)),
+    ("static on a vertex", (35, 35), (35, 35)),
+]
+
+
+@pytest.mark.parametrize(
+    "start, end", [row[1:] for row in SEAM_MOTIONS], ids=[row[0] for row in SEAM_MOTIONS]
+)
+@pytest.mark.parametrize("offset", [(0.0, 0.0, 0.0), (1000.25, 999.75, 1000.0)])
+@pytest.mark.parametrize("r", [0.5, 0.3])
+def test_seams_of_a_flat_mesh(start, end, offset, r):
+    """Resting exactly on a flat mesh of 10,082 triangles (centre at height r) and moved
+    along it, across it or diagonally over seams and shared vertices: inf from every
+    triangle, one call for all rows, at the origin and near 1e3 (where the centre's height
+    above the mesh is r only up to rounding)."""
+    a, b, c = _flat_mesh(71)
+    assert len(a) >= 10_000
+    shift = np.array(offset)
+    c0 = np.array([*start, 0.0]) + shift
+    c1 = np.array([*end, 0.0]) + shift
+    c0[2] += r
+    c1[2] = c0[2]
+    n = len(a)
+    rows = [np.repeat(c0[None], n, axis=0), np.repeat(c1[None], n, axis=0)]
+    got = sphere_triangle_toi(*rows, r, a + shift, b + shift, c + shift)
+    assert got.shape == (n,)
+    assert np.all(got == INF)
+    two = sphere_triangle_toi(*rows, r, a + shift, b + shift, c + shift, two_sided=True)
+    assert np.all(two == INF)
+    # The same mesh is solid: pressed 1e-3 into it, the sphere is stopped at once.
+    pressed = rows[1] - np.array([0.0, 0.0, 1e-3])
+    hit = sphere_triangle_toi(rows[0], pressed, r, a + shift, b + shift, c + shift)
+    assert np.any(hit == 0.0)
+
+
+# ----------------------------------------------------------------------------------------
+# sphere_box_toi
+# ----------------------------------------------------------------------------------------
+
+LO, HI = (-1.0, -1.0, -1.0), (1.0, 1.0, 1.0)
+
+# (id, c0, c1, r, lo, hi, expected t, feature, index)
+BOX = [
+    # Top face: z = 5 - 10t reaches 2 at t = 0.3.
+    ("face +z", (0, 0, 5), (0, 0, -5), 1.0, LO, HI, 0.3, FACE, 5),
+    # Face -x: x = -5 + 10t reaches -1.5 at t = 0.35.
+    ("face -x", (-5, 0.5, 0), (5, 0.5, 0), 0.5, LO, HI, 0.35, FACE, 0),
+    ("face -y", (0.2, -5, 0.3), (0.2, 5, 0.3), 1.0, LO, HI, 0.3, FACE, 2),
+    # Toward the edge along y at x = z = 1 from distance 3 to 0: distance 1 at t = 2/3.
+    ("edge along y at +x +z", (1 + 3 * S, 0, 1 + 3 * S), (1, 0, 1), 1.0, LO, HI, 2 / 3, EDGE, 7),
+    ("edge along x at -y -z", (0.5, -1 - 3 * S, -1 - 3 * S), (0.5, -1, -1), 1.0, LO, HI, 2 / 3,
+     EDGE, 0),
+    ("edge along z at +x -y", (1 + 3 * S, -1 - 3 * S, 0), (1, -1, 0), 1.0, LO, HI, 2 / 3, EDGE,
+     10),
+    # Along the diagonal to a corner, from distance 2 sqrt(3) to 0: 1 at 1 - 1 / (2 sqrt 3).
+    ("corner hi", (3, 3, 3), (1, 1, 1), 1.0, LO, HI, 1 - 1 / (2 * math.sqrt(3)), VERTEX, 7),
+    ("corner lo", (-3, -3, -3), (-1, -1, -1), 1.0, LO, HI, 1 - 1 / (2 * math.sqrt(3)), VERTEX,
+     0),
+    ("point through the box", (0, 0, 5), (0, 0, -5), 0.0, LO, HI, 0.4, FACE, 5),
+    # Grazes: sliding on the top face at height r; parallel to an edge at distance r.
+    ("graze on a face", (-5, 0, 2), (5, 0, 2), 1.0, LO, HI, INF, -1, -1),
+    ("graze along an edge", (-5, 1 + S, 1 + S), (5, 1 + S, 1 + S), 1.0, LO, HI, INF, -1, -1),
+    ("graze past corners", (1 + S, 1 + S, 5), (1 + S, 1 + S, -5), 1.0, LO, HI, INF, -1, -1),
+    # Overlapping: approaching gives 0; receding or sliding, inf.
+    ("overlapping, approaching", (0, 0, 1.5), (0, 0, 0), 1.0, LO, HI, 0.0, FACE, 5),
+    ("overlapping, receding", (0, 0, 1.5), (0, 0, 3), 1.0, LO, HI, INF, -1, -1),
+    ("overlapping, sliding", (0, 0, 1.5), (0.5, 0, 1.5), 1.0, LO, HI, INF, -1, -1),
+    ("overlapping a corner, toward it", (1.5, 1.5, 1.5), (1, 1, 1), 1.0, LO, HI, 0.0, VERTEX, 7),
+    # A centre inside the box: moving deeper past its nearest face (+z) touches at once,
+    # moving out through it does not.
+    ("inside, deeper", (0, 0, 0.9), (0, 0, 0), 0.5, LO, HI, 0.0, FACE, 5),
+    ("inside, out", (0, 0, 0.9), (0, 0, 2), 0.5, LO, HI, INF, -1, -1),
+    ("touch at t = 1", (0, 0, 5), (0, 0, 2), 1.0, LO, HI, 1.0, FACE, 5),
+    ("static", (0, 0, 1.5), (0, 0, 1.5), 1.0, LO, HI, INF, -1, -1),
+    # A flat box (lo = hi in z) is a plate, solid from both sides.
+    ("flat box, from above", (0, 0, 5), (0, 0, -5), 1.0, (-1, -1, 0), (1, 1, 0), 0.4, FACE, 5),
+    ("flat box, from below", (0, 0, -5), (0, 0, 5), 1.0, (-1, -1, 0), (1, 1, 0), 0.4, FACE, 4),
+    # A box of no size is a point; its faces are offered first.
+    ("point box", (0, 0, 5), (0, 0, -5), 1.0, (0, 0, 0), (0, 0, 0), 0.4, FACE, 5),
+    # A box away from the origin: translated answers.
+    ("offset box, face", (10, 20, 35), (10, 20, 25), 1.0, (9, 19, 29), (11, 21, 31), 0.3, FACE,
+     5),
+]
+
+
+@pytest.mark.parametrize(
+    "c0, c1, r, lo, hi, expected", [row[1:7] for row in BOX], ids=[row[0] for row in BOX]
+)
+def test_sphere_box_toi(c0, c1, r, lo, hi, expected):
+    got = _one(sphere_box_toi([c0], [c1], r, lo, hi))
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("row", BOX, ids=[row[0] for row in BOX])
+def test_sphere_box_sweep(row):
+    _, c0, c1, r, lo, hi, expected, feature, index = row
+    c0_, c1_, r_, lo_, hi_ = _rows(c0, c1, r, lo, hi)
+    got = box_mod._sweep(c0_, c1_, r_, lo_, hi_)
+    assert got.t[0] == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    assert (int(got.feature[0]), int(got.index[0])) == (feature, index)
+    if not row[0].startswith("inside"):
+        _check_contact(got, c0_, c1_, r_, touching=expected > 0)
+    if np.isfinite(expected):
+        # On the box's surface: inside or on it, and on at least one face plane.
+        p = got.point[0]
+        assert np.all(p >= lo_[0] - 1e-12) and np.all(p <= hi_[0] + 1e-12)
+        assert np.isclose(p, lo_[0], atol=1e-12).any() or np.isclose(p, hi_[0], atol=1e-12).any()
+
+
+def test_sphere_box_normals():
+    """Face normals are the axes; edge and corner normals point from the contact to the
+    centre; a centre inside the box touches through its nearest face."""
+    c0 = [(0, 0, 5), (-5, 0.5, 0), (1 + 3 * S, 0, 1 + 3 * S), (3, 3, 3), (0, 0, 0.9)]
+    c1 = [(0, 0, -5), (5, 0.5, 0), (1, 0, 1), (1, 1, 1), (0, 0, 0)]
+    r = [1.0, 0.5, 1.0, 1.0, 0.5]
+    got = box_mod._sweep(*_rows_many(c0, c1, r, [LO] * 5, [HI] * 5))
+    s3 = 1 / math.sqrt(3)
+    assert np.allclose(got.normal, [(0, 0, 1), (-1, 0, 0), (S, 0, S), (s3, s3, s3), (0, 0, 1)])
+    assert np.allclose(got.point, [(0, 0, 1), (-1, 0.5, 0), (1, 0, 1), (1, 1, 1), (0, 0, 1)])
+
+
+def test_sphere_box_large_coordinates():
+    origin = np.array([1.0e4, 1.0e4, -1.0e4])
+    got = sphere_box_toi(
+        origin + [[0, 0, 5000]], origin + [[0, 0, -5000]], 1.0, origin - 1, origin + 1
+    )
+    assert _one(got) == pytest.approx(4998 / 10000, rel=1e-12)
+
+
+# ----------------------------------------------------------------------------------------
+# sphere_capsule_toi
+# ----------------------------------------------------------------------------------------
+
+CA, CB = (0.0, 0.0, 0.0), (2.0, 0.0, 0.0)
+
+# (id, c0, c1, r, a, b, radius, expected t, feature, index)
+CAPSULE = [
+    # Body: y = 5 - 10t reaches r + radius = 1 at t = 0.4.
+    ("body", (1, 5, 0), (1, -5, 0), 0.5, CA, CB, 0.5, 0.4, EDGE, 0),
+    # Diagonally onto the body: sqrt(2) |5 - 10t| = 1 at t = (5 - 1/sqrt 2) / 10.
+    ("body, diagonally", (1, 5, 5), (1, -5, -5), 0.5, CA, CB, 0.5, (5 - S) / 10, EDGE, 0),
+    # Caps along the axis: x = 9 - 8t reaches 3 at t = 0.75; x = -5 + 5t reaches -1 at 0.8.
+    ("cap at b", (9, 0, 0), (1, 0, 0), 0.5, CA, CB, 0.5, 0.75, VERTEX, 1),
+    ("cap at a", (-5, 0, 0), (0, 0, 0), 0.5, CA, CB, 0.5, 0.8, VERTEX, 0),
+    ("point into the body", (1, 5, 0), (1, -5, 0), 0.0, CA, CB, 0.5, 0.45, EDGE, 0),
+    ("graze along the body", (-3, 1, 0), (5, 1, 0), 0.5, CA, CB, 0.5, INF, -1, -1),
+    ("graze past a cap", (3, -5, 0), (3, 5, 0), 0.5, CA, CB, 0.5, INF, -1, -1),
+    ("overlapping, approaching", (1, 0.8, 0), (1, 0, 0), 0.5, CA, CB, 0.5, 0.0, EDGE, 0),
+    ("overlapping, receding", (1, 0.8, 0), (1, 2, 0), 0.5, CA, CB, 0.5, INF, -1, -1),
+    ("overlapping, along", (1, 0.8, 0), (1.5, 0.8, 0), 0.5, CA, CB, 0.5, INF, -1, -1),
+    ("centre on the axis", (1, 0, 0), (1, 1, 0), 0.5, CA, CB, 0.5, INF, -1, -1),
+    # A zero-length capsule is a sphere: |x| = 1 at t = 0.4.
+    ("zero length", (-5, 0, 0), (5, 0, 0), 0.5, CA, CA, 0.5, 0.4, VERTEX, 0),
+    ("zero length and radius, point", (-5, 0, 0), (5, 0, 0), 0.0, CA, CA, 0.0, INF, -1, -1),
+    ("touch at t = 1", (1, 3, 0), (1, 1, 0), 0.5, CA, CB, 0.5, 1.0, EDGE, 0),
+    ("static", (1, 3, 0), (1, 3, 0), 0.5, CA, CB, 0.5, INF, -1, -1),
+]
+
+
+@pytest.mark.parametrize(
+    "c0, c1, r, a, b, radius, expected",
+    [row[1:8] for row in CAPSULE],
+    ids=[row[0] for row in CAPSULE],
+)
+def test_sphere_capsule_toi(c0, c1, r, a, b, radius, expected):
+    got = _one(sphere_capsule_toi([c0], [c1], r, a, b, radius))
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("row", CAPSULE, ids=[row[0] for row in CAPSULE])
+def test_sphere_capsule_sweep(row):
+    _, c0, c1, r, a, b, radius, expected, feature, index = row
+    c0_, c1_, r_, a_, b_, radius_ = _rows(c0, c1, r, a, b, radius)
+    got = capsule_mod._sweep(c0_, c1_, r_, a_, b_, radius_)
+    assert got.t[0] == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    assert (int(got.feature[0]), int(got.index[0])) == (feature, index)
+    # The centre is r from the capsule's surface: r + radius from its segment.
+    _check_contact(got, c0_, c1_, r_, touching=expected > 0)
+    if np.isfinite(expected):
+        # On the capsule's surface: radius from its segment.
+        p = got.point[0]
+        e = b_[0] - a_[0]
+        u = np.clip(np.dot(p - a_[0], e) / max(np.dot(e, e), 1e-300), 0, 1)
+        assert np.linalg.norm(p - a_[0] - u * e) == pytest.approx(radius, abs=1e-12)
+
+
+# ----------------------------------------------------------------------------------------
+# sphere_inv_sphere_toi
+# ----------------------------------------------------------------------------------------
+
+# (id, c0, c1, r, center, radius, expected t)
+INV_SPHERE = [
+    # Out to the wall: |x| = radius - r = 4 at t = 0.5.
+    ("out to the wall", (0, 0, 0), (8, 0, 0), 1.0, (0, 0, 0), 5.0, 0.5),
+    ("point to the wall", (0, 0, 0), (10, 0, 0), 0.0, (0, 0, 0), 5.0, 0.5),
+    # Off-centre: |(-3 + 6t, 3, 0)| = 4 at 6t - 3 = sqrt(7).
+    ("off-centre chord", (-3, 3, 0), (3, 3, 0), 1.0, (0, 0, 0), 5.0, (3 + math.sqrt(7)) / 6),
+    ("staying inside", (0, 0, 0), (1, 1, 0), 1.0, (0, 0, 0), 5.0, INF),
+    ("static, touching the wall", (4, 0, 0), (4, 0, 0), 1.0, (0, 0, 0), 5.0, INF),
+    # Overlapping the wall: outward gives 0; inward crosses the room to the far wall at
+    # x = -4, t = 8.5 / 9.
+    ("overlapping, outward", (4.5, 0, 0), (5, 0, 0), 1.0, (0, 0, 0), 5.0, 0.0),
+    ("overlapping, inward", (4.5, 0, 0), (-4.5, 0, 0), 1.0, (0, 0, 0), 5.0, 8.5 / 9),
+    ("overlapping, inward, short", (4.5, 0, 0), (3, 0, 0), 1.0, (0, 0, 0), 5.0, INF),
+    # Touching the wall and moving tangentially: the straight path goes into the wall.
+    ("touching, tangential", (4, 0, 0), (4, 1, 0), 1.0, (0, 0, 0), 5.0, 0.0),
+    ("touch at t = 1", (0, 0, 0), (4, 0, 0), 1.0, (0, 0, 0), 5.0, 1.0),
+    # Larger than the room: always overlapping; touching once it moves off the centre.
+    ("larger than the room", (0, 0, 0), (1, 0, 0), 6.0, (0, 0, 0), 5.0, 0.0),
+    ("translated room", (10, 10, 10), (18, 10, 10), 1.0, (10, 10, 10), 5.0, 0.5),
+]
+
+
+@pytest.mark.parametrize(
+    "c0, c1, r, center, radius, expected",
+    [row[1:] for row in INV_SPHERE],
+    ids=[row[0] for row in INV_SPHERE],
+)
+def test_sphere_inv_sphere_toi(c0, c1, r, center, radius, expected):
+    got = _one(sphere_inv_sphere_toi([c0], [c1], r, center, radius))
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("row", INV_SPHERE, ids=[row[0] for row in INV_SPHERE])
+def test_sphere_inv_sphere_sweep(row):
+    """The wall is FACE 0; the normal points inward (out of the solid, toward the centre)
+    and the point is on the wall."""
+    _, c0, c1, r, center, radius, expected = row
+    c0_, c1_, r_, center_, radius_ = _rows(c0, c1, r, center, radius)
+    got = inv_mod._sweep(c0_, c1_, r_, center_, radius_)
+    assert got.t[0] == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    hit = bool(np.isfinite(expected))
+    assert (int(got.feature[0]), int(got.index[0])) == ((FACE, 0) if hit else (-1, -1))
+    if hit:
+        p = got.point[0]
+        assert np.linalg.norm(p - center_[0]) == pytest.approx(radius, rel=1e-12)
+        out = (p - center_[0]) / radius
+        assert np.allclose(got.normal[0], -out, atol=1e-12)
+    if hit and expected > 0:
+        _check_contact(got, c0_, c1_, r_)
+
+
+# ----------------------------------------------------------------------------------------
+# Shapes of the answers, and bad input
+# ----------------------------------------------------------------------------------------
+
+Z3 = np.zeros((0, 3))
+
+EMPTY = [
+    (sphere_triangle_toi, (Z3, Z3, 1.0, Z3, Z3, Z3)),
+    (sphere_box_toi, (Z3, Z3, 1.0, Z3, Z3)),
+    (sphere_capsule_toi, (Z3, Z3, 1.0, Z3, Z3, 0.5)),
+    (sphere_inv_sphere_toi, (Z3, Z3, 1.0, Z3, 5.0)),
+]
+
+
+@pytest.mark.parametrize("func, args", EMPTY, ids=[f.__name__ for f, _ in EMPTY])
+def test_empty_input(func, args):
+    got = func(*args)
+    assert got.shape == (0,)
+    assert got.dtype == np.float64
+
+
+def test_rows_broadcast():
+    """One obstacle against many spheres (a (3,) point is one row), and per-row radii."""
+    c0 = [(1, 1, 5), (1, 1, 5), (50, 50, 5)]
+    c1 = [(1, 1, -5), (1, 1, -5), (50, 50, -5)]
+    got = sphere_triangle_toi(c0, c1, [1.0, 0.0, 1.0], TA, TB, TC, two_sided=[False, True, True])
+    assert got.tolist() == pytest.approx([0.4, 0.5, INF])
+
+
+P1 = [(0.0, 0.0, 1.0)]
+P2 = [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0)]
+
+ERRORS = [
+    ("negative r", sphere_triangle_toi, (P1, P1, -1.0, TA, TB, TC),
+     "r must be finite and >= 0, got -1.0"),
+    ("nan r", sphere_box_toi, (P1, P1, np.nan, LO, HI), "r must be finite and >= 0, got nan"),
+    ("inf r", sphere_capsule_toi, (P1, P1, [np.inf], CA, CB, 0.5),
+     "r must be finite and >= 0, got inf"),
+    ("negative capsule radius", sphere_capsule_toi, (P1, P1, 1.0, CA, CB, -0.5),
+     "radius must be finite and >= 0, got -0.5"),
+    ("nan room radius", sphere_inv_sphere_toi, (P1, P1, 1.0, CA, np.nan),
+     "radius must be finite and >= 0, got nan"),
+    ("triangle corner shape", sphere_triangle_toi, (P1, P1, 1.0, (0, 0), TB, TC),
+     "a must have shape (n, 3), got (2,)"),
+    ("centre shape", sphere_box_toi, ([[0, 0, 0, 0]], P1, 1.0, LO, HI),
+     "c0 must have shape (n, 3), got (1, 4)"),
+    ("row counts", sphere_triangle_toi, (P2, P1, 1.0, TA, TB, [TC] * 3),
+     "row counts do not match (c0: (2, 3), c1: (1, 3), r: (), a: (1, 3), b: (1, 3),"
+     " c: (3, 3))"),
+    ("radius rows", sphere_capsule_toi, (P2, P2, [1.0, 1.0, 1.0], CA, CB, 0.5),
+     "row counts do not match (c0: (2, 3), c1: (2, 3), r: (3,), a: (1, 3), b: (1, 3),"
+     " radius: ())"),
+    ("inf centre", sphere_triangle_toi, ([(np.inf, 0, 0)], P1, 1.0, TA, TB, TC),
+     "c0 must be finite, got [inf, 0.0, 0.0] in row 0"),
+    ("nan corner", sphere_triangle_toi, (P1, P1, 1.0, TA, [TB, (np.nan, 0, 0)], TC),
+     "b must be finite, got [nan, 0.0, 0.0] in row 1"),
+    ("nan box corner", sphere_box_toi, (P1, P1, 1.0, LO, (1, np.nan, 1)),
+     "hi must be finite, got [1.0, nan, 1.0] in row 0"),
+    ("inf room centre", sphere_inv_sphere_toi, (P1, P1, 1.0, (0, -np.inf, 0), 5.0),
+     "center must be finite, got [0.0, -inf, 0.0] in row 0"),
+    ("lo above hi", sphere_box_toi, (P1, P1, 1.0, (0, 2, 0), (1, 1, 1)),
+     "lo must be <= hi, got lo [0.0, 2.0, 0.0] and hi [1.0, 1.0, 1.0] in row 0"),
+    ("two_sided dtype", sphere_triangle_toi, (P1, P1, 1.0, TA, TB, TC),
+     "two_sided must be a boolean array, got dtype int64"),
+]
+
+
+@pytest.mark.parametrize(
+    "func, args, message", [row[1:] for row in ERRORS], ids=[row[0] for row in ERRORS]
+)
+def test_bad_input(func, args, message):
+    kwargs = {"two_sided": 1} if message.startswith("two_sided") else {}
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        func(*args, **kwargs)
+
+
+def test_coordinates_check_sums_then_looks():
+    """The finiteness check sums first: +inf and -inf together (a nan sum) are found, and
+    huge finite coordinates whose sum overflows are accepted."""
+    from panda3d_ccd import _check
+
+    with pytest.raises(ValueError, match=re.escape("c0 must be finite, got [inf, -inf, 0.0]")):
+        _check.coordinates("c0", [(np.inf, -np.inf, 0.0)])
+    huge = _check.coordinates("c0", [(1e308, 1e308, 1e308)])
+    assert huge.tolist() == [[1e308, 1e308, 1e308]]
+
+
+def test_capsule_and_room_large_coordinates():
+    """Coordinates near 1e4 and motions of 1e4 a frame keep the answers to ~1e-12."""
+    o = np.array([1.0e4, -1.0e4, 1.0e4])
+    # Onto the body: y = 5000 - 10000 t reaches 1 at t = 4999 / 10000.
+    got = sphere_capsule_toi(o + [[1, 5000, 0]], o + [[1, -5000, 0]], 0.5, o, o + [2, 0, 0], 0.5)
+    assert _one(got) == pytest.approx(4999 / 10000, rel=1e-12)
+    # A room of radius 1e4 crossed from its centre: |x| = 1e4 - 1 at t = 9999 / 20000.
+    got = sphere_inv_sphere_toi([o], [o + [20000, 0, 0]], 1.0, o, 1.0e4)
+    assert _one(got) == pytest.approx(9999 / 20000, rel=1e-12)
+
+
+def test_docstring_examples():
+    """The Examples sections run here too, so plain ``pytest`` checks them."""
+    modules = (sweep, tri_mod, box_mod, capsule_mod, inv_mod)
+    results = [doctest.testmod(m, optionflags=doctest.ELLIPSIS) for m in modules]
+    assert sum(r.failed for r in results) == 0
+    assert sum(r.attempted for r in results) >= 16
