@@ -244,6 +244,10 @@ REQUIRED_RATE = 0.995
 #: capsule to 9.6e-4 outside (1% deeper than 1.4e-3 inside), with every hit and miss agreeing.
 #: Margin 0 or margin = radius make Bullet's capsule 0.04 or more too large instead.
 CAPSULE_OVERSHOOT = 1e-2
+#: Moments sampled along a path to find how near it comes, then across the four steps
+#: around the nearest: within ~1e-4 on these paths of at most ~15, far below AMBIGUOUS.
+GRID = np.linspace(0.0, 1.0, 201)
+FINE = np.linspace(0.0, 1.0, 101)
 #: Distance from a graze, an end touch or a start touch below which a row is ambiguous.
 AMBIGUOUS = 2e-3
 
@@ -300,7 +304,7 @@ def _unambiguous(case_id: str, inst) -> np.ndarray:
     graze or of touching at their end."""
     case = kernel_cases.case(case_id)
     ends = kernel_cases.evaluate(case, inst, np.array([0.0, 1.0])).gap
-    least = kernel_cases.deepest(case, inst)
+    least = kernel_cases.deepest(case, inst, GRID, FINE)
     return (ends[:, 0] > AMBIGUOUS) & (np.abs(ends[:, 1]) > AMBIGUOUS) & (np.abs(least) > AMBIGUOUS)
 
 
@@ -321,7 +325,7 @@ def _agreement(ours, theirs, length, gap_at, overshoot=F32) -> tuple[np.ndarray,
     t_ours = np.where(both_hit, ours, 0.0)
     t_theirs = np.where(both_hit, theirs, 0.0)
     near = np.abs(t_ours - t_theirs) * length <= BULLET_GAP + F32 * (1 + length)
-    between = t_theirs[:, None] + (t_ours - t_theirs)[:, None] * np.linspace(0, 1, 64)
+    between = t_theirs[:, None] + (t_ours - t_theirs)[:, None] * np.linspace(0, 1, 32)
     gaps = gap_at(between)
     stop = gaps[:, 0]
     slack = F32 * (1 + length)
@@ -474,7 +478,7 @@ def _against_mesh(toi, tris, c0, c1, r, **kw):
     t = toi(rep["c0"], rep["c1"], rep["r"], rep["a"], rep["b"], rep["c"], **kw)
     case = kernel_cases.case("sphere_triangle_two_sided")
     ends = kernel_cases.evaluate(case, rep, np.array([0.0, 1.0])).gap.reshape(n, k, 2)
-    least = kernel_cases.deepest(case, rep).reshape(n, k)
+    least = kernel_cases.deepest(case, rep, GRID, FINE).reshape(n, k)
     keep = ends[:, :, 0].min(axis=1) > AMBIGUOUS
     keep &= np.abs(ends[:, :, 1]).min(axis=1) > AMBIGUOUS
     keep &= np.abs(least).min(axis=1) > AMBIGUOUS
