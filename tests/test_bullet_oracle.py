@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+import kernel_cases
 import numpy as np
 import pytest
 
@@ -234,8 +235,6 @@ def test_plane_misses_agree_with_bullet(oracle, seed, reach, sign, cos_range):
 # a graze, of touching at its end, or that start within 2e-3 of the obstacle (Bullet's sweep
 # is undefined from an overlap) are left out: there either answer is right.
 
-import kernel_cases  # noqa: E402  (a plain module of tests/, next to this file)
-
 #: Agreement required between Bullet and the kernels, over the rows kept.
 REQUIRED_RATE = 0.995
 #: How far Bullet's sweep may sink into a capsule before it stops. Its convex cast works on
@@ -244,6 +243,8 @@ REQUIRED_RATE = 0.995
 #: capsule to 9.6e-4 outside (1% deeper than 1.4e-3 inside), with every hit and miss agreeing.
 #: Margin 0 or margin = radius make Bullet's capsule 0.04 or more too large instead.
 CAPSULE_OVERSHOOT = 1e-2
+#: Share of capsule rows that must agree even without that allowance (measured: 97.8%).
+CAPSULE_STRICT_RATE = 0.95
 #: Moments sampled along a path to find how near it comes, then across the four steps
 #: around the nearest: within ~1e-4 on these paths of at most ~15, far below AMBIGUOUS.
 GRID = np.linspace(0.0, 1.0, 201)
@@ -314,7 +315,8 @@ def _agreement(ours, theirs, length, gap_at, overshoot=F32) -> tuple[np.ndarray,
     ``gap_at(times)`` gives the exact gap (distance to the obstacle - r) at (n, m) times.
     Both miss, or both hit and either (a) they are within BULLET_GAP (+ float32) of each
     other along the path, or (b) Bullet stopped with a gap in [-overshoot, BULLET_GAP], our
-    contact is no earlier, and the sphere penetrates nowhere in between. (b)
+    contact is no earlier (unless Bullet stopped inside), and the sphere penetrates nowhere
+    (deeper than overshoot) in between, so neither skipped a contact the other found. (b)
     is the same agreement in distance from the surface: an oblique path closes Bullet's
     gap only over gap / cos(angle) of its length, which (a) counts against it.
 
@@ -332,8 +334,9 @@ def _agreement(ours, theirs, length, gap_at, overshoot=F32) -> tuple[np.ndarray,
     early = (
         (stop >= -slack - overshoot)
         & (stop <= BULLET_GAP + slack)
-        & (t_ours >= t_theirs - (slack + overshoot) / np.maximum(length, 1e-300))
         & (gaps.min(axis=1) >= -slack - overshoot)
+        # Ours is no earlier than Bullet's stop, unless Bullet stopped inside the obstacle.
+        & ((t_ours >= t_theirs - slack / np.maximum(length, 1e-300)) | (stop < -slack))
     )
     return both_miss | (both_hit & near), both_miss | (both_hit & (near | early))
 
@@ -415,11 +418,15 @@ def test_capsules_agree_with_bullet():
         kept = kernel_cases.rows(inst, keep)
         length = np.linalg.norm(c1 - c0, axis=1)
         agree = _agreement(ours, theirs, length, _gaps(case, kept), CAPSULE_OVERSHOOT)
-        data.append((*agree, ours, theirs, c0, c1, r))
-    parts = [np.concatenate(x) for x in zip(*data)]
+        _path, strict = _agreement(ours, theirs, length, _gaps(case, kept))
+        data.append((*agree, ours, theirs, c0, c1, r, strict))
+    *parts, strict = [np.concatenate(x) for x in zip(*data)]
     assert len(parts[0]) > 2500
     assert 0.3 < np.mean(np.isfinite(parts[2])) < 0.9
     _report("capsules", *parts)
+    # The allowance would hide a kernel late by a few 1e-3: most rows must agree without it.
+    print(f"capsules without the overshoot allowance: {np.mean(strict):.4%}")
+    assert np.mean(strict) >= CAPSULE_STRICT_RATE
 
 
 def _mesh(rng) -> np.ndarray:
