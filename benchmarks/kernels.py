@@ -19,22 +19,26 @@ __all__ = ["triangle_candidates", "measure_triangle_rate"]
 
 
 def triangle_candidates(n: int, seed: int = 0) -> tuple[np.ndarray, ...]:
-    """About ``n`` rows (c0, c1, r, a, b, c) of spheres (radius 0.1 to 0.5, moving about 0.5
+    """``n`` rows (c0, c1, r, a, b, c) of spheres (radius 0.1 to 0.5, moving about 0.5
     a frame) against triangles (edges about 1) whose boxes overlap the swept sphere's box."""
     rng = np.random.default_rng(seed)
-    m = 4 * n
-    c0 = rng.uniform(-100, 100, (m, 3))
-    c1 = c0 + rng.normal(0, 0.3, (m, 3))
-    r = rng.uniform(0.1, 0.5, m)
-    centroid = c0 + rng.uniform(-1.5, 1.5, (m, 3))
-    a, b, c = (centroid + rng.normal(0, 0.5, (m, 3)) for _ in range(3))
-    lo = np.minimum(c0, c1) - r[:, None]
-    hi = np.maximum(c0, c1) + r[:, None]
-    t_lo = np.minimum(np.minimum(a, b), c)
-    t_hi = np.maximum(np.maximum(a, b), c)
-    overlap = np.all((lo <= t_hi) & (t_lo <= hi), axis=1)
-    rows = np.flatnonzero(overlap)[:n]
-    return c0[rows], c1[rows], r[rows], a[rows], b[rows], c[rows]
+    parts: list[tuple[np.ndarray, ...]] = []
+    found = 0
+    while found < n:
+        m = n
+        c0 = rng.uniform(-100, 100, (m, 3))
+        c1 = c0 + rng.normal(0, 0.3, (m, 3))
+        r = rng.uniform(0.1, 0.5, m)
+        centroid = c0 + rng.uniform(-1.5, 1.5, (m, 3))
+        a, b, c = (centroid + rng.normal(0, 0.5, (m, 3)) for _ in range(3))
+        lo = np.minimum(c0, c1) - r[:, None]
+        hi = np.maximum(c0, c1) + r[:, None]
+        t_lo = np.minimum(np.minimum(a, b), c)
+        t_hi = np.maximum(np.maximum(a, b), c)
+        rows = np.flatnonzero(np.all((lo <= t_hi) & (t_lo <= hi), axis=1))
+        parts.append((c0[rows], c1[rows], r[rows], a[rows], b[rows], c[rows]))
+        found += len(rows)
+    return tuple(np.concatenate(column)[:n] for column in zip(*parts))
 
 
 def measure_triangle_rate(n: int = 1_000_000, repeats: int = 5) -> dict[str, float]:

@@ -249,7 +249,7 @@ def _exact(
     dn = F.dot(n, v)
     speed = F.norm(v)
     size = np.maximum(r, np.sqrt(longest2))
-    # A bound on the largest coordinate (within a factor of 3), for the rounding noise.
+    # A bound on the largest coordinate (at most about 4 times it), for the rounding noise.
     coord_scale = (
         np.maximum(np.maximum(np.abs(c0[0]), np.abs(c0[1])), np.abs(c0[2]))
         + np.maximum(np.maximum(np.abs(a[0]), np.abs(a[1])), np.abs(a[2]))
@@ -283,7 +283,12 @@ def _exact(
     # nearest feature decides alone where p is already within r of the triangle.
     best = F.Best(k)
     near = F.Best(k)
-    on_face = ~flat & tri.in_face(p)
+    # Over the face and within r of it is inside; farther than r from the plane is outside
+    # whatever the projection.
+    beyond = np.abs(s_p) > r
+    close = np.flatnonzero(~beyond & ~flat)
+    on_face = np.zeros(k, dtype=bool)
+    on_face[close] = tri.in_face(F.take(p, close), close)
     near.offer(np.where(on_face, np.abs(s_p), np.inf), FACE, 0)
     near_rate = s_p * dn
     for side in (1.0, -1.0):
@@ -298,7 +303,6 @@ def _exact(
     # The edges and vertices matter only where the face does not decide: a face reached
     # from farther than r is the first contact (before it the centre is farther than r from
     # the plane, so from everything), and a point within r over the face is nearest to it.
-    beyond = np.abs(s_p) > r
     rest = np.flatnonzero(np.where(beyond, ~np.isfinite(best.t), ~on_face))
     if len(rest):
         m = motion.take(rest)
