@@ -87,9 +87,12 @@ def _scenes(rng: np.random.Generator, n: int) -> tuple[Float, Float]:
 
 
 def _radii(rng: np.random.Generator, size: Float) -> Float:
-    """Sphere radii: points (r = 0) in about one row of six."""
+    """Sphere radii: points (r = 0) in about one row of six, and one in twelve so small
+    (1e-12 to 2e-9 of the scene) that its depth is within the kernels' graze tolerance."""
     n = len(size)
-    return np.where(rng.random(n) < 0.17, 0.0, rng.uniform(0.02, 1.0, n) * size)
+    tiny = _pick(rng, n, [1e-12, 1e-10, 2e-9]) * size
+    pick = rng.random(n)
+    return np.where(pick < 0.17, 0.0, np.where(pick < 0.25, tiny, rng.uniform(0.02, 1.0, n) * size))
 
 
 # ----------------------------------------------------------------------------------------

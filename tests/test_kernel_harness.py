@@ -46,6 +46,25 @@ def _len(inst) -> int:
     return len(next(iter(inst.values())))
 
 
+#: (test, case, seed) runs that fail on a known kernel bug (see the pinned cases at the end);
+#: strict, so each must be removed when its bug is fixed.
+BOX_EDGE_BUG = (
+    "BUG (sphere_box): spheres of r <= ~5e-9 (here 1e-12 to 2e-9 of the scene) entering "
+    "exactly through an edge or corner get inf; see test_box_entered_exactly_through_an_edge"
+)
+KNOWN_BUGS = {
+    ("translation", "sphere_box", 5): BOX_EDGE_BUG,
+    ("misses", "sphere_box", 9): BOX_EDGE_BUG,
+    ("misses", "sphere_box", 10): BOX_EDGE_BUG,
+}
+
+
+def _known_bug(request, test: str, case: KernelCase, seed: int) -> None:
+    reason = KNOWN_BUGS.get((test, case.id, seed))
+    if reason is not None:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+
+
 def _show(inst, index) -> dict:
     """The inputs of one row, for a failure message (repr round-trips the floats)."""
     return {k: v[index].tolist() for k, v in inst.items()}
@@ -85,7 +104,8 @@ TRANSLATION_TIME = 1e-9
 
 
 @pytest.mark.parametrize("seed", [5, 6])
-def test_translation_moves_no_contact(case, seed):
+def test_translation_moves_no_contact(case, seed, request):
+    _known_bug(request, "translation", case, seed)
     inst = _instance(case, seed)
     rng = np.random.default_rng(seed)
     moved = case.moved(inst, rng.uniform(-1e3, 1e3, (_len(inst), 3)))
@@ -127,9 +147,10 @@ def test_dense_sampling_misses_no_contact(case, seed):
 
 
 @pytest.mark.parametrize("seed", [9, 10])
-def test_misses_never_penetrate_while_approaching(case, seed):
+def test_misses_never_penetrate_while_approaching(case, seed, request):
     """Where the kernel says inf, no sampled moment penetrates deeper than the tolerance
     while approaching (and in front, one-sided)."""
+    _known_bug(request, "misses", case, seed)
     inst = _instance(case, seed)
     t = case.call(inst)
     first = first_owed(case, inst)
