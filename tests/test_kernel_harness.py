@@ -48,15 +48,7 @@ def _len(inst) -> int:
 
 #: (test, case, seed) runs that fail on a known kernel bug (see the pinned cases at the end);
 #: strict, so each must be removed when its bug is fixed.
-BOX_EDGE_BUG = (
-    "BUG (sphere_box): spheres of r <= ~5e-9 (here 1e-12 to 2e-9 of the scene) entering "
-    "exactly through an edge or corner get inf; see test_box_entered_exactly_through_an_edge"
-)
-KNOWN_BUGS = {
-    ("translation", "sphere_box", 5): BOX_EDGE_BUG,
-    ("misses", "sphere_box", 9): BOX_EDGE_BUG,
-    ("misses", "sphere_box", 10): BOX_EDGE_BUG,
-}
+KNOWN_BUGS: dict[tuple[str, str, int], str] = {}
 
 
 def _known_bug(request, test: str, case: KernelCase, seed: int) -> None:
@@ -258,19 +250,12 @@ def test_harness_distance_is_exact(oracle):
 
 
 # ----------------------------------------------------------------------------------------
-# Kernel bugs the harness found, pinned by their smallest cases until they are fixed
+# Kernel bugs the harness found, kept as regression tests: a sphere smaller than the graze
+# tolerance (or a point) entering a box exactly through an edge or a corner passed through
+# it (the faces rejected the entry by a rounding, the edge took it for a graze)
 # ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (sphere_box): a sphere of radius 0 < r <= ~5e-9 aimed exactly through an edge "
-    "or a corner of the box passes straight through it (inf), 0.3 deep. Likely: the "
-    "offset faces reject an entry point on their boundary, and the edge (corner) piece "
-    "takes r - 0 <= tol for a graze although the path meets the edge line (distance 0). "
-    "r = 0 and r >= 1e-8 are found (t = 1/3); the harness found it at r = 0 with "
-    "coordinates that are not round (dense sampling, seed 200-260 sweep).",
-)
 @pytest.mark.parametrize(
     "c0, c1, r, lo, hi, expected",
     [

@@ -98,6 +98,13 @@ def thresholds(speed: Float, size: Float, coord_scale: Float) -> tuple[Float, Fl
     return approach_eps, tol
 
 
+def graze_depth(r: Float, m: Motion) -> Float:
+    """(k,) how deep an edge or a vertex must be met not to be a graze: the tolerance, but
+    at most half the radius (a sphere smaller than the tolerance still hits an edge it
+    goes through; a point, r = 0, hits edges and vertices through the faces beside them)."""
+    return np.minimum(m.tol, 0.5 * r)
+
+
 def quadratic_entry(
     gap: Float,
     dist: Float,
@@ -140,12 +147,14 @@ def vertex_entry(w0: Float, r: Float, m: Motion, speed: Float) -> Piece:
     """Entry of the point ``w0 + t v`` ((3, k) columns) into the sphere of radius r at the
     origin (a vertex's piece); t is inf where none in the window or a graze.
 
-    Graze, by depth: r - (distance from the path's line to the vertex) <= tol.
+    Graze, by depth: r - (distance from the path's line to the vertex) <= tol (or half the
+    radius, for a sphere smaller than the tolerance: it must still hit what it goes
+    through).
     """
     v = m.v
     wxv = cross(w0, v)
     off_line = norm(wxv)  # |v| times the distance from the line to the vertex
-    keep = r * speed - off_line > m.tol * speed
+    keep = r * speed - off_line > graze_depth(r, m) * speed
     dist = norm(w0)
     disc = speed * speed * r * r - off_line * off_line
     half_b = dot(w0, v)
@@ -157,8 +166,9 @@ def edge_entry(w0: Float, edge: Float, r: Float, m: Motion) -> Piece:
     """Entry of the point ``w0 + t v`` into the cylinder of radius r around the segment
     from the origin to ``edge``, clipped to the segment; t is inf where none.
 
-    Graze, by depth: r - (distance between the path's line and the edge's line) <= tol; a
-    path parallel to the edge never enters through the side. A zero-length edge is no
+    Graze, by depth: r - (distance between the path's line and the edge's line) <= tol (or
+    r / 2, see :func:`vertex_entry`); a path parallel to the edge never enters through the
+    side. A zero-length edge is no
     piece (its ends' spheres cover it).
     """
     v = m.v
@@ -171,7 +181,7 @@ def edge_entry(w0: Float, edge: Float, r: Float, m: Motion) -> Piece:
     across = np.sqrt(a)  # speed across the edge
     # (w0 x v) . axis = w0 . (v x axis): |v x axis| times the distance between the lines.
     skew = np.abs(dot(w0, vxe))
-    keep = has & (r * across - skew > m.tol * across)
+    keep = has & (r * across - skew > graze_depth(r, m) * across)
     dist = norm(wxe)
     disc = a * r * r - skew * skew
     half_b = dot(wxe, vxe)

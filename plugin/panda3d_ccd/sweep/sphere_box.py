@@ -129,8 +129,10 @@ def _sweep(c0: Float, c1: Float, r: Float, lo: Float, hi: Float) -> Sweep:
             t = np.maximum(entry, 0.0)
             ok = moving_in & ((entry >= 0) | (s0 > 0)) & (t <= 1.0)
             centre = w0 + np.where(ok, t, 0.0) * v
+            # Edges included, with the tolerance: an entry exactly through an edge must
+            # not fall between the two faces by a rounding (a point has no edge piece).
             for o in _OTHER[axis]:
-                ok &= np.abs(centre[o]) <= half[o]
+                ok &= np.abs(centre[o]) <= half[o] + tol
             best.offer(np.where(ok, t, np.inf), FACE, 2 * axis + (side > 0))
     for axis in range(3):
         j, m = _OTHER[axis]
