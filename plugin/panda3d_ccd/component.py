@@ -600,25 +600,27 @@ class ContinuousCollision:
         near = self._near_statics(spheres, frame)
         valid = row_all(np.isfinite(frame.end)) & row_all(np.isfinite(frame.start))
         # The dynamic spheres, then the static ones near them: statics never move.
-        at = statics.prev_center[near]
-        p0, p1 = np.concatenate([frame.start, at]), np.concatenate([frame.end, at])
-        radius = np.concatenate([frame.radius, statics.world_radius[near]])
-        response = np.concatenate([spheres.response, statics.response[near]])
+        def rows(dynamic: np.ndarray, static: np.ndarray) -> np.ndarray:
+            return np.concatenate([dynamic, static[near]]) if len(near) else dynamic
+
+        p0, p1 = rows(frame.start, statics.prev_center), rows(frame.end, statics.prev_center)
+        radius = rows(frame.radius, statics.world_radius)
+        response = rows(spheres.response, statics.response)
         result = _solver.solve(
             p0,
             p1,
             radius,
             response,
-            np.concatenate([spheres.from_mask, statics.from_mask[near]]),
-            np.concatenate([spheres.into_mask, statics.into_mask[near]]),
+            rows(spheres.from_mask, statics.from_mask),
+            rows(spheres.into_mask, statics.into_mask),
             plane_normal=plane_n,
             plane_offset0=off0,
             plane_offset1=off1,
             plane_mask=np.array([p.into_mask for p in planes], np.int64),
-            group=np.concatenate([spheres.owner, statics.owner[near]]),
+            group=rows(spheres.owner, statics.owner),
             plane_group=np.array([p.owner for p in planes], np.int64),
-            radius0=np.concatenate([frame.radius0, statics.world_radius[near]]),
-            static=np.arange(len(p0)) >= len(frame.start),
+            radius0=rows(frame.radius0, statics.world_radius),
+            static=np.arange(len(p0)) >= len(frame.start) if len(near) else None,
         )
         _collect["Broad and narrow phase"].stop()
         if result.capped:
@@ -715,6 +717,8 @@ class ContinuousCollision:
         at only here: those near something, and a few more in turn; one found removed is
         dropped, one out of the scene is inactive until it is back."""
         statics, cache = self._state.statics, self._statics
+        if not len(statics) and not cache.inactive:
+            return np.zeros(0, np.int64)
         top = self._render.getTop()
         back = [nodepath for nodepath in cache.inactive if nodepath.getTop() == top]
         for nodepath in back:
