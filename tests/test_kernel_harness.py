@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kernel_cases import CASES, KernelCase, evaluate, first_owed, rows
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -206,6 +208,25 @@ def test_every_reported_time_is_a_touch_while_approaching(case, seed):
     assert not np.any(bad), [
         (_show(inst, i), t[i], gap[i], rate[i], tol[i]) for i in np.flatnonzero(bad)
     ]
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(1000, 2**32 - 1))
+def test_hypothesis_draws_more_instances_and_every_property_holds(case, seed):
+    """Hypothesis picks further seeds of every case's generator (small batches): no contact
+    missed, every reported time a touch while approaching, vectorised equals scalar."""
+    inst = _instance(case, seed, 40)
+    t = case.call(inst)
+    first = first_owed(case, inst)
+    late = np.isfinite(t) & (t > first)
+    assert not np.any(late), [(_show(inst, i), t[i], first[i]) for i in np.flatnonzero(late)]
+    hit = np.flatnonzero(np.isfinite(t))
+    bad, *_ = not_a_contact(case, rows(inst, hit), t[hit])
+    assert not np.any(bad), [_show(rows(inst, hit), i) for i in np.flatnonzero(bad)]
+    one_by_one = np.concatenate([case.call(rows(inst, slice(k, k + 1))) for k in range(4)])
+    np.testing.assert_array_equal(t[:4], one_by_one)
 
 
 def test_the_harness_can_fail(case):
