@@ -142,42 +142,43 @@ def _sweep(
 
 
 def _blocks(c0, c1, r, a, b, c, two, contacts):
-    """Yield (rows, results of :func:`_exact`) for the rows that survive the culls, a block
-    at a time (numpy's passes over arrays that stay in the cache run several times faster
-    per element than over arrays of a million rows)."""
-    found = []
+    """Yield (rows, results of :func:`_exact`) for the rows that survive the culls, about
+    ``_BLOCK`` of them at a time.
+
+    Each block of the input is turned into columns once, while it is in the cache; the
+    culls run over those, and the survivors are gathered from them (several times faster
+    than gathering the rows of the whole (n, 3) arrays later, or than working on strided
+    columns of (k, 3) arrays) and batched for the exact stage, whose cost per call is the
+    same for a few rows as for thousands.
+    """
+    batch: list[tuple] = []
+    batched = 0
     for lo in range(0, len(c0), _BLOCK):
-        hi = lo + _BLOCK
-        near = _cull_plane(
-            c0[lo:hi], c1[lo:hi], r[lo:hi], a[lo:hi], b[lo:hi], c[lo:hi], two[lo:hi]
-        )
-        found.append(np.flatnonzero(near) + lo)
-    alive = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-    for lo in range(0, len(alive), _BLOCK):
-        rows = alive[lo : lo + _BLOCK]
-        # np.take gathers rows about three times faster than fancy indexing.
-        cols = [F.columns(np.take(x, rows, axis=0)) for x in (c0, c1, a, b, c)]
-        keep = _cull_edges(*cols, r[rows])
-        rows = rows[keep]
-        if len(rows):
-            cols = [x[:, keep] for x in cols]
-            yield rows, _exact(*cols, r[rows], two[rows], contacts)
+        cols = [F.columns(x[lo : lo + _BLOCK]) for x in (c0, c1, a, b, c)]
+        rb, tb = r[lo : lo + _BLOCK], two[lo : lo + _BLOCK]
+        keep = np.flatnonzero(_cull_plane(*cols, rb, tb))
+        cols = [F.take(x, keep) for x in cols]
+        rb, tb = rb[keep], tb[keep]
+        kept = np.flatnonzero(_cull_gathered(*cols, rb, tb))
+        if len(kept):
+            batch.append((keep[kept] + lo, *(F.take(x, kept) for x in cols), rb[kept], tb[kept]))
+            batched += len(kept)
+        if batched >= _BLOCK or (batched and lo + _BLOCK >= len(c0)):
+            rows, *cols, rb, tb = (
+                np.concatenate(part, axis=-1) if len(batch) > 1 else part[0]
+                for part in zip(*batch)
+            )
+            yield rows, _exact(*cols, rb, tb, contacts)
+            batch, batched = [], 0
 
 
-def _cull_plane(
-    c0: Float, c1: Float, r: Float, a: Float, b: Float, c: Float, two: Bool
-) -> Bool:
+def _cull_plane(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool) -> Bool:
     """Rows whose path, inflated by r, reaches the triangle's plane slab (and its front,
-    when one-sided): (k, 3) rows in, (k,) bool out."""
-    ax, ay, az = a[:, 0], a[:, 1], a[:, 2]
-    e1x, e1y, e1z = b[:, 0] - ax, b[:, 1] - ay, b[:, 2] - az
-    e2x, e2y, e2z = c[:, 0] - ax, c[:, 1] - ay, c[:, 2] - az
-    nx = e1y * e2z - e1z * e2y
-    ny = e1z * e2x - e1x * e2z
-    nz = e1x * e2y - e1y * e2x
-    s0 = nx * (c0[:, 0] - ax) + ny * (c0[:, 1] - ay) + nz * (c0[:, 2] - az)
-    s1 = nx * (c1[:, 0] - ax) + ny * (c1[:, 1] - ay) + nz * (c1[:, 2] - az)
-    reach = r * np.sqrt(nx * nx + ny * ny + nz * nz)
+    when one-sided): (3, k) columns in, (k,) bool out."""
+    n = F.cross(b - a, c - a)
+    s0 = F.dot(n, c0 - a)
+    s1 = F.dot(n, c1 - a)
+    reach = r * F.norm(n)
     lo = np.minimum(s0, s1)
     hi = np.maximum(s0, s1)
     slack = _CULL_SLACK * (reach + np.abs(lo) + np.abs(hi))
@@ -186,11 +187,19 @@ def _cull_plane(
     return near & (two | (hi >= -slack))
 
 
-def _cull_edges(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float) -> Bool:
-    """Separating lines in the triangle's plane: the rounded triangle lies on the inner side
-    of each edge's line, widened by r; a path wholly beyond one of them misses. (3, k)
-    columns in, (k,) bool out."""
-    n = F.cross(b - a, c - a)
+def _cull_gathered(
+    c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool
+) -> Bool:
+    """Rows that may touch, by two cheap separations: (3, k) columns in, (k,) bool out.
+
+    The lines of the edges in the triangle's plane: the rounded triangle lies on the inner
+    side of each, widened by r; a path wholly beyond one of them misses. The ball around
+    the centroid through the farthest corner holds the triangle; a path that stays farther
+    than r from it misses (one-sided, only the path from where it reaches the front counts).
+    """
+    e1 = b - a
+    e2 = c - a
+    n = F.cross(e1, e2)
     alive = np.ones(len(r), dtype=bool)
     for start, end in ((a, b), (b, c), (c, a)):
         inward = F.cross(n, end - start)
@@ -199,7 +208,33 @@ def _cull_edges(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float) ->
         h1 = F.dot(c1 - start, inward)
         slack = _CULL_SLACK * (reach + np.abs(h0) + np.abs(h1))
         alive &= np.maximum(h0, h1) >= -reach - slack
-    return alive
+
+    g = (e1 + e2) / 3
+    far2 = np.maximum(np.maximum(F.dot(g, g), F.dot(e1 - g, e1 - g)), F.dot(e2 - g, e2 - g))
+    reach = r + np.sqrt(far2)
+    w0 = c0 - a
+    v = c1 - c0
+    vv = F.dot(v, v)
+    # Above every rounding of the exact stage (a few ulps of its coordinates, its motion and
+    # its triangle's size; the longest edge is at most twice the ball's radius).
+    scale = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (np.sqrt(vv) + reach)
+    slack = _CULL_SLACK * scale
+    # One-sided and clearly behind the plane at the start (far above the exact stage's
+    # snapping of the start to the plane), the window opens where the path crosses it. A
+    # nearly degenerate triangle counts from both sides (twice the exact stage's limit).
+    nn = F.dot(n, n)
+    longest2 = np.maximum(np.maximum(F.dot(e1, e1), F.dot(e2, e2)), F.dot(c - b, c - b))
+    s0 = F.dot(n, w0)
+    ds = F.dot(n, c1 - a) - s0
+    opens = ~two & (nn > (2 * DEGENERATE_REL * longest2) ** 2) & (s0 < -slack * np.sqrt(nn))
+    lo = np.zeros(len(r))
+    crossing = opens & (ds > 0)
+    lo[opens] = 1.0
+    lo[crossing] = np.minimum(-s0[crossing] / ds[crossing], 1.0)
+    w = w0 - g
+    u = np.clip(-F.dot(w, v) / np.where(vv > 0, vv, 1.0), lo, 1.0)
+    p = w + u * v
+    return alive & (F.dot(p, p) <= (reach + slack) ** 2)
 
 
 class _Triangles:
