@@ -159,14 +159,13 @@ def _blocks(c0, c1, r, a, b, c, two, contacts):
         keep = np.flatnonzero(_cull_plane(*cols, rb, tb))
         cols = [F.take(x, keep) for x in cols]
         rb, tb = rb[keep], tb[keep]
-        kept = np.flatnonzero(_cull_gathered(*cols, rb, tb))
+        kept = np.flatnonzero(_cull_gathered(*cols, rb))
         if len(kept):
             batch.append((keep[kept] + lo, *(F.take(x, kept) for x in cols), rb[kept], tb[kept]))
             batched += len(kept)
         if batched >= _BLOCK or (batched and lo + _BLOCK >= len(c0)):
             rows, *cols, rb, tb = (
-                np.concatenate(part, axis=-1) if len(batch) > 1 else part[0]
-                for part in zip(*batch)
+                np.concatenate(part, axis=-1) if len(batch) > 1 else part[0] for part in zip(*batch)
             )
             yield rows, _exact(*cols, rb, tb, contacts)
             batch, batched = [], 0
@@ -187,15 +186,13 @@ def _cull_plane(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, tw
     return near & (two | (hi >= -slack))
 
 
-def _cull_gathered(
-    c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool
-) -> Bool:
+def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float) -> Bool:
     """Rows that may touch, by two cheap separations: (3, k) columns in, (k,) bool out.
 
     The lines of the edges in the triangle's plane: the rounded triangle lies on the inner
     side of each, widened by r; a path wholly beyond one of them misses. The ball around
     the centroid through the farthest corner holds the triangle; a path that stays farther
-    than r from it misses (one-sided, only the path from where it reaches the front counts).
+    than r from it misses.
     """
     e1 = b - a
     e2 = c - a
@@ -212,29 +209,16 @@ def _cull_gathered(
     g = (e1 + e2) / 3
     far2 = np.maximum(np.maximum(F.dot(g, g), F.dot(e1 - g, e1 - g)), F.dot(e2 - g, e2 - g))
     reach = r + np.sqrt(far2)
-    w0 = c0 - a
     v = c1 - c0
     vv = F.dot(v, v)
-    # Above every rounding of the exact stage (a few ulps of its coordinates, its motion and
-    # its triangle's size; the longest edge is at most twice the ball's radius).
-    scale = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (np.sqrt(vv) + reach)
-    slack = _CULL_SLACK * scale
-    # One-sided and clearly behind the plane at the start (far above the exact stage's
-    # snapping of the start to the plane), the window opens where the path crosses it. A
-    # nearly degenerate triangle counts from both sides (twice the exact stage's limit).
-    nn = F.dot(n, n)
-    longest2 = np.maximum(np.maximum(F.dot(e1, e1), F.dot(e2, e2)), F.dot(c - b, c - b))
-    s0 = F.dot(n, w0)
-    ds = F.dot(n, c1 - a) - s0
-    opens = ~two & (nn > (2 * DEGENERATE_REL * longest2) ** 2) & (s0 < -slack * np.sqrt(nn))
-    lo = np.zeros(len(r))
-    crossing = opens & (ds > 0)
-    lo[opens] = 1.0
-    lo[crossing] = np.minimum(-s0[crossing] / ds[crossing], 1.0)
-    w = w0 - g
-    u = np.clip(-F.dot(w, v) / np.where(vv > 0, vv, 1.0), lo, 1.0)
-    p = w + u * v
-    return alive & (F.dot(p, p) <= (reach + slack) ** 2)
+    w = c0 - a - g
+    u = np.clip(-F.dot(w, v) / np.where(vv > 0, vv, 1.0), 0.0, 1.0)
+    w += u * v
+    # Above the rounding of the exact stage: a few ulps of its coordinates, of its motion and
+    # of its triangle's size (the longest edge is at most twice the ball's radius).
+    size = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (np.sqrt(vv) + reach)
+    slack = _CULL_SLACK * size
+    return alive & (F.dot(w, w) <= (reach + slack) ** 2)
 
 
 class _Triangles:
