@@ -159,7 +159,7 @@ def _blocks(c0, c1, r, a, b, c, two, contacts):
         keep = np.flatnonzero(_cull_plane(*cols, rb, tb))
         cols = [F.take(x, keep) for x in cols]
         rb, tb = rb[keep], tb[keep]
-        kept = np.flatnonzero(_cull_gathered(*cols, rb))
+        kept = np.flatnonzero(_cull_gathered(*cols, rb, tb))
         if len(kept):
             batch.append((keep[kept] + lo, *(F.take(x, kept) for x in cols), rb[kept], tb[kept]))
             batched += len(kept)
@@ -186,39 +186,61 @@ def _cull_plane(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, tw
     return near & (two | (hi >= -slack))
 
 
-def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float) -> Bool:
+def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool) -> Bool:
     """Rows that may touch, by two cheap separations: (3, k) columns in, (k,) bool out.
 
     The lines of the edges in the triangle's plane: the rounded triangle lies on the inner
     side of each, widened by r; a path wholly beyond one of them misses. The ball around
     the centroid through the farthest corner holds the triangle; a path that stays farther
-    than r from it misses.
+    than r from it misses. A one-sided path that starts behind the plane counts only from
+    where it reaches the front.
     """
     e1 = b - a
     e2 = c - a
     n = F.cross(e1, e2)
+    v = c1 - c0
+    w0 = c0 - a
+    g = (e1 + e2) / 3
+    far2 = np.maximum(np.maximum(F.dot(g, g), F.dot(e1 - g, e1 - g)), F.dot(e2 - g, e2 - g))
+    ball = r + np.sqrt(far2)
+    vv = F.dot(v, v)
+    # Above the rounding of the exact stage: a few ulps of its coordinates, of its motion and
+    # of its triangle's size (the longest edge is at most twice the ball's radius).
+    size = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (np.sqrt(vv) + ball)
+    slack = _CULL_SLACK * size
+    lo = _window_start(n, e1, e2, c - b, w0, v, two, slack)
+
     alive = np.ones(len(r), dtype=bool)
     for start, end in ((a, b), (b, c), (c, a)):
         inward = F.cross(n, end - start)
         reach = r * F.norm(inward)
         h0 = F.dot(c0 - start, inward)
         h1 = F.dot(c1 - start, inward)
-        slack = _CULL_SLACK * (reach + np.abs(h0) + np.abs(h1))
-        alive &= np.maximum(h0, h1) >= -reach - slack
+        edge_slack = _CULL_SLACK * (reach + np.abs(h0) + np.abs(h1))
+        alive &= np.maximum(h0 + lo * (h1 - h0), h1) >= -reach - edge_slack
 
-    g = (e1 + e2) / 3
-    far2 = np.maximum(np.maximum(F.dot(g, g), F.dot(e1 - g, e1 - g)), F.dot(e2 - g, e2 - g))
-    reach = r + np.sqrt(far2)
-    v = c1 - c0
-    vv = F.dot(v, v)
-    w = c0 - a - g
-    u = np.clip(-F.dot(w, v) / np.where(vv > 0, vv, 1.0), 0.0, 1.0)
+    w = w0 - g
+    u = np.clip(-F.dot(w, v) / np.where(vv > 0, vv, 1.0), lo, 1.0)
     w += u * v
-    # Above the rounding of the exact stage: a few ulps of its coordinates, of its motion and
-    # of its triangle's size (the longest edge is at most twice the ball's radius).
-    size = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (np.sqrt(vv) + reach)
-    slack = _CULL_SLACK * size
-    return alive & (F.dot(w, w) <= (reach + slack) ** 2)
+    return alive & (F.dot(w, w) <= (ball + slack) ** 2)
+
+
+def _window_start(
+    n: Float, e1: Float, e2: Float, eb: Float, w0: Float, v: Float, two: Bool, margin: Float
+) -> Float:
+    """(k,) a time before which a row cannot touch: 0, or for a one-sided triangle and a
+    centre more than ``margin`` behind its plane, the time it is still ``margin`` behind it
+    (well before the exact stage's window opens, whatever the rounding of either).
+    ``n`` (3, k) is the raw normal ``e1 x e2``; ``w0`` the start relative to the corner a."""
+    area2 = F.norm(n)
+    longest2 = np.maximum(np.maximum(F.dot(e1, e1), F.dot(e2, e2)), F.dot(eb, eb))
+    # The exact stage's own test on the same numbers: a degenerate triangle has no back.
+    flat = area2 <= DEGENERATE_REL * longest2
+    s0 = F.dot(n, w0)
+    ds = F.dot(n, v)
+    gap = -s0 - margin * area2
+    opens = ~two & ~flat & (gap > 0) & (ds > 0)
+    return np.where(opens, np.minimum(gap / np.where(opens, ds, 1.0), 1.0), 0.0)
 
 
 class _Triangles:
