@@ -192,8 +192,7 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     The lines of the edges in the triangle's plane: the rounded triangle lies on the inner
     side of each, widened by r; a path wholly beyond one of them misses. The ball around
     the centroid through the farthest corner holds the triangle; a path that stays farther
-    than r from it misses. A one-sided path that starts behind the plane counts only from
-    where it reaches the front.
+    than r from it misses. Both look at the path only from :func:`_window_start` on.
     """
     e1 = b - a
     e2 = c - a
@@ -208,7 +207,7 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     # of its triangle's size (the longest edge is at most twice the ball's radius).
     size = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (np.sqrt(vv) + ball)
     slack = _CULL_SLACK * size
-    lo = _window_start(n, e1, e2, c - b, w0, v, two, slack)
+    lo = _window_start(n, e1, e2, c - b, w0, v, r, two, slack)
 
     alive = np.ones(len(r), dtype=bool)
     for start, end in ((a, b), (b, c), (c, a)):
@@ -226,21 +225,34 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
 
 
 def _window_start(
-    n: Float, e1: Float, e2: Float, eb: Float, w0: Float, v: Float, two: Bool, margin: Float
+    n: Float,
+    e1: Float,
+    e2: Float,
+    eb: Float,
+    w0: Float,
+    v: Float,
+    r: Float,
+    two: Bool,
+    margin: Float,
 ) -> Float:
-    """(k,) a time before which a row cannot touch: 0, or for a one-sided triangle and a
-    centre more than ``margin`` behind its plane, the time it is still ``margin`` behind it
-    (well before the exact stage's window opens, whatever the rounding of either).
-    ``n`` (3, k) is the raw normal ``e1 x e2``; ``w0`` the start relative to the corner a."""
+    """(k,) a time before which a row cannot touch: 0, or the time at which a centre that
+    starts farther than r (plus ``margin``) from the plane is still that far from it (the
+    triangle is farther still); a one-sided triangle's from behind counts only from the
+    plane itself, so there the time at which the centre is still ``margin`` behind it.
+    ``margin`` keeps both far from the exact stage's own rounding. ``n`` (3, k) is the raw
+    normal ``e1 x e2``; ``w0`` the start relative to the corner a."""
     area2 = F.norm(n)
     longest2 = np.maximum(np.maximum(F.dot(e1, e1), F.dot(e2, e2)), F.dot(eb, eb))
-    # The exact stage's own test on the same numbers: a degenerate triangle has no back.
+    # The exact stage's own test on the same numbers: a degenerate triangle has no plane.
     flat = area2 <= DEGENERATE_REL * longest2
     s0 = F.dot(n, w0)
     ds = F.dot(n, v)
-    gap = -s0 - margin * area2
-    opens = ~two & ~flat & (gap > 0) & (ds > 0)
-    return np.where(opens, np.minimum(gap / np.where(opens, ds, 1.0), 1.0), 0.0)
+    behind = s0 < 0
+    toward = np.where(behind, ds, -ds)
+    reach = np.where(behind & ~two, margin, r + margin)
+    gap = np.abs(s0) - reach * area2
+    opens = ~flat & (gap > 0) & (toward > 0)
+    return np.where(opens, np.minimum(gap / np.where(opens, toward, 1.0), 1.0), 0.0)
 
 
 class _Triangles:
