@@ -192,7 +192,7 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     The lines of the edges in the triangle's plane: the rounded triangle lies on the inner
     side of each, widened by r; a path wholly beyond one of them misses. The ball around
     the centroid through the farthest corner holds the triangle; a path that stays farther
-    than r from it misses. Both look at the path only from :func:`_window_start` on.
+    than r from it misses. Both look at the path only within :func:`_window`.
     """
     e1 = b - a
     e2 = c - a
@@ -207,7 +207,7 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     # of its triangle's size (the longest edge is at most twice the ball's radius).
     size = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (np.sqrt(vv) + ball)
     slack = _CULL_SLACK * size
-    lo = _window_start(n, e1, e2, c - b, w0, v, r, two, slack)
+    lo, hi = _window(n, e1, e2, c - b, w0, v, r, two, slack)
 
     alive = np.ones(len(r), dtype=bool)
     for start, end in ((a, b), (b, c), (c, a)):
@@ -216,15 +216,16 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
         h0 = F.dot(c0 - start, inward)
         h1 = F.dot(c1 - start, inward)
         edge_slack = _CULL_SLACK * (reach + np.abs(h0) + np.abs(h1))
-        alive &= np.maximum(h0 + lo * (h1 - h0), h1) >= -reach - edge_slack
+        dh = h1 - h0
+        alive &= np.maximum(h0 + lo * dh, h0 + hi * dh) >= -reach - edge_slack
 
     w = w0 - g
-    u = np.clip(-F.dot(w, v) / np.where(vv > 0, vv, 1.0), lo, 1.0)
+    u = np.clip(-F.dot(w, v) / np.where(vv > 0, vv, 1.0), lo, hi)
     w += u * v
     return alive & (F.dot(w, w) <= (ball + slack) ** 2)
 
 
-def _window_start(
+def _window(
     n: Float,
     e1: Float,
     e2: Float,
@@ -234,25 +235,31 @@ def _window_start(
     r: Float,
     two: Bool,
     margin: Float,
-) -> Float:
-    """(k,) a time before which a row cannot touch: 0, or the time at which a centre that
-    starts farther than r (plus ``margin``) from the plane is still that far from it (the
-    triangle is farther still); a one-sided triangle's from behind counts only from the
-    plane itself, so there the time at which the centre is still ``margin`` behind it.
-    ``margin`` keeps both far from the exact stage's own rounding. ``n`` (3, k) is the raw
-    normal ``e1 x e2``; ``w0`` the start relative to the corner a."""
+) -> tuple[Float, Float]:
+    """(k,) times lo <= hi such that a row cannot touch outside [lo, hi]: while its centre
+    is farther than r (plus ``margin``) from the plane, the triangle is farther still; a
+    one-sided triangle's counts only from ``margin`` behind its plane on.
+
+    ``margin`` keeps the times far from the exact stage's own rounding: a centre beyond the
+    slab by ``margin`` moving so slowly that rounding could flip its direction would take
+    far longer than the frame to reach it. ``n`` (3, k) is the raw normal ``e1 x e2``,
+    ``w0`` the start relative to the corner a. A degenerate triangle: [0, 1].
+    """
     area2 = F.norm(n)
     longest2 = np.maximum(np.maximum(F.dot(e1, e1), F.dot(e2, e2)), F.dot(eb, eb))
     # The exact stage's own test on the same numbers: a degenerate triangle has no plane.
-    flat = area2 <= DEGENERATE_REL * longest2
+    has_plane = area2 > DEGENERATE_REL * longest2
     s0 = F.dot(n, w0)
     ds = F.dot(n, v)
-    behind = s0 < 0
-    toward = np.where(behind, ds, -ds)
-    reach = np.where(behind & ~two, margin, r + margin)
-    gap = np.abs(s0) - reach * area2
-    opens = ~flat & (gap > 0) & (toward > 0)
-    return np.where(opens, np.minimum(gap / np.where(opens, toward, 1.0), 1.0), 0.0)
+    top = (r + margin) * area2
+    bottom = np.where(two, -top, -margin * area2)
+    moving = has_plane & (ds != 0)
+    ds = np.where(moving, ds, 1.0)
+    t_bottom = (bottom - s0) / ds
+    t_top = (top - s0) / ds
+    lo = np.where(moving, np.clip(np.minimum(t_bottom, t_top), 0.0, 1.0), 0.0)
+    hi = np.where(moving, np.clip(np.maximum(t_bottom, t_top), 0.0, 1.0), 1.0)
+    return lo, hi
 
 
 class _Triangles:
