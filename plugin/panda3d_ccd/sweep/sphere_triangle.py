@@ -196,6 +196,7 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     """
     e1 = b - a
     e2 = c - a
+    eb = c - b
     n = F.cross(e1, e2)
     v = c1 - c0
     w0 = c0 - a
@@ -207,17 +208,20 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     # of its triangle's size (the longest edge is at most twice the ball's radius).
     size = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (np.sqrt(vv) + ball)
     slack = _CULL_SLACK * size
-    lo, hi = _window(n, e1, e2, c - b, w0, v, r, two, slack)
+    lo, hi = _window(n, e1, e2, eb, w0, v, r, two, slack)
 
+    # Heights over each edge's line in units of |n x edge|, which the slack also scales.
+    widened = r + slack
     alive = np.ones(len(r), dtype=bool)
-    for start, end in ((a, b), (b, c), (c, a)):
-        inward = F.cross(n, end - start)
-        reach = r * F.norm(inward)
-        h0 = F.dot(c0 - start, inward)
-        h1 = F.dot(c1 - start, inward)
-        edge_slack = _CULL_SLACK * (reach + np.abs(h0) + np.abs(h1))
-        dh = h1 - h0
-        alive &= np.maximum(h0 + lo * dh, h0 + hi * dh) >= -reach - edge_slack
+    # The edges a-b, b-c, c-a, from their starts; n x (a - c) is e2 x n.
+    for w, inward in (
+        (w0, F.cross(n, e1)),
+        (w0 - e1, F.cross(n, eb)),
+        (w0 - e2, F.cross(e2, n)),
+    ):
+        h0 = F.dot(w, inward)
+        dh = F.dot(v, inward)
+        alive &= np.maximum(h0 + lo * dh, h0 + hi * dh) >= -widened * F.norm(inward)
 
     w = w0 - g
     u = np.clip(-F.dot(w, v) / np.where(vv > 0, vv, 1.0), lo, hi)
