@@ -218,8 +218,9 @@ class Best:
     def offer(self, t: Float, feature: int | NDArray, index: int | NDArray) -> None:
         better = t < self.t
         self.t = np.where(better, t, self.t)
-        self.feature = np.where(better, feature, self.feature).astype(np.int8)
-        self.index = np.where(better, index, self.index).astype(np.int64)
+        # np.where keeps the arrays' own types; astype then copies only if it must.
+        self.feature = np.where(better, feature, self.feature).astype(np.int8, copy=False)
+        self.index = np.where(better, index, self.index).astype(np.int64, copy=False)
 
     def offer_rows(self, rows: NDArray, other: Best) -> None:
         """Offer the candidates of ``other``, computed for the rows (indices) of this."""
