@@ -273,17 +273,18 @@ class _Triangles:
         self.starts = (np.zeros_like(e1), e1, e2)
         self.edges = (e1, eb, -e2)
         self.normal_raw = F.cross(e1, e2)
+        # normal x edge: toward the inside of each edge's line, in the plane. Once for all
+        # rows: cheaper than gathering the normal and edges of every subset tested.
+        self.inward = tuple(F.cross(self.normal_raw, edge) for edge in self.edges)
 
     def in_face(self, p: Float, rows: NDArray | None = None) -> Bool:
         """(k,) whether the points p (3, k) project into the triangles (of ``rows``, or
         all), edges included."""
         pick = (lambda x: x) if rows is None else (lambda x: F.take(x, rows))
-        normal = pick(self.normal_raw)
-        inside = None
-        for start, edge in zip(self.starts, self.edges):
-            # Inside each edge's line: (edge x (p - start)) . normal >= 0.
-            h = F.dot(p - pick(start), F.cross(normal, pick(edge))) >= 0
-            inside = h if inside is None else inside & h
+        # Inside each edge's line: (p - start) . (normal x edge) >= 0; a's start is 0.
+        inside = F.dot(p, pick(self.inward[0])) >= 0
+        for start, inward in zip(self.starts[1:], self.inward[1:]):
+            inside &= F.dot(p - pick(start), pick(inward)) >= 0
         return inside
 
 
