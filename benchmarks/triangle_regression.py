@@ -165,8 +165,8 @@ def compare(old: ModuleType, rows: Rows, two: np.ndarray) -> list[str]:
     if not np.array_equal(t_old, t_new):
         bad = np.flatnonzero(t_old != t_new)
         problems.append(
-            f"t differs in {len(bad)} rows, first {bad[0]}: {t_old[bad[0]]!r} "
-            f"then, {t_new[bad[0]]!r} now"
+            f"t differs in {len(bad)} rows, first {bad[0]}: {float(t_old[bad[0]])!r} "
+            f"then, {float(t_new[bad[0]])!r} now"
         )
     checked = old._checked(*rows)
     s_old = old._sweep(*checked, two)
