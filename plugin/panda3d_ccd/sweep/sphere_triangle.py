@@ -148,8 +148,8 @@ def _blocks(c0, c1, r, a, b, c, two, contacts):
     Each block of the input is turned into columns once, while it is in the cache; the
     culls run over those, and the survivors are gathered from them (several times faster
     than gathering the rows of the whole (n, 3) arrays later, or than working on strided
-    columns of (k, 3) arrays) and batched for the exact stage, whose cost per call is the
-    same for a few rows as for thousands.
+    columns of (k, 3) arrays) and batched for the exact stage, whose fixed cost per call
+    (about a thousand numpy calls) is worth spreading over many rows.
     """
     batch: list[tuple] = []
     batched = 0
@@ -241,8 +241,8 @@ def _window(
     margin: Float,
 ) -> tuple[Float, Float]:
     """(k,) times lo <= hi such that a row cannot touch outside [lo, hi]: while its centre
-    is farther than r (plus ``margin``) from the plane, the triangle is farther still; a
-    one-sided triangle's counts only from ``margin`` behind its plane on.
+    is farther than r (plus ``margin``) from the plane, the triangle is farther still, and
+    behind a one-sided triangle's plane by more than ``margin`` nothing counts.
 
     ``margin`` keeps the times far from the exact stage's own rounding: a centre beyond the
     slab by ``margin`` moving so slowly that rounding could flip its direction would take
