@@ -213,12 +213,18 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     # Heights over each edge's line in units of |n x edge|, which the slack also scales.
     widened = r + slack
     alive = np.ones(len(r), dtype=bool)
+    # Moving away from every corner is moving away from every point of the triangle: the
+    # distance grows from the start (convexity: it never shrinks later), so no contact.
+    # The margin keeps that far from the rounding of the exact stage's rates.
+    away = np.sqrt(vv) * slack
+    closing = np.zeros(len(r), dtype=bool)
     # The edges a-b, b-c, c-a, from their starts; n x (a - c) is e2 x n.
     for w, inward in (
         (w0, F.cross(n, e1)),
         (w0 - e1, F.cross(n, eb)),
         (w0 - e2, F.cross(e2, n)),
     ):
+        closing |= F.dot(w, v) <= away
         h0 = F.dot(w, inward)
         dh = F.dot(v, inward)
         alive &= np.maximum(h0 + lo * dh, h0 + hi * dh) >= -widened * F.norm(inward)
@@ -226,7 +232,7 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     w = w0 - g
     u = np.clip(-F.dot(w, v) / np.where(vv > 0, vv, 1.0), lo, hi)
     w += u * v
-    return alive & (F.dot(w, w) <= (ball + slack) ** 2)
+    return alive & closing & (F.dot(w, w) <= (ball + slack) ** 2)
 
 
 def _window(
