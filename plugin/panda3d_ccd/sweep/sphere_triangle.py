@@ -190,9 +190,9 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     """Rows that may touch, by two cheap separations: (3, k) columns in, (k,) bool out.
 
     The lines of the edges in the triangle's plane: the rounded triangle lies on the inner
-    side of each, widened by r; a path wholly beyond one of them misses. The ball around
-    the centroid through the farthest corner holds the triangle; a path that stays farther
-    than r from it misses. Both look at the path only within :func:`_window`.
+    side of each, widened by r; a path wholly beyond one of them within :func:`_window`
+    misses. A centre moving away from all three corners moves away from every point of the
+    triangle: its distance grows from the start (and, being convex, never shrinks later).
     """
     e1 = b - a
     e2 = c - a
@@ -200,23 +200,20 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     n = F.cross(e1, e2)
     v = c1 - c0
     w0 = c0 - a
-    g = (e1 + e2) / 3
-    far2 = np.maximum(np.maximum(F.dot(g, g), F.dot(e1 - g, e1 - g)), F.dot(e2 - g, e2 - g))
-    ball = r + np.sqrt(far2)
-    vv = F.dot(v, v)
-    # Above the rounding of the exact stage: a few ulps of its coordinates, of its motion and
-    # of its triangle's size (the longest edge is at most twice the ball's radius).
-    size = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (np.sqrt(vv) + ball)
+    speed = F.norm(v)
+    longest2 = np.maximum(np.maximum(F.dot(e1, e1), F.dot(e2, e2)), F.dot(eb, eb))
+    # Above the rounding of the exact stage: a few ulps of its coordinates, of its motion
+    # and of its triangle's size.
+    size = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (speed + r + np.sqrt(longest2))
     slack = _CULL_SLACK * size
-    lo, hi = _window(n, e1, e2, eb, w0, v, r, two, slack)
+    lo, hi = _window(n, longest2, w0, v, r, two, slack)
 
     # Heights over each edge's line in units of |n x edge|, which the slack also scales.
     widened = r + slack
     alive = np.ones(len(r), dtype=bool)
-    # Moving away from every corner is moving away from every point of the triangle: the
-    # distance grows from the start (convexity: it never shrinks later), so no contact.
-    # The margin keeps that far from the rounding of the exact stage's rates.
-    away = np.sqrt(vv) * slack
+    # Rates of the distances to the corners, with a margin far above their rounding in the
+    # exact stage.
+    away = speed * slack
     closing = np.zeros(len(r), dtype=bool)
     # The edges a-b, b-c, c-a, from their starts; n x (a - c) is e2 x n.
     for w, inward in (
@@ -228,23 +225,11 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
         h0 = F.dot(w, inward)
         dh = F.dot(v, inward)
         alive &= np.maximum(h0 + lo * dh, h0 + hi * dh) >= -widened * F.norm(inward)
-
-    w = w0 - g
-    u = np.clip(-F.dot(w, v) / np.where(vv > 0, vv, 1.0), lo, hi)
-    w += u * v
-    return alive & closing & (F.dot(w, w) <= (ball + slack) ** 2)
+    return alive & closing
 
 
 def _window(
-    n: Float,
-    e1: Float,
-    e2: Float,
-    eb: Float,
-    w0: Float,
-    v: Float,
-    r: Float,
-    two: Bool,
-    margin: Float,
+    n: Float, longest2: Float, w0: Float, v: Float, r: Float, two: Bool, margin: Float
 ) -> tuple[Float, Float]:
     """(k,) times lo <= hi such that a row cannot touch outside [lo, hi]: while its centre
     is farther than r (plus ``margin``) from the plane, the triangle is farther still, and
@@ -253,10 +238,10 @@ def _window(
     ``margin`` keeps the times far from the exact stage's own rounding: a centre beyond the
     slab by ``margin`` moving so slowly that rounding could flip its direction would take
     far longer than the frame to reach it. ``n`` (3, k) is the raw normal ``e1 x e2``,
-    ``w0`` the start relative to the corner a. A degenerate triangle: [0, 1].
+    ``longest2`` the longest edge squared, ``w0`` the start relative to the corner a. A
+    degenerate triangle: [0, 1].
     """
     area2 = F.norm(n)
-    longest2 = np.maximum(np.maximum(F.dot(e1, e1), F.dot(e2, e2)), F.dot(eb, eb))
     # The exact stage's own test on the same numbers: a degenerate triangle has no plane.
     has_plane = area2 > DEGENERATE_REL * longest2
     s0 = F.dot(n, w0)
