@@ -16,8 +16,10 @@ core the same feature, index, point and normal, bit for bit; the script exits 1 
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import io
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -45,7 +47,7 @@ Rows = tuple[np.ndarray, ...]
 def reference_kernel(ref: str = _REFERENCE) -> ModuleType:
     """The module ``panda3d_ccd.sweep.sphere_triangle`` as committed at ``ref``, imported
     as ``panda3d_ccd_ref.sweep.sphere_triangle`` (its package copied to a temporary
-    directory that lives as long as the process)."""
+    directory, removed when the process exits)."""
     archive = subprocess.run(
         ["git", "archive", ref, "plugin/panda3d_ccd"],
         cwd=_ROOT,
@@ -53,6 +55,7 @@ def reference_kernel(ref: str = _REFERENCE) -> ModuleType:
         capture_output=True,
     ).stdout
     folder = Path(tempfile.mkdtemp(prefix="ccd_ref_"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(folder, filter="data")
     package = folder / "plugin" / "panda3d_ccd"
