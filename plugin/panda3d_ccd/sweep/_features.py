@@ -43,21 +43,32 @@ def take(x: NDArray, rows: NDArray) -> NDArray:
 
 def dot(a: Float, b: Float) -> Float:
     """(k,) dot products of (3, k) columns."""
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+    # In place where it can be: fewer fresh arrays, the same sums in the same order.
+    out = a[0] * b[0]
+    term = a[1] * b[1]
+    if not isinstance(out, np.ndarray) or out.shape != term.shape:
+        return out + term + a[2] * b[2]
+    out += term
+    np.multiply(a[2], b[2], out=term)
+    out += term
+    return out
 
 
 def cross(a: Float, b: Float) -> Float:
     """(3, k) cross products of (3, k) columns."""
     out = np.empty((3, a.shape[1]))
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
+    term = np.empty(a.shape[1])
+    for i, j, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+        np.multiply(a[j], b[k], out=out[i])
+        np.multiply(a[k], b[j], out=term)
+        out[i] -= term
     return out
 
 
 def norm(a: Float) -> Float:
     """(k,) lengths of (3, k) columns."""
-    return np.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+    out = dot(a, a)
+    return np.sqrt(out, out=out) if isinstance(out, np.ndarray) else np.sqrt(out)
 
 
 def unit(v: Float, size: Float | None = None, fallback: Float | None = None) -> Float:
@@ -217,8 +228,9 @@ class Best:
     def offer(self, t: Float, feature: int | NDArray, index: int | NDArray) -> None:
         better = t < self.t
         self.t = np.where(better, t, self.t)
-        self.feature = np.where(better, feature, self.feature).astype(np.int8)
-        self.index = np.where(better, index, self.index).astype(np.int64)
+        # np.where keeps the arrays' own types; astype then copies only if it must.
+        self.feature = np.where(better, feature, self.feature).astype(np.int8, copy=False)
+        self.index = np.where(better, index, self.index).astype(np.int64, copy=False)
 
     def offer_rows(self, rows: NDArray, other: Best) -> None:
         """Offer the candidates of ``other``, computed for the rows (indices) of this."""

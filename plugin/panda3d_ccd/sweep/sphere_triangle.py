@@ -142,42 +142,42 @@ def _sweep(
 
 
 def _blocks(c0, c1, r, a, b, c, two, contacts):
-    """Yield (rows, results of :func:`_exact`) for the rows that survive the culls, a block
-    at a time (numpy's passes over arrays that stay in the cache run several times faster
-    per element than over arrays of a million rows)."""
-    found = []
+    """Yield (rows, results of :func:`_exact`) for the rows that survive the culls, about
+    ``_BLOCK`` of them at a time.
+
+    Each block of the input is turned into columns once, while it is in the cache; the
+    culls run over those, and the survivors are gathered from them (several times faster
+    than gathering the rows of the whole (n, 3) arrays later, or than working on strided
+    columns of (k, 3) arrays) and batched for the exact stage, whose fixed cost per call
+    (about a thousand numpy calls) is worth spreading over many rows.
+    """
+    batch: list[tuple] = []
+    batched = 0
     for lo in range(0, len(c0), _BLOCK):
-        hi = lo + _BLOCK
-        near = _cull_plane(
-            c0[lo:hi], c1[lo:hi], r[lo:hi], a[lo:hi], b[lo:hi], c[lo:hi], two[lo:hi]
-        )
-        found.append(np.flatnonzero(near) + lo)
-    alive = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-    for lo in range(0, len(alive), _BLOCK):
-        rows = alive[lo : lo + _BLOCK]
-        # np.take gathers rows about three times faster than fancy indexing.
-        cols = [F.columns(np.take(x, rows, axis=0)) for x in (c0, c1, a, b, c)]
-        keep = _cull_edges(*cols, r[rows])
-        rows = rows[keep]
-        if len(rows):
-            cols = [x[:, keep] for x in cols]
-            yield rows, _exact(*cols, r[rows], two[rows], contacts)
+        cols = [F.columns(x[lo : lo + _BLOCK]) for x in (c0, c1, a, b, c)]
+        rb, tb = r[lo : lo + _BLOCK], two[lo : lo + _BLOCK]
+        keep = np.flatnonzero(_cull_plane(*cols, rb, tb))
+        cols = [F.take(x, keep) for x in cols]
+        rb, tb = rb[keep], tb[keep]
+        kept = np.flatnonzero(_cull_gathered(*cols, rb, tb))
+        if len(kept):
+            batch.append((keep[kept] + lo, *(F.take(x, kept) for x in cols), rb[kept], tb[kept]))
+            batched += len(kept)
+        if batched >= _BLOCK or (batched and lo + _BLOCK >= len(c0)):
+            rows, *cols, rb, tb = (
+                np.concatenate(part, axis=-1) if len(batch) > 1 else part[0] for part in zip(*batch)
+            )
+            yield rows, _exact(*cols, rb, tb, contacts)
+            batch, batched = [], 0
 
 
-def _cull_plane(
-    c0: Float, c1: Float, r: Float, a: Float, b: Float, c: Float, two: Bool
-) -> Bool:
+def _cull_plane(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool) -> Bool:
     """Rows whose path, inflated by r, reaches the triangle's plane slab (and its front,
-    when one-sided): (k, 3) rows in, (k,) bool out."""
-    ax, ay, az = a[:, 0], a[:, 1], a[:, 2]
-    e1x, e1y, e1z = b[:, 0] - ax, b[:, 1] - ay, b[:, 2] - az
-    e2x, e2y, e2z = c[:, 0] - ax, c[:, 1] - ay, c[:, 2] - az
-    nx = e1y * e2z - e1z * e2y
-    ny = e1z * e2x - e1x * e2z
-    nz = e1x * e2y - e1y * e2x
-    s0 = nx * (c0[:, 0] - ax) + ny * (c0[:, 1] - ay) + nz * (c0[:, 2] - az)
-    s1 = nx * (c1[:, 0] - ax) + ny * (c1[:, 1] - ay) + nz * (c1[:, 2] - az)
-    reach = r * np.sqrt(nx * nx + ny * ny + nz * nz)
+    when one-sided): (3, k) columns in, (k,) bool out."""
+    n = F.cross(b - a, c - a)
+    s0 = F.dot(n, c0 - a)
+    s1 = F.dot(n, c1 - a)
+    reach = r * F.norm(n)
     lo = np.minimum(s0, s1)
     hi = np.maximum(s0, s1)
     slack = _CULL_SLACK * (reach + np.abs(lo) + np.abs(hi))
@@ -186,20 +186,75 @@ def _cull_plane(
     return near & (two | (hi >= -slack))
 
 
-def _cull_edges(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float) -> Bool:
-    """Separating lines in the triangle's plane: the rounded triangle lies on the inner side
-    of each edge's line, widened by r; a path wholly beyond one of them misses. (3, k)
-    columns in, (k,) bool out."""
-    n = F.cross(b - a, c - a)
+def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool) -> Bool:
+    """Rows that may touch, by two cheap separations: (3, k) columns in, (k,) bool out.
+
+    The lines of the edges in the triangle's plane: the rounded triangle lies on the inner
+    side of each, widened by r; a path wholly beyond one of them within :func:`_window`
+    misses. A centre moving away from all three corners moves away from every point of the
+    triangle: its distance grows from the start (and, being convex, never shrinks later).
+    """
+    e1 = b - a
+    e2 = c - a
+    eb = c - b
+    n = F.cross(e1, e2)
+    v = c1 - c0
+    w0 = c0 - a
+    speed = F.norm(v)
+    longest2 = np.maximum(np.maximum(F.dot(e1, e1), F.dot(e2, e2)), F.dot(eb, eb))
+    # Above the rounding of the exact stage: a few ulps of its coordinates, of its motion
+    # and of its triangle's size.
+    size = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (speed + r + np.sqrt(longest2))
+    slack = _CULL_SLACK * size
+    lo, hi = _window(n, longest2, w0, v, r, two, slack)
+
+    # Heights over each edge's line in units of |n x edge|, which the slack also scales.
+    widened = r + slack
     alive = np.ones(len(r), dtype=bool)
-    for start, end in ((a, b), (b, c), (c, a)):
-        inward = F.cross(n, end - start)
-        reach = r * F.norm(inward)
-        h0 = F.dot(c0 - start, inward)
-        h1 = F.dot(c1 - start, inward)
-        slack = _CULL_SLACK * (reach + np.abs(h0) + np.abs(h1))
-        alive &= np.maximum(h0, h1) >= -reach - slack
-    return alive
+    # Rates of the distances to the corners, with a margin far above their rounding in the
+    # exact stage.
+    away = speed * slack
+    closing = np.zeros(len(r), dtype=bool)
+    # The edges a-b, b-c, c-a, from their starts; n x (a - c) is e2 x n.
+    for w, inward in (
+        (w0, F.cross(n, e1)),
+        (w0 - e1, F.cross(n, eb)),
+        (w0 - e2, F.cross(e2, n)),
+    ):
+        closing |= F.dot(w, v) <= away
+        h0 = F.dot(w, inward)
+        dh = F.dot(v, inward)
+        alive &= np.maximum(h0 + lo * dh, h0 + hi * dh) >= -widened * F.norm(inward)
+    return alive & closing
+
+
+def _window(
+    n: Float, longest2: Float, w0: Float, v: Float, r: Float, two: Bool, margin: Float
+) -> tuple[Float, Float]:
+    """(k,) times lo <= hi such that a row cannot touch outside [lo, hi]: while its centre
+    is farther than r (plus ``margin``) from the plane, the triangle is farther still, and
+    behind a one-sided triangle's plane by more than ``margin`` nothing counts.
+
+    ``margin`` keeps the times far from the exact stage's own rounding: a centre beyond the
+    slab by ``margin`` moving so slowly that rounding could flip its direction would take
+    far longer than the frame to reach it. ``n`` (3, k) is the raw normal ``e1 x e2``,
+    ``longest2`` the longest edge squared, ``w0`` the start relative to the corner a. A
+    degenerate triangle: [0, 1].
+    """
+    area2 = F.norm(n)
+    # The exact stage's own test on the same numbers: a degenerate triangle has no plane.
+    has_plane = area2 > DEGENERATE_REL * longest2
+    s0 = F.dot(n, w0)
+    ds = F.dot(n, v)
+    top = (r + margin) * area2
+    bottom = np.where(two, -top, -margin * area2)
+    moving = has_plane & (ds != 0)
+    ds = np.where(moving, ds, 1.0)
+    t_bottom = (bottom - s0) / ds
+    t_top = (top - s0) / ds
+    lo = np.where(moving, np.clip(np.minimum(t_bottom, t_top), 0.0, 1.0), 0.0)
+    hi = np.where(moving, np.clip(np.maximum(t_bottom, t_top), 0.0, 1.0), 1.0)
+    return lo, hi
 
 
 class _Triangles:
@@ -209,17 +264,18 @@ class _Triangles:
         self.starts = (np.zeros_like(e1), e1, e2)
         self.edges = (e1, eb, -e2)
         self.normal_raw = F.cross(e1, e2)
+        # normal x edge: toward the inside of each edge's line, in the plane. Once for all
+        # rows: cheaper than gathering the normal and edges of every subset tested.
+        self.inward = tuple(F.cross(self.normal_raw, edge) for edge in self.edges)
 
     def in_face(self, p: Float, rows: NDArray | None = None) -> Bool:
         """(k,) whether the points p (3, k) project into the triangles (of ``rows``, or
         all), edges included."""
         pick = (lambda x: x) if rows is None else (lambda x: F.take(x, rows))
-        normal = pick(self.normal_raw)
-        inside = None
-        for start, edge in zip(self.starts, self.edges):
-            # Inside each edge's line: (edge x (p - start)) . normal >= 0.
-            h = F.dot(p - pick(start), F.cross(normal, pick(edge))) >= 0
-            inside = h if inside is None else inside & h
+        # Inside each edge's line: (p - start) . (normal x edge) >= 0; a's start is 0.
+        inside = F.dot(p, pick(self.inward[0])) >= 0
+        for start, inward in zip(self.starts[1:], self.inward[1:]):
+            inside &= F.dot(p - pick(start), pick(inward)) >= 0
         return inside
 
 
