@@ -268,14 +268,23 @@ class _Triangles:
         # rows: cheaper than gathering the normal and edges of every subset tested.
         self.inward = tuple(F.cross(self.normal_raw, edge) for edge in self.edges)
 
-    def in_face(self, p: Float, rows: NDArray | None = None) -> Bool:
+    def widen(self, tol: Float) -> None:
+        """Take points up to ``tol`` (k,) outside an edge's line as on the face: a point aimed
+        exactly at an edge two triangles share must not fall between them by a rounding
+        (it has no edge piece to catch it)."""
+        self.slack = tuple(-tol * F.norm(inward) for inward in self.inward)
+
+    def in_face(self, p: Float, rows: NDArray | None = None, wide: bool = False) -> Bool:
         """(k,) whether the points p (3, k) project into the triangles (of ``rows``, or
-        all), edges included."""
+        all), edges included; with ``wide``, up to the tolerance of :meth:`widen` beyond
+        them (for entries: where the sphere already overlaps, the nearest feature must be
+        the exact one)."""
         pick = (lambda x: x) if rows is None else (lambda x: F.take(x, rows))
-        # Inside each edge's line: (p - start) . (normal x edge) >= 0; a's start is 0.
-        inside = F.dot(p, pick(self.inward[0])) >= 0
-        for start, inward in zip(self.starts[1:], self.inward[1:]):
-            inside &= F.dot(p - pick(start), pick(inward)) >= 0
+        # Inside each edge's line: (p - start) . (normal x edge) >= -slack; a's start is 0.
+        slack = self.slack if wide else (0.0, 0.0, 0.0)
+        inside = F.dot(p, pick(self.inward[0])) >= (pick(slack[0]) if wide else 0.0)
+        for start, inward, out in zip(self.starts[1:], self.inward[1:], slack[1:]):
+            inside &= F.dot(p - pick(start), pick(inward)) >= (pick(out) if wide else 0.0)
         return inside
 
 
@@ -313,6 +322,7 @@ def _exact(
         + np.sqrt(longest2)
     )
     approach_eps, tol = F.thresholds(speed, size, coord_scale)
+    tri.widen(tol)
     # A centre on the plane up to rounding is on it: its side (and whether it approaches
     # the face it sits on) must not be decided by the noise.
     s0 = np.where(np.abs(s0) <= ROUNDING_REL * coord_scale, 0.0, s0)
@@ -428,5 +438,5 @@ def _face_time(
     # offset that decreases (from the other side, moving in is moving away).
     ok = ((entry >= t_lo) | (side * (s0 + t_lo * dn) > 0)) & (t <= t_hi)
     centre = F.take(w0, rows) + np.where(ok, t, 0.0) * F.take(m.v, rows)
-    ok &= tri.in_face(centre, rows)
+    ok &= tri.in_face(centre, rows, wide=True)
     return np.where(ok, t, np.inf)
