@@ -3,8 +3,6 @@ is the smallest reproduction of a bug found (fixed, or strict xfail with the fix
 
 from __future__ import annotations
 
-from panda3d.core import LPoint3
-
 
 def node(parent, name, pos=(0, 0, 0)):
     np_ = parent.attachNewNode(name)

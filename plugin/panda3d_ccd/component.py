@@ -283,6 +283,8 @@ class ContinuousCollision:
         self._teleported: set[int] = set()
         self._new: set[int] = set()  # spheres registered since the last pass
         self._unsent_in: set[tuple[int, int]] = set()
+        # Out events held while a pass has read its rows (None: sent at once).
+        self._held: list[Any] | None = None
         # Node ids outlive remove() for the rest of a frame's events (see _forget).
         self._owner_of: dict[NodePath, int] = {}
         self._node_of: dict[int, NodePath] = {}
@@ -528,7 +530,14 @@ class ContinuousCollision:
             self._forgotten |= owners  # their keys are needed until the frame's events end
         else:
             self._purge(owners)
-        send_events(self._messenger, self._patterns, events)
+        self._send(events)
+
+    def _send(self, events: list[Any]) -> None:
+        """Send events now, or hold them for the pass's events (see :meth:`step`)."""
+        if self._held is not None:
+            self._held += events
+        else:
+            send_events(self._messenger, self._patterns, events)
 
     def _purge(self, owners: set[int]) -> None:
         for owner in owners:
@@ -597,7 +606,13 @@ class ContinuousCollision:
         _collect["Read"].stop()
 
         _collect["Broad and narrow phase"].start()
-        near = self._near_statics(spheres, frame)
+        # Dropping or closing statics here ends pairs; their outs wait for the events
+        # below, as a handler may remove() a node and the frame's rows are read already.
+        self._held = []
+        try:
+            near = self._near_statics(spheres, frame)
+        finally:
+            held, self._held = self._held, None
         valid = row_all(np.isfinite(frame.end)) & row_all(np.isfinite(frame.start))
         # The dynamic spheres, then the static ones near them: statics never move.
         def rows(dynamic: np.ndarray, static: np.ndarray) -> np.ndarray:
@@ -666,7 +681,7 @@ class ContinuousCollision:
         # Nodes a handler took out of the scene (removeNode(), detachNode()) this pass.
         left: set[NodePath] = set()
         try:
-            for kind, contact in events:
+            for kind, contact in held + events:
                 todo = programs(kind)
                 if kind == "out":
                     # Owed once its in was sent, also if a handler removed a node since: a
@@ -816,7 +831,7 @@ class ContinuousCollision:
         events = self._pairs.close(lambda key: key[0] in owners or key[1] in owners)
         if self._unsent_in:
             events = [e for e in events if self._key(e[1]) not in self._unsent_in]
-        send_events(self._messenger, self._patterns, events)
+        self._send(events)
 
     def _net(self, nodepath: NodePath) -> TransformState | None:
         """The node's transform relative to render; None where Panda3D cannot compose it
