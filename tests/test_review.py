@@ -98,3 +98,33 @@ def test_a_moving_plane_meets_a_static_near_a_mover(base, make_ccd, recorder):
     """The same with a mover next to the zone: the plane meets it, so the result depends
     on where an unrelated ball is (the xfail above)."""
     assert _plane_through_zone(base, make_ccd, recorder, True, "near") == ["zone-into-floor"]
+
+
+def test_a_detached_static_does_not_rebuild_the_index_each_time_it_is_looked_at(
+    base, ccd, monkeypatch
+):
+    """A static node kept detached (a pool) is found inactive once; looking at it again in
+    turn must not throw the index away each pass (30,000 statics would be re-indexed)."""
+    from panda3d_ccd import _index
+
+    builds = [0]
+    original = _index.StaticIndex._build
+
+    def counting(self, lo, hi):
+        builds[0] += 1
+        return original(self, lo, hi)
+
+    monkeypatch.setattr(_index.StaticIndex, "_build", counting)
+    render = base.render
+    pooled = node(render, "pooled", (5, 0, 0))
+    ccd.add_sphere(pooled, 1.0, static=True)
+    ccd.add_sphere(node(render, "pillar", (0, 5, 0)), 1.0, static=True)
+    ccd.add_sphere(node(render, "ball", (0, 0, 0)), 0.5)
+    ccd.step()
+    pooled.detachNode()
+    ccd.step()
+    ccd.step()  # the index without the pooled node
+    built = builds[0]
+    for _ in range(5):
+        ccd.step()
+    assert builds[0] == built

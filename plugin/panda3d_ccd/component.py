@@ -771,8 +771,10 @@ class ContinuousCollision:
         nodes = dict.fromkeys(statics.nodepath[looked].tolist())
         count = len(self._by_node)
         self._drop_removed(nodes)
+        # (One already inactive is looked at in turn too: it has left the index already.)
         left = [nodepath for nodepath in nodes
-                if nodepath in self._by_node and nodepath.getTop() != top]  # fmt: skip
+                if nodepath in self._by_node and nodepath not in cache.inactive
+                and nodepath.getTop() != top]  # fmt: skip
         if left:
             cache.inactive.update(left)
             cache.index = None
