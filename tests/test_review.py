@@ -128,3 +128,25 @@ def test_a_detached_static_does_not_rebuild_the_index_each_time_it_is_looked_at(
     for _ in range(5):
         ccd.step()
     assert builds[0] == built
+
+
+def _debug_vertices(base, make_ccd, static):
+    ccd = make_ccd(task_name=f"ccd-debug-{static}")
+    root = base.render.attachNewNode("root")
+    ccd.show_debug(root)
+    ccd.add_sphere(node(root, "pillar", (0, 50, 0)), 1.0, static=static)
+    ball = node(root, "ball")
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()
+    ball.setFluidPos(1, 0, 0)
+    ccd.step()
+    geom = root.find("**/ccd-debug-lines").node()
+    rows = sum(geom.getGeom(i).getVertexData().getNumRows() for i in range(geom.getNumGeoms()))
+    ccd.destroy()
+    root.removeNode()
+    return rows
+
+
+def test_the_debug_view_draws_a_static_far_from_everything(base, make_ccd):
+    """The debug view draws every sphere: a static one as a dynamic one never moved."""
+    assert _debug_vertices(base, make_ccd, True) == _debug_vertices(base, make_ccd, False)

@@ -660,7 +660,13 @@ class ContinuousCollision:
         _count_candidates.setLevel(result.candidates)
         _count_contacts.setLevel(len(self._contacts))
         if self._debug is not None:
-            self._debug.update(response, radius, p0, result)
+            # The static spheres the pass left out are drawn too, where they stand.
+            out = [self._owner_of[nodepath] for nodepath in self._statics.inactive]
+            shown = np.flatnonzero(~statics.bad & ~np.isin(statics.owner, out))
+            shown = shown[~np.isin(shown, near)]
+            still = (statics.response[shown], statics.world_radius[shown],
+                     statics.prev_center[shown])  # fmt: skip
+            self._debug.update(response, radius, p0, result, still)
         contacts = self.contacts
         # State is committed before any handler runs: a handler that raises cannot leave
         # the plugin half-updated, and the next pass is correct.
