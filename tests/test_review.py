@@ -150,3 +150,25 @@ def _debug_vertices(base, make_ccd, static):
 def test_the_debug_view_draws_a_static_far_from_everything(base, make_ccd):
     """The debug view draws every sphere: a static one as a dynamic one never moved."""
     assert _debug_vertices(base, make_ccd, True) == _debug_vertices(base, make_ccd, False)
+
+
+@pytest.mark.parametrize("response", ["rewind", "sensor"])
+def test_the_contact_point_on_a_growing_sphere_is_where_its_surface_was_then(
+    base, ccd, response
+):
+    """A ball (registered first: the solver's sphere a) grows from radius 1 to 3 toward a
+    still ball 3.5 away (radius 1): they touch at t = 0.75, radius 2.5, at x = 2.5. The
+    target's contact (into the grower) must name that point too, not one at the end
+    radius."""
+    render = base.render
+    grower = node(render, "grower")
+    ccd.add_sphere(grower, 1.0, response=response)
+    target = node(render, "target", (3.5, 0, 0))
+    ccd.add_sphere(target, 1.0)
+    ccd.step()
+    grower.setScale(3)
+    contacts = ccd.step()
+    assert sorted((c.from_np.getName(), c.t, tuple(c.point)) for c in contacts) == [
+        ("grower", 0.75, (2.5, 0.0, 0.0)),
+        ("target", 0.75, (2.5, 0.0, 0.0)),
+    ]

@@ -620,6 +620,7 @@ class ContinuousCollision:
 
         p0, p1 = rows(frame.start, statics.prev_center), rows(frame.end, statics.prev_center)
         radius = rows(frame.radius, statics.world_radius)
+        radius0 = rows(frame.radius0, statics.world_radius)
         response = rows(spheres.response, statics.response)
         result = _solver.solve(
             p0,
@@ -634,7 +635,7 @@ class ContinuousCollision:
             plane_mask=np.array([p.into_mask for p in planes], np.int64),
             group=rows(spheres.owner, statics.owner),
             plane_group=np.array([p.owner for p in planes], np.int64),
-            radius0=rows(frame.radius0, statics.world_radius),
+            radius0=radius0,
             static=np.arange(len(p0)) >= len(frame.start) if len(near) else None,
         )
         _collect["Broad and narrow phase"].stop()
@@ -653,7 +654,9 @@ class ContinuousCollision:
         self._write_back(spheres, frame, result, valid)
         _collect["Write back"].stop()
 
-        touches = self._touches(_Bodies.of(spheres, statics, near, planes), radius, result.hits)
+        touches = self._touches(
+            _Bodies.of(spheres, statics, near, planes), radius, result.hits, radius0, result.t_stop
+        )
         self._contacts = [enter for _key, enter, _exit in touches]
         events = self._pairs.advance(touches)
         _count_colliders.setLevel(self.colliders)
@@ -1086,13 +1089,19 @@ class ContinuousCollision:
         radius[again] = np.where(now.ok, now.world_radius, radius[again])
 
     def _touches(
-        self, bodies: _Bodies, radius: np.ndarray, hits: _solver.Hits
+        self,
+        bodies: _Bodies,
+        radius: np.ndarray,
+        hits: _solver.Hits,
+        radius0: np.ndarray,
+        t_stop: np.ndarray,
     ) -> list[tuple[tuple[int, int], Contact, Contact | None]]:
         """One (key, enter contact, exit contact or None) per allowed direction of a hit;
         for each (from node, into node) only the earliest (hits come in time order).
 
         ``bodies`` lists the spheres, then the planes (row ``len(radius) + j`` is plane j);
-        ``radius`` (n,) holds the spheres' world radii this pass.
+        ``radius`` and ``radius0`` (n,) hold the spheres' world radii at the end and the
+        start of this pass, ``t_stop`` (n,) when the solver stopped each (its growth too).
         """
         k = len(hits.t)
         if k == 0:
@@ -1122,11 +1131,17 @@ class ContinuousCollision:
             into_body=np.where(keep & 1, a[row], b[row]),
         )
         keys = list(zip(bodies.owner[d.from_body].tolist(), bodies.owner[d.into_body].tolist()))
+        # Radii change linearly in t until a body stops (as the solver's paths say).
+        grow = radius - radius0
+
+        def radius_of_a(t: np.ndarray) -> np.ndarray:
+            return radius[a] - grow[a] + np.minimum(t, t_stop[a]) * grow[a]
+
         enter = self._contacts_at(
             d,
             bodies,
-            radius,
-            a,
+            n,
+            radius_of_a(hits.t),
             hits.speed,
             hits.t,
             hits.point,
@@ -1141,8 +1156,8 @@ class ContinuousCollision:
             built = self._contacts_at(
                 d_exit,
                 bodies,
-                radius,
-                a,
+                n,
+                radius_of_a(np.nan_to_num(hits.t_exit)),
                 hits.speed,
                 hits.t_exit,
                 hits.exit_point,
@@ -1158,8 +1173,8 @@ class ContinuousCollision:
         self,
         d: _Directions,
         bodies: _Bodies,
-        radius: np.ndarray,
-        a: np.ndarray,
+        n: int,
+        radius_a: np.ndarray,
         speed: np.ndarray,
         t: np.ndarray,
         point: np.ndarray,
@@ -1169,7 +1184,8 @@ class ContinuousCollision:
     ) -> list[Contact]:
         """The Contacts of directions ``d`` of solver hits, at one moment of the hits: (k,)
         times ``t`` and (k, 3) ``point``, ``normal``, ``pos_a``, ``pos_b`` (entry or exit).
-        ``a`` (k,) is each hit's sphere a, ``speed`` (k,) its approach speed per frame.
+        ``radius_a`` (k,) is each hit's sphere a's radius at that moment (it may grow),
+        ``speed`` (k,) its approach speed per frame; body rows from ``n`` on are planes.
 
         Hits are stated from sphere a's side (normal out of b); for the direction b -> a
         the point lies on a's surface.
@@ -1179,7 +1195,7 @@ class ContinuousCollision:
         row = d.row
         flip = d.reverse[:, None]
         n_row = normal[row]
-        surface = np.where(flip, pos_a[row] - n_row * radius[a[row]][:, None], point[row])
+        surface = np.where(flip, pos_a[row] - n_row * radius_a[row][:, None], point[row])
         # Rounded to float32 here, as LPoint3 would; beyond float32's range that is inf,
         # which the check below refuses as Contact() would.
         with np.errstate(over="ignore"):
@@ -1195,7 +1211,7 @@ class ContinuousCollision:
         t = t[row]
         time = start + t * dt
         approach = speed[row] * (1.0 / dt if dt > 0 else 0.0)
-        into_plane = d.into_body >= len(radius)
+        into_plane = d.into_body >= n
         from_np = bodies.nodepath[d.from_body].tolist()
         into_np = bodies.nodepath[d.into_body].tolist()
         from_tangible = bodies.tangible[d.from_body].tolist()
