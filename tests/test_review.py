@@ -3,6 +3,7 @@ is the smallest reproduction of a bug found (fixed, or strict xfail with the fix
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from panda3d.core import LPoint3
 
@@ -172,3 +173,57 @@ def test_the_contact_point_on_a_growing_sphere_is_where_its_surface_was_then(
         ("grower", 0.75, (2.5, 0.0, 0.0)),
         ("target", 0.75, (2.5, 0.0, 0.0)),
     ]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_statics_match_still_dynamic_spheres_with_growth_groups_and_offsets(
+    base, make_ccd, seed
+):
+    """tests/test_statics.py's oracle on a harder scene: movers that grow and shrink,
+    CollisionNodes of two spheres (rewind and slide), off-centre static spheres, a floor.
+    Contacts that involve a mover (points included) and the movers' ends, bit for bit."""
+    from panda3d.core import CollisionNode, CollisionSphere, LPlane, LVector3
+
+    def run(as_static):
+        rng = np.random.default_rng(seed)
+        ccd = make_ccd(task_name=f"ccd-{as_static}")
+        root = base.render.attachNewNode("root")
+        ccd.add_plane(node(root, "floor", (0, 0, -40)), LPlane(LVector3(0, 0, 1), LPoint3(0)))
+        for k in range(150):
+            ccd.add_sphere(node(root, f"p{k}", rng.uniform(-20, 20, 3)),
+                           float(rng.uniform(0.3, 2)), static=as_static,
+                           center=tuple(rng.uniform(-1, 1, 3)) if k % 3 == 0 else (0, 0, 0),
+                           response="sensor" if k % 5 == 0 else "rewind")  # fmt: skip
+        movers = []
+        for k in range(30):
+            if k % 4 == 0:
+                cn = CollisionNode(f"m{k}")
+                cn.addSolid(CollisionSphere(0, 0, 0, 0.3))
+                cn.addSolid(CollisionSphere(1, 0, 0, 0.2))
+                m = root.attachNewNode(cn)
+                m.setPos(*rng.uniform(-20, 20, 3))
+                ccd.add_collision_node(m, response=("rewind", "slide")[k % 2])
+            else:
+                m = node(root, f"m{k}", rng.uniform(-20, 20, 3))
+                ccd.add_sphere(m, 0.3, response=("rewind", "slide", "sensor")[k % 3])
+            movers.append(m)
+        ccd.step()
+        seen = []
+        for _ in range(6):
+            for k, m in enumerate(movers):
+                m.setFluidPos(m.getPos() + LVector3(*rng.normal(scale=6.0, size=3)))
+                if k % 2:
+                    m.setScale(float(rng.uniform(0.5, 3)))
+            seen += sorted(
+                (c.from_np.getName(), c.into_np.getName(), c.t, tuple(c.point))
+                for c in ccd.step()
+                if "m" in (c.from_np.getName()[0], c.into_np.getName()[0])
+            )
+        ends = [(tuple(m.getPos()), tuple(m.getScale())) for m in movers]
+        ccd.destroy()
+        root.removeNode()
+        return seen, ends
+
+    static, dynamic = run(True), run(False)
+    assert len(dynamic[0]) > 20
+    assert static == dynamic
