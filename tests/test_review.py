@@ -265,3 +265,26 @@ def test_a_spawn_scaled_in_a_task_keeps_its_scale_on_its_first_pass(base, ccd, o
     base.taskMgr.add(spawn, "spawn", sort=0)
     base.taskMgr.step()
     assert spawned[0].getScale() == (3.5, 3.5, 3.5)
+
+
+@pytest.mark.parametrize("sphere", [{"radius": 1e308}, {"radius": 1.0, "center": (1e300, 0, 0)}])
+def test_a_static_sphere_that_overflows_is_skipped_not_raised(base, ccd, sphere, monkeypatch):
+    """Finite arguments under a scale of 10 give an infinite world radius or centre: a
+    dynamic sphere is skipped with a warning, a static one must be too (the static index
+    raised ValueError every pass)."""
+    from panda3d_ccd import component
+
+    seen = []
+    monkeypatch.setattr(component.notify, "warning", seen.append)
+    render = base.render
+    huge = node(render, "huge")
+    huge.setScale(10)
+    ccd.add_sphere(huge, static=True, **sphere)
+    ball = node(render, "ball")
+    ccd.add_sphere(ball, 1.0)
+    ccd.step()
+    ball.setFluidPos(5, 0, 0)
+    assert ccd.step() == []
+    assert ball.getPos() == LPoint3(5, 0, 0)
+    assert seen == [f"{huge} has a non-finite transform; static sphere skipped until it is "
+                    "teleported"]  # fmt: skip

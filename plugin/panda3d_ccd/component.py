@@ -800,14 +800,17 @@ class ContinuousCollision:
         """Read static spheres ``rows`` now (registered, teleported or back in the scene)."""
         statics = self._state.statics
         now = self._read_rows(statics, rows)
-        for k in rows[~now.ok & ~statics.bad[rows]].tolist():
+        # A finite transform may still overflow a huge radius or centre (as for dynamic
+        # spheres in _read_all): the index takes only finite boxes.
+        ok = now.ok & row_all(np.isfinite(now.center)) & np.isfinite(now.world_radius)
+        for k in rows[~ok & ~statics.bad[rows]].tolist():
             notify.warning(
                 f"{statics.nodepath[k]} has a non-finite transform; static sphere skipped "
                 "until it is teleported"
             )
-        statics.bad[rows] = ~now.ok
-        statics.prev_center[rows] = np.where(now.ok[:, None], now.center, np.nan)
-        statics.world_radius[rows] = np.where(now.ok, now.world_radius, 0.0)
+        statics.bad[rows] = ~ok
+        statics.prev_center[rows] = np.where(ok[:, None], now.center, np.nan)
+        statics.world_radius[rows] = np.where(ok, now.world_radius, 0.0)
         statics.prev_transform[rows] = now.transform
         self._statics.index = None
 
