@@ -288,3 +288,98 @@ def test_a_static_sphere_that_overflows_is_skipped_not_raised(base, ccd, sphere,
     assert ball.getPos() == LPoint3(5, 0, 0)
     assert seen == [f"{huge} has a non-finite transform; static sphere skipped until it is "
                     "teleported"]  # fmt: skip
+
+
+def _balanced(names):
+    """Violations of in (again)* out per (from, into) pair, ending closed."""
+    state: dict[tuple[str, str], bool] = {}
+    bad = []
+    for name in names:
+        f, kind, i = name.split("-")
+        if kind == "into":
+            if state.get((f, i)):
+                bad.append(f"{name}: second in")
+            state[(f, i)] = True
+        else:
+            if not state.get((f, i)):
+                bad.append(f"{name}: without an in")
+            if kind == "out":
+                state[(f, i)] = False
+    return bad + [f"{f}/{i} left open" for (f, i), is_open in state.items() if is_open]
+
+
+def _resized_in_a_handler(base, ccd, listener, static):
+    """A sensor ball enters a pillar; the in handler resizes the pillar the usual way:
+    remove() it and register it again with another radius."""
+    render = base.render
+    pillar = node(render, "pillar", (5, 0, 0))
+    ccd.add_sphere(pillar, 1.0, static=static, response="sensor")
+    ball = node(render, "ball")
+    ccd.add_sphere(ball, 0.5, response="sensor")
+    ccd.step()
+
+    def resize(contact):
+        ccd.remove(pillar)
+        ccd.add_sphere(pillar, 2.0, static=static, response="sensor")
+
+    listener.accept("ball-into-pillar", resize)
+    ball.setFluidPos(5, 0, 0)
+    ccd.step()
+    listener.ignoreAll()
+    return pillar, ball
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_node_registered_again_in_a_handler_gets_no_event_of_its_old_self(
+    base, ccd, recorder, listener, static
+):
+    """The old pillar's pillar-into-ball, later in the same pass, was still sent (the node
+    is registered again under the same NodePath), and its pair was closed already: an in
+    never followed by its out."""
+    pillar, ball = _resized_in_a_handler(base, ccd, listener, static)
+    ball.setFluidPos(2.8, 0, 0)  # inside the new radius only
+    ccd.step()
+    ball.setFluidPos(-5, 0, 0)
+    ccd.step()
+    assert _balanced(recorder.names()) == []
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_node_registered_again_in_a_handler_keeps_its_registration(
+    base, ccd, recorder, listener, static
+):
+    """The end of the pass's events forgot the old pillar's ids, and with them the new
+    registration's: taking the node out of the scene then raised KeyError in step()."""
+    pillar, ball = _resized_in_a_handler(base, ccd, listener, static)
+    ball.setFluidPos(5, 0.5, 0)
+    pillar.detachNode()
+    ccd.step()
+    pillar.reparentTo(base.render)
+    ccd.step()
+    assert ccd.colliders == 2
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_node_registered_again_in_an_again_handler_gets_no_again_of_its_old_self(
+    base, ccd, recorder, listener, static
+):
+    """The same resize from an again handler, while the ball rests in the pillar: the old
+    pair's outs are sent at remove(), so the old pillar's own again must not follow."""
+    render = base.render
+    pillar = node(render, "pillar", (5, 0, 0))
+    ccd.add_sphere(pillar, 1.0, static=static, response="sensor")
+    ball = node(render, "ball", (5, 0, 0))
+    ccd.add_sphere(ball, 0.5, response="sensor")
+    ccd.step()
+
+    def resize(contact):
+        listener.ignoreAll()
+        ccd.remove(pillar)
+        ccd.add_sphere(pillar, 2.0, static=static, response="sensor")
+
+    listener.accept("ball-again-pillar", resize)
+    for _ in range(3):
+        ccd.step()
+    ball.setFluidPos(-5, 0, 0)
+    ccd.step()
+    assert _balanced(recorder.names()) == []

@@ -541,7 +541,10 @@ class ContinuousCollision:
 
     def _purge(self, owners: set[int]) -> None:
         for owner in owners:
-            self._owner_of.pop(self._node_of.pop(owner, None), None)
+            nodepath = self._node_of.pop(owner, None)
+            # A handler may have registered the node again since: that id stays.
+            if self._owner_of.get(nodepath) == owner:
+                del self._owner_of[nodepath]
 
     def _key(self, contact: Contact) -> tuple[int, int] | None:
         """The (from, into) node key of a contact of this frame, if still known."""
@@ -686,6 +689,7 @@ class ContinuousCollision:
         # Handlers change these in place (remove(), destroy(), add_in_pattern()), never
         # replace them, so each event still sees the state the handlers before it left.
         by_node, unsent, programs = self._by_node, self._unsent_in, self._patterns.programs
+        owner_of = self._owner_of
         top = self._render.getTop()
         # Nodes a handler took out of the scene (removeNode(), detachNode()) this pass.
         left: set[NodePath] = set()
@@ -706,12 +710,19 @@ class ContinuousCollision:
                 if not todo and kind != "in":
                     continue
                 frm, into = contact._from_np, contact._into_np
-                if frm in by_node and into in by_node:
+                key = key_of[id(contact)]
+                # (By id too: a handler may have removed a node and registered it again.)
+                if (
+                    frm in by_node
+                    and into in by_node
+                    and owner_of.get(frm) == key[0]
+                    and owner_of.get(into) == key[1]
+                ):
                     if frm.getTop() != top or into.getTop() != top:
                         left.update(n for n in (frm, into) if n.getTop() != top)
                         continue
                     if kind == "in":
-                        unsent.discard(key_of[id(contact)])
+                        unsent.discard(key)
                     try:
                         send_contact(self._messenger, todo, contact)
                     except Exception as exc:  # noqa: BLE001 - re-raised below
