@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from panda3d.core import LPoint3
+from panda3d.core import LPoint3, NodePath
 
 
 def node(parent, name, pos=(0, 0, 0)):
@@ -383,3 +383,27 @@ def test_a_node_registered_again_in_an_again_handler_gets_no_again_of_its_old_se
     ball.setFluidPos(-5, 0, 0)
     ccd.step()
     assert _balanced(recorder.names()) == []
+
+
+def test_statics_registered_under_a_detached_level_are_where_the_level_is_attached(
+    base, ccd, recorder
+):
+    """A level chunk built under a detached root over a few frames (its statics registered
+    as they are made), then attached and placed: each static must be where it is then,
+    not where it was read while detached. (With 32 statics or fewer each is looked at in
+    the first pass, found out of the scene, and read again once back: it passes.)"""
+    render = base.render
+    level = NodePath("level")
+    pillars = [node(level, f"p{k}", (0, 3 * k, 0)) for k in range(100)]
+    for p in pillars:
+        ccd.add_sphere(p, 1.0, static=True)
+    ball = node(render, "ball", (90, 231, 0))
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()  # the level is still being built
+    level.reparentTo(render)
+    level.setPos(100, 0, 0)  # placed as it is attached
+    ccd.step()
+    ball.setFluidPos(110, 231, 0)  # through p77, at (100, 231, 0)
+    ccd.step()
+    assert recorder.names() == ["ball-into-p77", "p77-into-ball"]
+    assert ball.getPos() == LPoint3(98.5, 231, 0)

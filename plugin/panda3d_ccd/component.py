@@ -760,8 +760,17 @@ class ContinuousCollision:
             cache.inactive.discard(nodepath)
             cache.reread.update(e.uid for e in self._by_node[nodepath])
         if cache.reread:
-            self._read_statics(np.flatnonzero(np.isin(statics.uid, list(cache.reread))))
+            rows = np.flatnonzero(np.isin(statics.uid, list(cache.reread)))
             cache.reread.clear()
+            self._read_statics(rows)
+            # One read out of the scene (registered before it is attached, teleported while
+            # detached) is inactive from the start: read again once it is back, wherever
+            # its root was placed meanwhile.
+            away = [nodepath for nodepath in dict.fromkeys(statics.nodepath[rows].tolist())
+                    if nodepath.getTop() != top and nodepath not in cache.inactive]  # fmt: skip
+            if away:
+                cache.inactive.update(away)
+                self._close({self._owner_of[nodepath] for nodepath in away})
         if cache.index is None:
             out = [self._owner_of[nodepath] for nodepath in cache.inactive]
             cache.rows = np.flatnonzero(~statics.bad & ~np.isin(statics.owner, out))
