@@ -407,3 +407,84 @@ def test_statics_registered_under_a_detached_level_are_where_the_level_is_attach
     ccd.step()
     assert recorder.names() == ["ball-into-p77", "p77-into-ball"]
     assert ball.getPos() == LPoint3(98.5, 231, 0)
+
+
+def _static_soak(base, make_ccd, recorder, seed):
+    """Statics and movers through 25 passes; handlers (on any event, at random) remove
+    static nodes, resize them (remove and register again), detach statics or movers, and
+    teleport statics; the game attaches detached nodes again and teleports statics."""
+    from panda3d.core import LPlane, LVector3
+
+    rng = np.random.default_rng(seed)
+    ccd = make_ccd(task_name=f"soak-{seed}")
+    root = base.render.attachNewNode("root")
+    statics = {}
+    n_static = int(rng.choice([10, 60]))
+    for k in range(n_static):
+        p = node(root, f"p{k}", rng.uniform(-8, 8, 3))
+        ccd.add_sphere(p, float(rng.uniform(0.5, 1.5)), static=True,
+                       response=str(rng.choice(["sensor", "rewind"])),
+                       from_mask=int(rng.choice([0, 1, 0xFFFFFFFF])))  # fmt: skip
+        statics[p.getName()] = p
+    movers = [node(root, f"m{k}", rng.uniform(-8, 8, 3)) for k in range(8)]
+    for k, m in enumerate(movers):
+        ccd.add_sphere(m, 0.4, response=("rewind", "slide", "sensor")[k % 3])
+    ccd.add_plane(node(root, "floor", (0, 0, -9)), LPlane(LVector3(0, 0, 1), LPoint3(0)))
+
+    def teleport(p):
+        p.setPos(*rng.uniform(-8, 8, 3))
+        if p in ccd._by_node:
+            ccd.teleport(p)
+
+    def handle(contact):
+        r = rng.random()
+        into, frm = contact.getIntoNodePath(), contact.getFromNodePath()
+        p = statics.get("" if into.isEmpty() else into.getName())
+        if p is not None and not p.isEmpty():
+            if r < 0.1:
+                p.removeNode()
+            elif r < 0.2 and p in ccd._by_node:
+                ccd.remove(p)  # (its outs' handlers may remove the node, too)
+                if not p.isEmpty():
+                    ccd.add_sphere(p, float(rng.uniform(0.5, 2)), static=True, response="sensor")
+            elif r < 0.3:
+                p.detachNode()
+            elif r < 0.4:
+                teleport(p)
+        elif r < 0.05 and not frm.isEmpty() and frm.getName()[0] == "m":
+            frm.detachNode()
+
+    send = recorder.send
+
+    def send_and_handle(name, args=None, taskChain=None):  # noqa: N803
+        send(name, args)
+        if args and rng.random() < 0.3:
+            handle(args[0])
+
+    recorder.send = send_and_handle
+    ccd.step()
+    for _ in range(25):
+        for m in movers:
+            if m.getParent().isEmpty() and rng.random() < 0.5:
+                m.reparentTo(root)
+            m.setFluidPos(m.getPos() + LVector3(*rng.normal(scale=3.0, size=3)))
+        for p in statics.values():
+            if not p.isEmpty() and p.getParent().isEmpty() and rng.random() < 0.3:
+                p.reparentTo(root)
+        p = statics[f"p{rng.integers(n_static)}"]
+        if rng.random() < 0.2 and not p.isEmpty():
+            teleport(p)
+        ccd.step()
+    ccd.destroy()
+    recorder.send = send
+    root.removeNode()
+
+
+@pytest.mark.parametrize("seed", [3, 12, 13, 18, 19, 31, 40, 44, 45, 66, 0, 1])
+def test_static_lifecycle_soak_never_raises_and_every_in_gets_its_out(
+    base, make_ccd, recorder, seed
+):
+    """The first ten seeds failed on the session's main (of seeds 0 to 79, 17 did: ins
+    left open, a second in, an again without its in, KeyError in step())."""
+    _static_soak(base, make_ccd, recorder, seed)
+    assert _balanced(recorder.names()) == []
