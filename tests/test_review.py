@@ -478,8 +478,8 @@ def _static_soak(base, make_ccd, recorder, seed):
         if rng.random() < 0.2 and not p.isEmpty():
             teleport(p)
         ccd.step()
+    recorder.send = send  # destroy()'s outs are not handled: nothing is left to call
     ccd.destroy()
-    recorder.send = send
     root.removeNode()
 
 
