@@ -39,6 +39,7 @@ from . import _solver
 from ._arrays import length, row_all, row_any, unique
 from ._events import EventPatterns, PairTracker, send_contact, send_events
 from ._index import StaticIndex
+from ._obstacles import Planes
 from ._spheres import SphereRecord, SphereTable
 from .contact import Contact
 
@@ -611,9 +612,11 @@ class ContinuousCollision:
         _collect["Broad and narrow phase"].start()
         # Dropping or closing statics here ends pairs; their outs wait for the events
         # below, as a handler may remove() a node and the frame's rows are read already.
+        plane_mask = np.array([p.into_mask for p in planes], np.int64)
+        moving_planes = Planes(*(x[off0 != off1] for x in (plane_n, off0, off1, plane_mask)))
         self._held = []
         try:
-            near = self._near_statics(spheres, frame)
+            near = self._near_statics(spheres, frame, moving_planes)
         finally:
             held, self._held = self._held, None
         valid = row_all(np.isfinite(frame.end)) & row_all(np.isfinite(frame.start))
@@ -635,7 +638,7 @@ class ContinuousCollision:
             plane_normal=plane_n,
             plane_offset0=off0,
             plane_offset1=off1,
-            plane_mask=np.array([p.into_mask for p in planes], np.int64),
+            plane_mask=plane_mask,
             group=rows(spheres.owner, statics.owner),
             plane_group=np.array([p.owner for p in planes], np.int64),
             radius0=radius0,
@@ -746,11 +749,14 @@ class ContinuousCollision:
             _collect["Events"].stop()
         return contacts
 
-    def _near_statics(self, spheres: SphereTable, frame: _Frame) -> np.ndarray:
+    def _near_statics(
+        self, spheres: SphereTable, frame: _Frame, moving_planes: Planes
+    ) -> np.ndarray:
         """Rows of the static spheres this pass's solver could pair with the dynamic ones
-        (the same boxes as its broad phase, from the static index). Static nodes are looked
-        at only here: those near something, and a few more in turn; one found removed is
-        dropped, one out of the scene is inactive until it is back."""
+        (the same boxes as its broad phase, from the static index) or with the planes that
+        move (the solver's own plane candidates). Static nodes are looked at only here:
+        those near something, and a few more in turn; one found removed is dropped, one
+        out of the scene is inactive until it is back."""
         statics, cache = self._state.statics, self._statics
         if not len(statics) and not cache.inactive:
             return np.zeros(0, np.int64)
@@ -791,6 +797,18 @@ class ContinuousCollision:
                 frame.start, frame.end, size + margin, np.full(n, -1), np.ones(n, bool), split
             )
             near = cache.rows[unique(k)]
+        if len(cache.rows) and len(moving_planes.mask):
+            # Only a moving plane pairs with a static sphere; every indexed one is tested,
+            # in one numpy pass per such plane.
+            center = statics.prev_center[cache.rows]
+            k, _j = moving_planes.candidates(
+                center,
+                center,
+                statics.world_radius[cache.rows],
+                statics.from_mask[cache.rows],
+                np.zeros(len(center), bool),
+            )
+            near = unique(np.concatenate([near, cache.rows[k]]))
         # A few more in turn, so that a static node removed far from everything is dropped
         # too, in time.
         turn = np.arange(cache.cursor, cache.cursor + _STATIC_CHECKS) % max(len(statics), 1)
