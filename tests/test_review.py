@@ -151,19 +151,24 @@ def test_the_debug_view_draws_a_static_far_from_everything(base, make_ccd):
     assert _debug_vertices(base, make_ccd, True) == _debug_vertices(base, make_ccd, False)
 
 
+@pytest.mark.parametrize("grower_first", [True, False])
 @pytest.mark.parametrize("response", ["rewind", "sensor"])
 def test_the_contact_point_on_a_growing_sphere_is_where_its_surface_was_then(
-    base, ccd, response
+    base, ccd, response, grower_first
 ):
-    """A ball (registered first: the solver's sphere a) grows from radius 1 to 3 toward a
-    still ball 3.5 away (radius 1): they touch at t = 0.75, radius 2.5, at x = 2.5. The
-    target's contact (into the grower) must name that point too, not one at the end
-    radius."""
+    """A ball grows from radius 1 to 3 toward a still ball 3.5 away (radius 1): they touch
+    at t = 0.75, radius 2.5, at x = 2.5. Registered first, the grower is the solver's
+    sphere a, and the target's contact (into the grower) named a point at its end radius,
+    inside the target."""
     render = base.render
-    grower = node(render, "grower")
-    ccd.add_sphere(grower, 1.0, response=response)
+    grower = NodePath("grower")
     target = node(render, "target", (3.5, 0, 0))
-    ccd.add_sphere(target, 1.0)
+    if not grower_first:
+        ccd.add_sphere(target, 1.0)
+    grower.reparentTo(render)
+    ccd.add_sphere(grower, 1.0, response=response)
+    if grower_first:
+        ccd.add_sphere(target, 1.0)
     ccd.step()
     grower.setScale(3)
     contacts = ccd.step()
