@@ -495,3 +495,33 @@ def test_static_lifecycle_soak_never_raises_and_every_in_gets_its_out(
     left open, a second in, an again without its in, KeyError in step())."""
     _static_soak(base, make_ccd, recorder, seed)
     assert _balanced(recorder.names()) == []
+
+
+def test_an_out_handler_that_removes_an_emptied_node_while_others_are_dropped(
+    base, ccd, recorder, listener
+):
+    """Two balls rest in a zone; the game removeNode()s both and, in its out handler, also
+    tells the plugin with ccd.remove(ball) on its own (emptied) NodePaths, as the README
+    allows. The pass that drops them must not raise (KeyError: the handler's remove()
+    dropped a node the pass was about to drop), and each out comes once."""
+    render = base.render
+    zone = node(render, "zone")
+    ccd.add_sphere(zone, 3.0, response="sensor", from_mask=0)
+    balls = [node(render, f"b{k}", (k, 0, 0)) for k in range(2)]
+    for b in balls:
+        ccd.add_sphere(b, 0.5, response="sensor")
+    ccd.step()
+    assert sorted(recorder.names()) == ["b0-into-zone", "b1-into-zone"]
+    recorder.clear()
+
+    def cleanup(contact):
+        for b in balls:
+            ccd.remove(b)
+
+    listener.accept("b0-out-zone", cleanup)
+    listener.accept("b1-out-zone", cleanup)
+    for b in balls:
+        b.removeNode()
+    ccd.step()
+    assert sorted(recorder.names()) == ["b0-out-zone", "b1-out-zone"]
+    assert ccd.colliders == 1

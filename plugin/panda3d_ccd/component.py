@@ -859,8 +859,11 @@ class ContinuousCollision:
         looked = by_node if nodes is None else nodes
         gone = [nodepath for nodepath in looked if by_node[nodepath][0].handle.isEmpty()]
         for nodepath in gone:
+            entries = by_node.pop(nodepath, None)
+            if entries is None:  # an earlier one's out handler dropped it (remove())
+                continue
             self._dynamic.pop(nodepath, None)
-            self._forget({e.owner for e in by_node.pop(nodepath)})
+            self._forget({e.owner for e in entries})
 
     def _scan(self) -> None:
         """Drop removed nodes; find the nodes out of the scene (detached, pooled, not yet
