@@ -525,3 +525,24 @@ def test_an_out_handler_that_removes_an_emptied_node_while_others_are_dropped(
     ccd.step()
     assert sorted(recorder.names()) == ["b0-out-zone", "b1-out-zone"]
     assert ccd.colliders == 1
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_an_out_handler_of_a_dropped_node_may_destroy_the_component(
+    base, ccd, recorder, listener, static
+):
+    """The zone a ball rests in is removeNode()d; the ball's out handler ends the level
+    with ccd.destroy(). The pass must end quietly, with every pair closed once."""
+    render = base.render
+    zone = node(render, "zone")
+    ccd.add_sphere(zone, 3.0, response="sensor", static=static)
+    ball = node(render, "ball")
+    ccd.add_sphere(ball, 0.5, response="sensor")
+    other = node(render, "other", (1, 0, 0))
+    ccd.add_sphere(other, 0.5, response="sensor")
+    ccd.step()
+    listener.accept("ball-out-zone", lambda c: ccd.destroy())
+    zone.removeNode()
+    base.taskMgr.step()
+    assert _balanced(recorder.names()) == []
+    assert base.taskMgr.getTasksNamed("panda3d-ccd") == []
