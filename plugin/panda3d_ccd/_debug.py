@@ -27,24 +27,29 @@ class DebugView:
         self.root.setDepthTest(False)
         self._geom: NodePath | None = None
 
-    def update(self, response: np.ndarray, radius: np.ndarray, p0: np.ndarray, result: Any) -> None:
+    def update(
+        self,
+        response: np.ndarray,
+        radius: np.ndarray,
+        p0: np.ndarray,
+        result: Any,
+        still: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         """Redraw: spheres of (n,) ``response`` and world ``radius`` at ``result.end``, their
-        paths from (n, 3) ``p0``, and the pass's contact normals."""
+        paths from (n, 3) ``p0``, and the pass's contact normals; ``still`` is (m,)
+        response, (m,) radius and (m, 3) centre of further spheres the pass left out
+        (static ones far from everything)."""
         segs = LineSegs("ccd-debug-lines")
         segs.setThickness(1.5)
+        if still is not None:
+            for k in range(len(still[0])):
+                _sphere(segs, still[0][k], still[1][k], still[2][k])
         end = result.end
         for k in range(len(end)):
             if not np.all(np.isfinite(end[k])):
                 continue
             cx, cy, cz = end[k]
-            r = float(radius[k])
-            segs.setColor(*_COLOURS.get(int(response[k]), (1, 1, 1, 1)))
-            for axes in ((0, 1), (0, 2), (1, 2)):
-                for j, (u, v) in enumerate(_UNIT_CIRCLE):
-                    point = [cx, cy, cz]
-                    point[axes[0]] += r * u
-                    point[axes[1]] += r * v
-                    (segs.drawTo if j else segs.moveTo)(*point)
+            _sphere(segs, response[k], radius[k], end[k])
             if np.all(np.isfinite(p0[k])) and np.any(p0[k] != end[k]):
                 segs.setColor(1.0, 0.5, 0.1, 1.0)
                 segs.moveTo(*p0[k])
@@ -62,3 +67,16 @@ class DebugView:
 
     def destroy(self) -> None:
         self.root.removeNode()
+
+
+def _sphere(segs: LineSegs, response: Any, radius: Any, center: np.ndarray) -> None:
+    """Three great circles of a sphere, in the colour of its response."""
+    cx, cy, cz = center
+    r = float(radius)
+    segs.setColor(*_COLOURS.get(int(response), (1, 1, 1, 1)))
+    for axes in ((0, 1), (0, 2), (1, 2)):
+        for j, (u, v) in enumerate(_UNIT_CIRCLE):
+            point = [cx, cy, cz]
+            point[axes[0]] += r * u
+            point[axes[1]] += r * v
+            (segs.drawTo if j else segs.moveTo)(*point)

@@ -39,6 +39,7 @@ from . import _solver
 from ._arrays import length, row_all, row_any, unique
 from ._events import EventPatterns, PairTracker, send_contact, send_events
 from ._index import StaticIndex
+from ._obstacles import Planes
 from ._spheres import SphereRecord, SphereTable
 from .contact import Contact
 
@@ -283,6 +284,8 @@ class ContinuousCollision:
         self._teleported: set[int] = set()
         self._new: set[int] = set()  # spheres registered since the last pass
         self._unsent_in: set[tuple[int, int]] = set()
+        # Out events held while a pass has read its rows (None: sent at once).
+        self._held: list[Any] | None = None
         # Node ids outlive remove() for the rest of a frame's events (see _forget).
         self._owner_of: dict[NodePath, int] = {}
         self._node_of: dict[int, NodePath] = {}
@@ -528,11 +531,21 @@ class ContinuousCollision:
             self._forgotten |= owners  # their keys are needed until the frame's events end
         else:
             self._purge(owners)
-        send_events(self._messenger, self._patterns, events)
+        self._send(events)
+
+    def _send(self, events: list[Any]) -> None:
+        """Send events now, or hold them for the pass's events (see :meth:`step`)."""
+        if self._held is not None:
+            self._held += events
+        else:
+            send_events(self._messenger, self._patterns, events)
 
     def _purge(self, owners: set[int]) -> None:
         for owner in owners:
-            self._owner_of.pop(self._node_of.pop(owner, None), None)
+            nodepath = self._node_of.pop(owner, None)
+            # A handler may have registered the node again since: that id stays.
+            if self._owner_of.get(nodepath) == owner:
+                del self._owner_of[nodepath]
 
     def _key(self, contact: Contact) -> tuple[int, int] | None:
         """The (from, into) node key of a contact of this frame, if still known."""
@@ -597,7 +610,15 @@ class ContinuousCollision:
         _collect["Read"].stop()
 
         _collect["Broad and narrow phase"].start()
-        near = self._near_statics(spheres, frame)
+        # Dropping or closing statics here ends pairs; their outs wait for the events
+        # below, as a handler may remove() a node and the frame's rows are read already.
+        plane_mask = np.array([p.into_mask for p in planes], np.int64)
+        moving_planes = Planes(*(x[off0 != off1] for x in (plane_n, off0, off1, plane_mask)))
+        self._held = []
+        try:
+            near = self._near_statics(spheres, frame, moving_planes)
+        finally:
+            held, self._held = self._held, None
         valid = row_all(np.isfinite(frame.end)) & row_all(np.isfinite(frame.start))
         # The dynamic spheres, then the static ones near them: statics never move.
         def rows(dynamic: np.ndarray, static: np.ndarray) -> np.ndarray:
@@ -605,6 +626,7 @@ class ContinuousCollision:
 
         p0, p1 = rows(frame.start, statics.prev_center), rows(frame.end, statics.prev_center)
         radius = rows(frame.radius, statics.world_radius)
+        radius0 = rows(frame.radius0, statics.world_radius)
         response = rows(spheres.response, statics.response)
         result = _solver.solve(
             p0,
@@ -616,10 +638,10 @@ class ContinuousCollision:
             plane_normal=plane_n,
             plane_offset0=off0,
             plane_offset1=off1,
-            plane_mask=np.array([p.into_mask for p in planes], np.int64),
+            plane_mask=plane_mask,
             group=rows(spheres.owner, statics.owner),
             plane_group=np.array([p.owner for p in planes], np.int64),
-            radius0=rows(frame.radius0, statics.world_radius),
+            radius0=radius0,
             static=np.arange(len(p0)) >= len(frame.start) if len(near) else None,
         )
         _collect["Broad and narrow phase"].stop()
@@ -638,14 +660,22 @@ class ContinuousCollision:
         self._write_back(spheres, frame, result, valid)
         _collect["Write back"].stop()
 
-        touches = self._touches(_Bodies.of(spheres, statics, near, planes), radius, result.hits)
+        touches = self._touches(
+            _Bodies.of(spheres, statics, near, planes), radius, result.hits, radius0, result.t_stop
+        )
         self._contacts = [enter for _key, enter, _exit in touches]
         events = self._pairs.advance(touches)
         _count_colliders.setLevel(self.colliders)
         _count_candidates.setLevel(result.candidates)
         _count_contacts.setLevel(len(self._contacts))
         if self._debug is not None:
-            self._debug.update(response, radius, p0, result)
+            # The static spheres the pass left out are drawn too, where they stand.
+            out = [self._owner_of[nodepath] for nodepath in self._statics.inactive]
+            shown = np.flatnonzero(~statics.bad & ~np.isin(statics.owner, out))
+            shown = shown[~np.isin(shown, near)]
+            still = (statics.response[shown], statics.world_radius[shown],
+                     statics.prev_center[shown])  # fmt: skip
+            self._debug.update(response, radius, p0, result, still)
         contacts = self.contacts
         # State is committed before any handler runs: a handler that raises cannot leave
         # the plugin half-updated, and the next pass is correct.
@@ -662,11 +692,12 @@ class ContinuousCollision:
         # Handlers change these in place (remove(), destroy(), add_in_pattern()), never
         # replace them, so each event still sees the state the handlers before it left.
         by_node, unsent, programs = self._by_node, self._unsent_in, self._patterns.programs
+        owner_of = self._owner_of
         top = self._render.getTop()
         # Nodes a handler took out of the scene (removeNode(), detachNode()) this pass.
         left: set[NodePath] = set()
         try:
-            for kind, contact in events:
+            for kind, contact in held + events:
                 todo = programs(kind)
                 if kind == "out":
                     # Owed once its in was sent, also if a handler removed a node since: a
@@ -682,12 +713,19 @@ class ContinuousCollision:
                 if not todo and kind != "in":
                     continue
                 frm, into = contact._from_np, contact._into_np
-                if frm in by_node and into in by_node:
+                key = key_of[id(contact)]
+                # (By id too: a handler may have removed a node and registered it again.)
+                if (
+                    frm in by_node
+                    and into in by_node
+                    and owner_of.get(frm) == key[0]
+                    and owner_of.get(into) == key[1]
+                ):
                     if frm.getTop() != top or into.getTop() != top:
                         left.update(n for n in (frm, into) if n.getTop() != top)
                         continue
                     if kind == "in":
-                        unsent.discard(key_of[id(contact)])
+                        unsent.discard(key)
                     try:
                         send_contact(self._messenger, todo, contact)
                     except Exception as exc:  # noqa: BLE001 - re-raised below
@@ -711,11 +749,14 @@ class ContinuousCollision:
             _collect["Events"].stop()
         return contacts
 
-    def _near_statics(self, spheres: SphereTable, frame: _Frame) -> np.ndarray:
+    def _near_statics(
+        self, spheres: SphereTable, frame: _Frame, moving_planes: Planes
+    ) -> np.ndarray:
         """Rows of the static spheres this pass's solver could pair with the dynamic ones
-        (the same boxes as its broad phase, from the static index). Static nodes are looked
-        at only here: those near something, and a few more in turn; one found removed is
-        dropped, one out of the scene is inactive until it is back."""
+        (the same boxes as its broad phase, from the static index) or with the planes that
+        move (the solver's own plane candidates). Static nodes are looked at only here:
+        those near something, and a few more in turn; one found removed is dropped, one
+        out of the scene is inactive until it is back."""
         statics, cache = self._state.statics, self._statics
         if not len(statics) and not cache.inactive:
             return np.zeros(0, np.int64)
@@ -725,8 +766,17 @@ class ContinuousCollision:
             cache.inactive.discard(nodepath)
             cache.reread.update(e.uid for e in self._by_node[nodepath])
         if cache.reread:
-            self._read_statics(np.flatnonzero(np.isin(statics.uid, list(cache.reread))))
+            rows = np.flatnonzero(np.isin(statics.uid, list(cache.reread)))
             cache.reread.clear()
+            self._read_statics(rows)
+            # One read out of the scene (registered before it is attached, teleported while
+            # detached) is inactive from the start: read again once it is back, wherever
+            # its root was placed meanwhile.
+            away = [nodepath for nodepath in dict.fromkeys(statics.nodepath[rows].tolist())
+                    if nodepath.getTop() != top and nodepath not in cache.inactive]  # fmt: skip
+            if away:
+                cache.inactive.update(away)
+                self._close({self._owner_of[nodepath] for nodepath in away})
         if cache.index is None:
             out = [self._owner_of[nodepath] for nodepath in cache.inactive]
             cache.rows = np.flatnonzero(~statics.bad & ~np.isin(statics.owner, out))
@@ -747,6 +797,18 @@ class ContinuousCollision:
                 frame.start, frame.end, size + margin, np.full(n, -1), np.ones(n, bool), split
             )
             near = cache.rows[unique(k)]
+        if len(cache.rows) and len(moving_planes.mask):
+            # Only a moving plane pairs with a static sphere; every indexed one is tested,
+            # in one numpy pass per such plane.
+            center = statics.prev_center[cache.rows]
+            k, _j = moving_planes.candidates(
+                center,
+                center,
+                statics.world_radius[cache.rows],
+                statics.from_mask[cache.rows],
+                np.zeros(len(center), bool),
+            )
+            near = unique(np.concatenate([near, cache.rows[k]]))
         # A few more in turn, so that a static node removed far from everything is dropped
         # too, in time.
         turn = np.arange(cache.cursor, cache.cursor + _STATIC_CHECKS) % max(len(statics), 1)
@@ -756,8 +818,10 @@ class ContinuousCollision:
         nodes = dict.fromkeys(statics.nodepath[looked].tolist())
         count = len(self._by_node)
         self._drop_removed(nodes)
+        # (One already inactive is looked at in turn too: it has left the index already.)
         left = [nodepath for nodepath in nodes
-                if nodepath in self._by_node and nodepath.getTop() != top]  # fmt: skip
+                if nodepath in self._by_node and nodepath not in cache.inactive
+                and nodepath.getTop() != top]  # fmt: skip
         if left:
             cache.inactive.update(left)
             cache.index = None
@@ -774,14 +838,17 @@ class ContinuousCollision:
         """Read static spheres ``rows`` now (registered, teleported or back in the scene)."""
         statics = self._state.statics
         now = self._read_rows(statics, rows)
-        for k in rows[~now.ok & ~statics.bad[rows]].tolist():
+        # A finite transform may still overflow a huge radius or centre (as for dynamic
+        # spheres in _read_all): the index takes only finite boxes.
+        ok = now.ok & row_all(np.isfinite(now.center)) & np.isfinite(now.world_radius)
+        for k in rows[~ok & ~statics.bad[rows]].tolist():
             notify.warning(
                 f"{statics.nodepath[k]} has a non-finite transform; static sphere skipped "
                 "until it is teleported"
             )
-        statics.bad[rows] = ~now.ok
-        statics.prev_center[rows] = np.where(now.ok[:, None], now.center, np.nan)
-        statics.world_radius[rows] = np.where(now.ok, now.world_radius, 0.0)
+        statics.bad[rows] = ~ok
+        statics.prev_center[rows] = np.where(ok[:, None], now.center, np.nan)
+        statics.world_radius[rows] = np.where(ok, now.world_radius, 0.0)
         statics.prev_transform[rows] = now.transform
         self._statics.index = None
 
@@ -792,8 +859,11 @@ class ContinuousCollision:
         looked = by_node if nodes is None else nodes
         gone = [nodepath for nodepath in looked if by_node[nodepath][0].handle.isEmpty()]
         for nodepath in gone:
+            entries = by_node.pop(nodepath, None)
+            if entries is None:  # an earlier one's out handler dropped it (remove())
+                continue
             self._dynamic.pop(nodepath, None)
-            self._forget({e.owner for e in by_node.pop(nodepath)})
+            self._forget({e.owner for e in entries})
 
     def _scan(self) -> None:
         """Drop removed nodes; find the nodes out of the scene (detached, pooled, not yet
@@ -816,7 +886,7 @@ class ContinuousCollision:
         events = self._pairs.close(lambda key: key[0] in owners or key[1] in owners)
         if self._unsent_in:
             events = [e for e in events if self._key(e[1]) not in self._unsent_in]
-        send_events(self._messenger, self._patterns, events)
+        self._send(events)
 
     def _net(self, nodepath: NodePath) -> TransformState | None:
         """The node's transform relative to render; None where Panda3D cannot compose it
@@ -1063,13 +1133,19 @@ class ContinuousCollision:
         radius[again] = np.where(now.ok, now.world_radius, radius[again])
 
     def _touches(
-        self, bodies: _Bodies, radius: np.ndarray, hits: _solver.Hits
+        self,
+        bodies: _Bodies,
+        radius: np.ndarray,
+        hits: _solver.Hits,
+        radius0: np.ndarray,
+        t_stop: np.ndarray,
     ) -> list[tuple[tuple[int, int], Contact, Contact | None]]:
         """One (key, enter contact, exit contact or None) per allowed direction of a hit;
         for each (from node, into node) only the earliest (hits come in time order).
 
         ``bodies`` lists the spheres, then the planes (row ``len(radius) + j`` is plane j);
-        ``radius`` (n,) holds the spheres' world radii this pass.
+        ``radius`` and ``radius0`` (n,) hold the spheres' world radii at the end and the
+        start of this pass, ``t_stop`` (n,) when the solver stopped each (its growth too).
         """
         k = len(hits.t)
         if k == 0:
@@ -1099,11 +1175,17 @@ class ContinuousCollision:
             into_body=np.where(keep & 1, a[row], b[row]),
         )
         keys = list(zip(bodies.owner[d.from_body].tolist(), bodies.owner[d.into_body].tolist()))
+        # Radii change linearly in t until a body stops (as the solver's paths say).
+        grow = radius - radius0
+
+        def radius_of_a(t: np.ndarray) -> np.ndarray:
+            return radius[a] - grow[a] + np.minimum(t, t_stop[a]) * grow[a]
+
         enter = self._contacts_at(
             d,
             bodies,
-            radius,
-            a,
+            n,
+            radius_of_a(hits.t),
             hits.speed,
             hits.t,
             hits.point,
@@ -1118,8 +1200,8 @@ class ContinuousCollision:
             built = self._contacts_at(
                 d_exit,
                 bodies,
-                radius,
-                a,
+                n,
+                radius_of_a(np.nan_to_num(hits.t_exit)),
                 hits.speed,
                 hits.t_exit,
                 hits.exit_point,
@@ -1135,8 +1217,8 @@ class ContinuousCollision:
         self,
         d: _Directions,
         bodies: _Bodies,
-        radius: np.ndarray,
-        a: np.ndarray,
+        n: int,
+        radius_a: np.ndarray,
         speed: np.ndarray,
         t: np.ndarray,
         point: np.ndarray,
@@ -1146,7 +1228,8 @@ class ContinuousCollision:
     ) -> list[Contact]:
         """The Contacts of directions ``d`` of solver hits, at one moment of the hits: (k,)
         times ``t`` and (k, 3) ``point``, ``normal``, ``pos_a``, ``pos_b`` (entry or exit).
-        ``a`` (k,) is each hit's sphere a, ``speed`` (k,) its approach speed per frame.
+        ``radius_a`` (k,) is each hit's sphere a's radius at that moment (it may grow),
+        ``speed`` (k,) its approach speed per frame; body rows from ``n`` on are planes.
 
         Hits are stated from sphere a's side (normal out of b); for the direction b -> a
         the point lies on a's surface.
@@ -1156,7 +1239,7 @@ class ContinuousCollision:
         row = d.row
         flip = d.reverse[:, None]
         n_row = normal[row]
-        surface = np.where(flip, pos_a[row] - n_row * radius[a[row]][:, None], point[row])
+        surface = np.where(flip, pos_a[row] - n_row * radius_a[row][:, None], point[row])
         # Rounded to float32 here, as LPoint3 would; beyond float32's range that is inf,
         # which the check below refuses as Contact() would.
         with np.errstate(over="ignore"):
@@ -1172,7 +1255,7 @@ class ContinuousCollision:
         t = t[row]
         time = start + t * dt
         approach = speed[row] * (1.0 / dt if dt > 0 else 0.0)
-        into_plane = d.into_body >= len(radius)
+        into_plane = d.into_body >= n
         from_np = bodies.nodepath[d.from_body].tolist()
         into_np = bodies.nodepath[d.into_body].tolist()
         from_tangible = bodies.tangible[d.from_body].tolist()

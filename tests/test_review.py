@@ -1,0 +1,549 @@
+"""Adversarial review of the static-sphere and growth paths of the component: each test
+is the smallest reproduction of a bug found (fixed, or strict xfail with the fix named)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+from panda3d.core import LPoint3, NodePath
+
+
+def node(parent, name, pos=(0, 0, 0)):
+    np_ = parent.attachNewNode(name)
+    np_.setPos(*pos)
+    return np_
+
+
+def test_an_out_handler_of_a_removed_static_may_remove_the_mover(base, ccd, recorder, listener):
+    """The static pillar a sensor ball rests in is removed by the game; the ball's out is
+    handled by removing the ball (a legal remove() from a handler): the pass must not
+    raise, and the out must be sent once."""
+    render = base.render
+    pillar = node(render, "pillar", (5, 0, 0))
+    ccd.add_sphere(pillar, 1.0, static=True, response="sensor")
+    ball = node(render, "ball")
+    ccd.add_sphere(ball, 0.5, response="sensor")
+    other = node(render, "other", (0, 9, 0))
+    ccd.add_sphere(other, 0.5)
+    ccd.step()
+    ball.setFluidPos(5, 0, 0)
+    ccd.step()
+    assert sorted(recorder.names()) == ["ball-into-pillar", "pillar-into-ball"]
+    recorder.clear()
+    listener.accept("ball-out-pillar", lambda c: ccd.remove(ball))
+    pillar.removeNode()
+    ccd.step()
+    assert sorted(recorder.names()) == ["ball-out-pillar", "pillar-out-ball"]
+    assert ccd.colliders == 1
+
+
+def test_an_out_handler_of_a_detached_static_may_remove_the_mover(base, ccd, recorder, listener):
+    render = base.render
+    pillar = node(render, "pillar", (5, 0, 0))
+    ccd.add_sphere(pillar, 1.0, static=True, response="sensor")
+    ball = node(render, "ball")
+    ccd.add_sphere(ball, 0.5, response="sensor")
+    other = node(render, "other", (0, 9, 0))
+    ccd.add_sphere(other, 0.5)
+    ccd.step()
+    ball.setFluidPos(5, 0, 0)
+    ccd.step()
+    recorder.clear()
+    listener.accept("ball-out-pillar", lambda c: ccd.remove(ball))
+    pillar.detachNode()
+    ccd.step()
+    assert sorted(recorder.names()) == ["ball-out-pillar", "pillar-out-ball"]
+    assert ccd.colliders == 2
+
+
+def _plane_through_zone(base, make_ccd, recorder, static, mover):
+    from panda3d.core import LPlane, LVector3
+
+    ccd = make_ccd(task_name=f"ccd-{static}-{mover}")
+    render = base.render
+    root = render.attachNewNode("root")
+    zone = node(root, "zone")
+    ccd.add_sphere(zone, 1.0, static=static, response="sensor")
+    floor = node(root, "floor", (0, 0, -5))
+    ccd.add_plane(floor, LPlane(LVector3(0, 0, 1), LPoint3(0, 0, 0)))
+    if mover:  # a dynamic ball far from the zone, or next to it
+        ball = node(root, "ball", (0, 1.2, 0) if mover == "near" else (500, 0, 8))
+        ccd.add_sphere(ball, 0.5, response="sensor")
+    ccd.step()
+    recorder.clear()
+    floor.setFluidPos(0, 0, 5)  # the floor rises through the zone
+    ccd.step()
+    names = sorted(n for n in recorder.names() if "ball" not in n)
+    ccd.destroy()
+    root.removeNode()
+    recorder.clear()
+    return names
+
+
+@pytest.mark.parametrize("mover", [None, "far"])
+def test_a_moving_plane_meets_a_static_as_a_still_dynamic_sphere(
+    base, make_ccd, recorder, mover
+):
+    """A floor rising through a static sensor zone: the zone was handed to the solver only
+    near a dynamic sphere's sweep, so without one nothing was reported."""
+    dynamic = _plane_through_zone(base, make_ccd, recorder, False, mover)
+    assert dynamic == ["zone-into-floor"]
+    assert _plane_through_zone(base, make_ccd, recorder, True, mover) == dynamic
+
+
+def test_a_moving_plane_meets_a_static_near_a_mover(base, make_ccd, recorder):
+    """The same with a mover next to the zone (this one always passed: the result depended
+    on where an unrelated ball was)."""
+    assert _plane_through_zone(base, make_ccd, recorder, True, "near") == ["zone-into-floor"]
+
+
+def test_a_detached_static_does_not_rebuild_the_index_each_time_it_is_looked_at(
+    base, ccd, monkeypatch
+):
+    """A static node kept detached (a pool) is found inactive once; looking at it again in
+    turn must not throw the index away each pass (30,000 statics would be re-indexed)."""
+    from panda3d_ccd import _index
+
+    builds = [0]
+    original = _index.StaticIndex._build
+
+    def counting(self, lo, hi):
+        builds[0] += 1
+        return original(self, lo, hi)
+
+    monkeypatch.setattr(_index.StaticIndex, "_build", counting)
+    render = base.render
+    pooled = node(render, "pooled", (5, 0, 0))
+    ccd.add_sphere(pooled, 1.0, static=True)
+    ccd.add_sphere(node(render, "pillar", (0, 5, 0)), 1.0, static=True)
+    ccd.add_sphere(node(render, "ball", (0, 0, 0)), 0.5)
+    ccd.step()
+    pooled.detachNode()
+    ccd.step()
+    ccd.step()  # the index without the pooled node
+    built = builds[0]
+    for _ in range(5):
+        ccd.step()
+    assert builds[0] == built
+
+
+def _debug_vertices(base, make_ccd, static):
+    ccd = make_ccd(task_name=f"ccd-debug-{static}")
+    root = base.render.attachNewNode("root")
+    ccd.show_debug(root)
+    ccd.add_sphere(node(root, "pillar", (0, 50, 0)), 1.0, static=static)
+    ball = node(root, "ball")
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()
+    ball.setFluidPos(1, 0, 0)
+    ccd.step()
+    geom = root.find("**/ccd-debug-lines").node()
+    rows = sum(geom.getGeom(i).getVertexData().getNumRows() for i in range(geom.getNumGeoms()))
+    ccd.destroy()
+    root.removeNode()
+    return rows
+
+
+def test_the_debug_view_draws_a_static_far_from_everything(base, make_ccd):
+    """The debug view draws every sphere: a static one as a dynamic one never moved."""
+    assert _debug_vertices(base, make_ccd, True) == _debug_vertices(base, make_ccd, False)
+
+
+@pytest.mark.parametrize("grower_first", [True, False])
+@pytest.mark.parametrize("response", ["rewind", "sensor"])
+def test_the_contact_point_on_a_growing_sphere_is_where_its_surface_was_then(
+    base, ccd, response, grower_first
+):
+    """A ball grows from radius 1 to 3 toward a still ball 3.5 away (radius 1): they touch
+    at t = 0.75, radius 2.5, at x = 2.5. Registered first, the grower is the solver's
+    sphere a, and the target's contact (into the grower) named a point at its end radius,
+    inside the target."""
+    render = base.render
+    grower = NodePath("grower")
+    target = node(render, "target", (3.5, 0, 0))
+    if not grower_first:
+        ccd.add_sphere(target, 1.0)
+    grower.reparentTo(render)
+    ccd.add_sphere(grower, 1.0, response=response)
+    if grower_first:
+        ccd.add_sphere(target, 1.0)
+    ccd.step()
+    grower.setScale(3)
+    contacts = ccd.step()
+    assert sorted((c.from_np.getName(), c.t, tuple(c.point)) for c in contacts) == [
+        ("grower", 0.75, (2.5, 0.0, 0.0)),
+        ("target", 0.75, (2.5, 0.0, 0.0)),
+    ]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_statics_match_still_dynamic_spheres_with_growth_groups_and_offsets(
+    base, make_ccd, seed
+):
+    """tests/test_statics.py's oracle on a harder scene: movers that grow and shrink,
+    CollisionNodes of two spheres (rewind and slide), off-centre static spheres, a floor
+    rising through them all. Every contact but those of two pillars (points included) and
+    the movers' ends, bit for bit."""
+    from panda3d.core import CollisionNode, CollisionSphere, LPlane, LVector3
+
+    def run(as_static):
+        rng = np.random.default_rng(seed)
+        ccd = make_ccd(task_name=f"ccd-{as_static}")
+        root = base.render.attachNewNode("root")
+        floor = node(root, "floor", (0, 0, -30))
+        ccd.add_plane(floor, LPlane(LVector3(0, 0, 1), LPoint3(0)))
+        for k in range(150):
+            ccd.add_sphere(node(root, f"p{k}", rng.uniform(-20, 20, 3)),
+                           float(rng.uniform(0.3, 2)), static=as_static,
+                           center=tuple(rng.uniform(-1, 1, 3)) if k % 3 == 0 else (0, 0, 0),
+                           response="sensor" if k % 5 == 0 else "rewind")  # fmt: skip
+        movers = []
+        for k in range(30):
+            if k % 4 == 0:
+                cn = CollisionNode(f"m{k}")
+                cn.addSolid(CollisionSphere(0, 0, 0, 0.3))
+                cn.addSolid(CollisionSphere(1, 0, 0, 0.2))
+                m = root.attachNewNode(cn)
+                m.setPos(*rng.uniform(-20, 20, 3))
+                ccd.add_collision_node(m, response=("rewind", "slide")[k % 2])
+            else:
+                m = node(root, f"m{k}", rng.uniform(-20, 20, 3))
+                ccd.add_sphere(m, 0.3, response=("rewind", "slide", "sensor")[k % 3])
+            movers.append(m)
+        ccd.step()
+        seen = []
+        for _ in range(6):
+            for k, m in enumerate(movers):
+                m.setFluidPos(m.getPos() + LVector3(*rng.normal(scale=6.0, size=3)))
+                if k % 2:
+                    m.setScale(float(rng.uniform(0.5, 3)))
+            floor.setFluidZ(floor.getZ() + 5)  # rises through the pillars
+            seen += sorted(
+                (c.from_np.getName(), c.into_np.getName(), c.t, tuple(c.point))
+                for c in ccd.step()
+                if (c.from_np.getName()[0], c.into_np.getName()[0]) != ("p", "p")
+            )
+        ends = [(tuple(m.getPos()), tuple(m.getScale())) for m in movers]
+        ccd.destroy()
+        root.removeNode()
+        return seen, ends
+
+    static, dynamic = run(True), run(False)
+    assert len(dynamic[0]) > 20
+    assert static == dynamic
+
+
+_FIRST_PASS_SCALE = (
+    "a node's first pass starts at Panda3D's previous transform, which setPos resets "
+    "but setScale and setHpr do not: a spawn placed with setPos then setScale in a task "
+    "is swept from scale 1 and rewound to a smaller scale (and an off-centre sphere's "
+    "offset is swept from unrotated) (fix: on the first pass take the start's scale and "
+    "rotation, for the radius and the offset, from the current transform)"
+)
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        pytest.param("pos, scale", marks=pytest.mark.xfail(strict=True, reason=_FIRST_PASS_SCALE)),
+        "scale, pos",
+    ],
+)
+def test_a_spawn_scaled_in_a_task_keeps_its_scale_on_its_first_pass(base, ccd, order):
+    """The usual spawn in a game task: create, place, scale, register. The pillar's surface
+    is 3 from the spawn's centre; a spawn of radius 3.5 starts overlapping it (nothing
+    moves, so nothing is swept): it must keep the scale the game gave it, whatever the
+    order of the calls."""
+    render = base.render
+    ccd.add_sphere(node(render, "pillar", (5, -4, 0)), 1.0, static=True)
+    base.taskMgr.step()
+    spawned = []
+
+    def spawn(task):
+        boulder = render.attachNewNode("boulder")
+        for call in order.split(", "):
+            boulder.setPos(5, 0, 0) if call == "pos" else boulder.setScale(3.5)
+        ccd.add_sphere(boulder, 1.0)
+        spawned.append(boulder)
+        return task.done
+
+    base.taskMgr.add(spawn, "spawn", sort=0)
+    base.taskMgr.step()
+    assert spawned[0].getScale() == (3.5, 3.5, 3.5)
+
+
+@pytest.mark.parametrize("sphere", [{"radius": 1e308}, {"radius": 1.0, "center": (1e300, 0, 0)}])
+def test_a_static_sphere_that_overflows_is_skipped_not_raised(base, ccd, sphere, monkeypatch):
+    """Finite arguments under a scale of 10 give an infinite world radius or centre: a
+    dynamic sphere is skipped with a warning, a static one must be too (the static index
+    raised ValueError every pass)."""
+    from panda3d_ccd import component
+
+    seen = []
+    monkeypatch.setattr(component.notify, "warning", seen.append)
+    render = base.render
+    huge = node(render, "huge")
+    huge.setScale(10)
+    ccd.add_sphere(huge, static=True, **sphere)
+    ball = node(render, "ball")
+    ccd.add_sphere(ball, 1.0)
+    ccd.step()
+    ball.setFluidPos(5, 0, 0)
+    assert ccd.step() == []
+    assert ball.getPos() == LPoint3(5, 0, 0)
+    assert seen == [f"{huge} has a non-finite transform; static sphere skipped until it is "
+                    "teleported"]  # fmt: skip
+
+
+def _balanced(names):
+    """Violations of in (again)* out per (from, into) pair, ending closed."""
+    state: dict[tuple[str, str], bool] = {}
+    bad = []
+    for name in names:
+        f, kind, i = name.split("-")
+        if kind == "into":
+            if state.get((f, i)):
+                bad.append(f"{name}: second in")
+            state[(f, i)] = True
+        else:
+            if not state.get((f, i)):
+                bad.append(f"{name}: without an in")
+            if kind == "out":
+                state[(f, i)] = False
+    return bad + [f"{f}/{i} left open" for (f, i), is_open in state.items() if is_open]
+
+
+def _resized_in_a_handler(base, ccd, listener, static):
+    """A sensor ball enters a pillar; the in handler resizes the pillar the usual way:
+    remove() it and register it again with another radius."""
+    render = base.render
+    pillar = node(render, "pillar", (5, 0, 0))
+    ccd.add_sphere(pillar, 1.0, static=static, response="sensor")
+    ball = node(render, "ball")
+    ccd.add_sphere(ball, 0.5, response="sensor")
+    ccd.step()
+
+    def resize(contact):
+        ccd.remove(pillar)
+        ccd.add_sphere(pillar, 2.0, static=static, response="sensor")
+
+    listener.accept("ball-into-pillar", resize)
+    ball.setFluidPos(5, 0, 0)
+    ccd.step()
+    listener.ignoreAll()
+    return pillar, ball
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_node_registered_again_in_a_handler_gets_no_event_of_its_old_self(
+    base, ccd, recorder, listener, static
+):
+    """The old pillar's pillar-into-ball, later in the same pass, was still sent (the node
+    is registered again under the same NodePath), and its pair was closed already: an in
+    never followed by its out."""
+    pillar, ball = _resized_in_a_handler(base, ccd, listener, static)
+    ball.setFluidPos(2.8, 0, 0)  # inside the new radius only
+    ccd.step()
+    ball.setFluidPos(-5, 0, 0)
+    ccd.step()
+    assert _balanced(recorder.names()) == []
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_node_registered_again_in_a_handler_keeps_its_registration(
+    base, ccd, recorder, listener, static
+):
+    """The end of the pass's events forgot the old pillar's ids, and with them the new
+    registration's: taking the node out of the scene then raised KeyError in step()."""
+    pillar, ball = _resized_in_a_handler(base, ccd, listener, static)
+    ball.setFluidPos(5, 0.5, 0)
+    pillar.detachNode()
+    ccd.step()
+    pillar.reparentTo(base.render)
+    ccd.step()
+    assert ccd.colliders == 2
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_node_registered_again_in_an_again_handler_gets_no_again_of_its_old_self(
+    base, ccd, recorder, listener, static
+):
+    """The same resize from an again handler, while the ball rests in the pillar: the old
+    pair's outs are sent at remove(), so the old pillar's own again must not follow."""
+    render = base.render
+    pillar = node(render, "pillar", (5, 0, 0))
+    ccd.add_sphere(pillar, 1.0, static=static, response="sensor")
+    ball = node(render, "ball", (5, 0, 0))
+    ccd.add_sphere(ball, 0.5, response="sensor")
+    ccd.step()
+
+    def resize(contact):
+        listener.ignoreAll()
+        ccd.remove(pillar)
+        ccd.add_sphere(pillar, 2.0, static=static, response="sensor")
+
+    listener.accept("ball-again-pillar", resize)
+    for _ in range(3):
+        ccd.step()
+    ball.setFluidPos(-5, 0, 0)
+    ccd.step()
+    assert _balanced(recorder.names()) == []
+
+
+def test_statics_registered_under_a_detached_level_are_where_the_level_is_attached(
+    base, ccd, recorder
+):
+    """A level chunk built under a detached root over a few frames (its statics registered
+    as they are made), then attached and placed: each static must be where it is then,
+    not where it was read while detached. (With 32 statics or fewer each is looked at in
+    the first pass, found out of the scene, and read again once back: it passes.)"""
+    render = base.render
+    level = NodePath("level")
+    pillars = [node(level, f"p{k}", (0, 3 * k, 0)) for k in range(100)]
+    for p in pillars:
+        ccd.add_sphere(p, 1.0, static=True)
+    ball = node(render, "ball", (90, 231, 0))
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()  # the level is still being built
+    level.reparentTo(render)
+    level.setPos(100, 0, 0)  # placed as it is attached
+    ccd.step()
+    ball.setFluidPos(110, 231, 0)  # through p77, at (100, 231, 0)
+    ccd.step()
+    assert recorder.names() == ["ball-into-p77", "p77-into-ball"]
+    assert ball.getPos() == LPoint3(98.5, 231, 0)
+
+
+def _static_soak(base, make_ccd, recorder, seed):
+    """Statics and movers through 25 passes; handlers (on any event, at random) remove
+    static nodes, resize them (remove and register again), detach statics or movers, and
+    teleport statics; the game attaches detached nodes again and teleports statics."""
+    from panda3d.core import LPlane, LVector3
+
+    rng = np.random.default_rng(seed)
+    ccd = make_ccd(task_name=f"soak-{seed}")
+    root = base.render.attachNewNode("root")
+    statics = {}
+    n_static = int(rng.choice([10, 60]))
+    for k in range(n_static):
+        p = node(root, f"p{k}", rng.uniform(-8, 8, 3))
+        ccd.add_sphere(p, float(rng.uniform(0.5, 1.5)), static=True,
+                       response=str(rng.choice(["sensor", "rewind"])),
+                       from_mask=int(rng.choice([0, 1, 0xFFFFFFFF])))  # fmt: skip
+        statics[p.getName()] = p
+    movers = [node(root, f"m{k}", rng.uniform(-8, 8, 3)) for k in range(8)]
+    for k, m in enumerate(movers):
+        ccd.add_sphere(m, 0.4, response=("rewind", "slide", "sensor")[k % 3])
+    ccd.add_plane(node(root, "floor", (0, 0, -9)), LPlane(LVector3(0, 0, 1), LPoint3(0)))
+
+    def teleport(p):
+        p.setPos(*rng.uniform(-8, 8, 3))
+        with contextlib.suppress(ValueError):  # not registered (any more)
+            ccd.teleport(p)
+
+    def handle(contact):
+        r = rng.random()
+        into, frm = contact.getIntoNodePath(), contact.getFromNodePath()
+        p = statics.get("" if into.isEmpty() else into.getName())
+        if p is not None and not p.isEmpty():
+            if r < 0.1:
+                p.removeNode()
+            elif r < 0.2:
+                with contextlib.suppress(ValueError):  # not registered (any more)
+                    ccd.remove(p)  # (its outs' handlers may remove the node, too)
+                    if not p.isEmpty():
+                        ccd.add_sphere(p, rng.uniform(0.5, 2), static=True, response="sensor")
+            elif r < 0.3:
+                p.detachNode()
+            elif r < 0.4:
+                teleport(p)
+        elif r < 0.05 and not frm.isEmpty() and frm.getName()[0] == "m":
+            frm.detachNode()
+
+    send = recorder.send
+
+    def send_and_handle(name, args=None, taskChain=None):  # noqa: N803
+        send(name, args)
+        if args and rng.random() < 0.3:
+            handle(args[0])
+
+    recorder.send = send_and_handle
+    ccd.step()
+    for _ in range(25):
+        for m in movers:
+            if m.getParent().isEmpty() and rng.random() < 0.5:
+                m.reparentTo(root)
+            m.setFluidPos(m.getPos() + LVector3(*rng.normal(scale=3.0, size=3)))
+        for p in statics.values():
+            if not p.isEmpty() and p.getParent().isEmpty() and rng.random() < 0.3:
+                p.reparentTo(root)
+        p = statics[f"p{rng.integers(n_static)}"]
+        if rng.random() < 0.2 and not p.isEmpty():
+            teleport(p)
+        ccd.step()
+    recorder.send = send  # destroy()'s outs are not handled: nothing is left to call
+    ccd.destroy()
+    root.removeNode()
+
+
+@pytest.mark.parametrize("seed", [3, 12, 13, 18, 19, 31, 40, 44, 45, 66, 0, 1])
+def test_static_lifecycle_soak_never_raises_and_every_in_gets_its_out(
+    base, make_ccd, recorder, seed
+):
+    """The first ten seeds failed on the session's main (of seeds 0 to 79, 17 did: ins
+    left open, a second in, an again without its in, KeyError in step())."""
+    _static_soak(base, make_ccd, recorder, seed)
+    assert _balanced(recorder.names()) == []
+
+
+def test_an_out_handler_that_removes_an_emptied_node_while_others_are_dropped(
+    base, ccd, recorder, listener
+):
+    """Two balls rest in a zone; the game removeNode()s both and, in its out handler, also
+    tells the plugin with ccd.remove(ball) on its own (emptied) NodePaths, as the README
+    allows. The pass that drops them must not raise (KeyError: the handler's remove()
+    dropped a node the pass was about to drop), and each out comes once."""
+    render = base.render
+    zone = node(render, "zone")
+    ccd.add_sphere(zone, 3.0, response="sensor", from_mask=0)
+    balls = [node(render, f"b{k}", (k, 0, 0)) for k in range(2)]
+    for b in balls:
+        ccd.add_sphere(b, 0.5, response="sensor")
+    ccd.step()
+    assert sorted(recorder.names()) == ["b0-into-zone", "b1-into-zone"]
+    recorder.clear()
+
+    def cleanup(contact):
+        for b in balls:
+            ccd.remove(b)
+
+    listener.accept("b0-out-zone", cleanup)
+    listener.accept("b1-out-zone", cleanup)
+    for b in balls:
+        b.removeNode()
+    ccd.step()
+    assert sorted(recorder.names()) == ["b0-out-zone", "b1-out-zone"]
+    assert ccd.colliders == 1
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_an_out_handler_of_a_dropped_node_may_destroy_the_component(
+    base, ccd, recorder, listener, static
+):
+    """The zone a ball rests in is removeNode()d; the ball's out handler ends the level
+    with ccd.destroy(). The pass must end quietly, with every pair closed once."""
+    render = base.render
+    zone = node(render, "zone")
+    ccd.add_sphere(zone, 3.0, response="sensor", static=static)
+    ball = node(render, "ball")
+    ccd.add_sphere(ball, 0.5, response="sensor")
+    other = node(render, "other", (1, 0, 0))
+    ccd.add_sphere(other, 0.5, response="sensor")
+    ccd.step()
+    listener.accept("ball-out-zone", lambda c: ccd.destroy())
+    zone.removeNode()
+    base.taskMgr.step()
+    assert _balanced(recorder.names()) == []
+    assert base.taskMgr.getTasksNamed("panda3d-ccd") == []
