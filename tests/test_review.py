@@ -235,19 +235,10 @@ def test_statics_match_still_dynamic_spheres_with_growth_groups_and_offsets(
     assert static == dynamic
 
 
-_FIRST_PASS_SCALE = (
-    "a node's first pass starts at Panda3D's previous transform, which setPos resets "
-    "but setScale and setHpr do not: a spawn placed with setPos then setScale in a task "
-    "is swept from scale 1 and rewound to a smaller scale (and an off-centre sphere's "
-    "offset is swept from unrotated) (fix: on the first pass take the start's scale and "
-    "rotation, for the radius and the offset, from the current transform)"
-)
-
-
 @pytest.mark.parametrize(
     "order",
     [
-        pytest.param("pos, scale", marks=pytest.mark.xfail(strict=True, reason=_FIRST_PASS_SCALE)),
+        "pos, scale",
         "scale, pos",
     ],
 )

@@ -997,6 +997,17 @@ class ContinuousCollision:
             # A garbage previous transform: do not sweep from it.
             start[rows[swept]] = np.where(prev.ok[:, None], prev.center, now.center[swept])
             radius0[rows[swept]] = np.where(prev.ok, prev.world_radius, now.world_radius[swept])
+            # A first pass takes only the position from the previous transform: setPos
+            # resets it, setScale and setHpr do not, so a spawn placed, then scaled or
+            # turned, must not be swept from its unscaled, unturned self.
+            fresh = new[rows[swept]] & prev.ok
+            if fresh.any():
+                k, m = swept[fresh], int(fresh.sum())
+                was = _vec3s(map(TransformState.getPos, prev.transform[fresh].tolist()), m)
+                now_at = _vec3s(map(TransformState.getPos, now.transform[k].tolist()), m)
+                with np.errstate(invalid="ignore"):  # a NaN node: skipped just below
+                    start[rows[k]] = now.center[k] + (was - now_at)
+                radius0[rows[k]] = now.world_radius[k]
         self._new.clear()
 
         finite = row_all(np.isfinite(end)) & np.isfinite(radius)
