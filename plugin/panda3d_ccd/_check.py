@@ -42,6 +42,15 @@ def coordinates(name: str, value: ArrayLike) -> Float:
     return arr
 
 
+def sweeps(p0: ArrayLike, p1: ArrayLike) -> tuple[Float, Float]:
+    """(n, 3) float64 start and end points of n sweeps, of the same shape."""
+    p0_ = points("p0", p0, single=False)
+    p1_ = points("p1", p1, single=False)
+    if p1_.shape != p0_.shape:
+        raise ValueError(f"p1 must have the same shape as p0 {p0_.shape}, got {p1_.shape}")
+    return p0_, p1_
+
+
 def row_shape(name: str, arr: np.ndarray, n: int) -> None:
     if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != n):
         raise ValueError(f"{name} must be a scalar or have shape ({n},), got {arr.shape}")

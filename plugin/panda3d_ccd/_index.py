@@ -132,6 +132,10 @@ def _overlap(qlo: Float, qhi: Float, q: Int, lo: Float, hi: Float, k: Int) -> Bo
     return hit
 
 
+#: A query of r boxes starts at the level of about _WIDE_START / r nodes (see _pairs).
+_WIDE_START = 2048
+
+
 class StaticIndex:
     """Boxes of static items (a level's triangles), indexed once, queried by boxes.
 
@@ -287,10 +291,7 @@ class StaticIndex:
         i, k : (p,) int64
             Sphere and item of every pair found, each once, sorted by ``i`` then ``k``.
         """
-        p0_ = _check.points("p0", p0, single=False)
-        p1_ = _check.points("p1", p1, single=False)
-        if p1_.shape != p0_.shape:
-            raise ValueError(f"p1 must have the same shape as p0 {p0_.shape}, got {p1_.shape}")
+        p0_, p1_ = _check.sweeps(p0, p1)
         n = p0_.shape[0]
         reach = _check.lengths("radius", radius, n)
         if margin is not None:
@@ -330,13 +331,21 @@ class StaticIndex:
         empty = np.empty(0, dtype=np.int64)
         if self.size == 0 or qlo.shape[1] == 0:
             return empty, empty.copy()
-        q = np.arange(qlo.shape[1])
-        node = np.zeros(len(q), dtype=np.int64)
+        r = qlo.shape[1]
         mask = np.take(from_, ids)
         # The mask test is skipped when some bit is in every mask (the common case).
         masked = (np.bitwise_and.reduce(mask) & np.bitwise_and.reduce(self.into_mask)) == 0
+        # A few queries start below the root, against every node of a level at once: the
+        # levels above cost more numpy calls than the wider test does (each level is some
+        # ten calls, whatever the frontier's size).
+        start = min(len(self._levels) - 1, max(0, int(np.log2(_WIDE_START / r))))
+        width = 1 << start
+        q = np.repeat(np.arange(r), width)
+        node = np.tile(np.arange(width, dtype=np.int64), r)
         for depth, (lo, hi, nmask) in enumerate(self._levels):
-            if depth:
+            if depth < start:
+                continue
+            if depth > start:
                 q = np.repeat(q, 2)
                 node = (node[:, None] * 2 + np.arange(2)).ravel()
             hit = _overlap(qlo, qhi, q, lo, hi, node)

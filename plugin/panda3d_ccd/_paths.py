@@ -69,6 +69,8 @@ class Hits(NamedTuple):
         """Rows of one kind; ``pos_b`` None is nan, ``feature`` and ``part`` None are FACE
         and 0; ``exit`` is (t_exit, point, normal, pos_a, pos_b), None for none."""
         k = len(a)
+        if k == 0 and _EMPTY is not None:
+            return _EMPTY  # many rounds have no contact of some kind: no eleven arrays
         nan3 = np.full((k, 3), np.nan)
         if exit is None:
             exit = (np.full(k, np.nan), nan3, nan3, nan3, nan3)
@@ -95,8 +97,17 @@ class Hits(NamedTuple):
 
 
 def empty_hits() -> Hits:
+    """No contact (one shared value: nothing writes into a Hits' columns)."""
+    return _EMPTY
+
+
+def _no_hits() -> Hits:
     none, z, z3 = np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 3))
     return Hits.of(none, none, SPHERE, z, z3, z3, z, z3)
+
+
+_EMPTY: Hits | None = None
+_EMPTY = _no_hits()
 
 
 def concat_hits(parts: list[Hits]) -> Hits:

@@ -224,10 +224,7 @@ def sphere_pairs(
         masks and ``moving`` allow, exactly once, with ``i < j``, sorted by ``i`` then
         ``j``.
     """
-    p0_ = _positions("p0", p0)
-    p1_ = _positions("p1", p1)
-    if p1_.shape != p0_.shape:
-        raise ValueError(f"p1 must have the same shape as p0 {p0_.shape}, got {p1_.shape}")
+    p0_, p1_ = _check.sweeps(p0, p1)
     n = p0_.shape[0]
     reach = _check.lengths("radius", radius, n)
     if margin is not None:
@@ -689,10 +686,7 @@ def sphere_plane_pairs(
         and ``d1`` that of ``p1`` to the plane at the end, sorted by sphere then plane.
         The signed distance is linear in time, so that is its minimum over the frame.
     """
-    p0_ = _positions("p0", p0)
-    p1_ = _positions("p1", p1)
-    if p1_.shape != p0_.shape:
-        raise ValueError(f"p1 must have the same shape as p0 {p0_.shape}, got {p1_.shape}")
+    p0_, p1_ = _check.sweeps(p0, p1)
     n = p0_.shape[0]
     r = _check.lengths("radius", radius, n)
     nrm, off0, length = _planes(normals, offsets)
