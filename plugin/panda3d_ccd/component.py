@@ -141,9 +141,10 @@ class _Bodies(NamedTuple):
         m = len(planes)
 
         def spheres_then(column: str, of_planes: np.ndarray) -> np.ndarray:
-            return np.concatenate(
-                [getattr(spheres, column), getattr(statics, column)[near], of_planes]
-            )
+            parts = [getattr(spheres, column), of_planes]
+            if len(near):
+                parts.insert(1, getattr(statics, column)[near])
+            return np.concatenate(parts)
 
         return cls(
             nodepath=spheres_then("nodepath", np.fromiter((p.nodepath for p in planes), object, m)),
@@ -153,13 +154,8 @@ class _Bodies(NamedTuple):
             into_mask=spheres_then(
                 "into_mask", np.fromiter((p.into_mask for p in planes), np.int64, m)
             ),
-            tangible=np.concatenate(
-                [
-                    spheres.response != _solver.SENSOR,
-                    statics.response[near] != _solver.SENSOR,
-                    np.ones(m, bool),
-                ]
-            ),
+            tangible=spheres_then("response", np.full(m, _solver.REWIND, np.int8))
+            != _solver.SENSOR,
         )
 
 
