@@ -711,3 +711,16 @@ def test_docstring_examples():
     results = [doctest.testmod(m, optionflags=doctest.ELLIPSIS) for m in modules]
     assert sum(r.failed for r in results) == 0
     assert sum(r.attempted for r in results) >= 16
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: sphere_triangle_toi([["x", 0, 0]], [[0, 0, 0]], 1.0, TA, TB, TC), "c0"),
+        (lambda: sphere_triangle_toi([[0, 0, 0]], [[0, 0, 0]], "big", TA, TB, TC), "r"),
+    ],
+    ids=["point", "radius"],
+)
+def test_non_numeric_input_is_refused_naming_the_argument(call, message):
+    with pytest.raises(ValueError, match=f"^{message} must be numbers, got "):
+        call()

@@ -17,9 +17,17 @@ Bool = NDArray[np.bool_]
 MASK_MAX = 0xFFFFFFFF
 
 
+def floats(name: str, value: ArrayLike) -> Float:
+    """float64 array of value, or a ValueError naming the argument (numpy's own does not)."""
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numbers, got {value!r}") from None
+
+
 def points(name: str, value: ArrayLike, *, single: bool = True) -> Float:
     """(n, 3) float64; with ``single`` a lone (3,) point is taken as one row."""
-    arr = np.asarray(value, dtype=np.float64)
+    arr = floats(name, value)
     if single and arr.ndim == 1 and arr.shape[0] == 3:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != 3:
@@ -59,7 +67,7 @@ def row_shape(name: str, arr: np.ndarray, n: int) -> None:
 def lengths(name: str, value: ArrayLike, n: int | None = None) -> Float:
     """Finite, non-negative lengths (radii, margins): scalar or (n,) float64; with ``n``
     given, broadcast to (n,)."""
-    arr = np.asarray(value, dtype=np.float64)
+    arr = floats(name, value)
     if n is None:
         if arr.ndim > 1:
             raise ValueError(f"{name} must be a scalar or have shape (n,), got {arr.shape}")
