@@ -18,6 +18,7 @@ import re
 
 import numpy as np
 import pytest
+from event_checks import balanced
 from panda3d.core import LPlane, LPoint3, LVector3, NodePath
 
 from panda3d_ccd import ContinuousCollision, sphere_sphere_toi
@@ -31,25 +32,6 @@ def node(parent, name, pos=(0, 0, 0)):
     np_ = parent.attachNewNode(name)
     np_.setPos(*pos)
     return np_
-
-
-def balanced(names):
-    """Violations of in (again)* out per (from, into) pair, ending closed (empty if none)."""
-    state: dict[tuple[str, str], bool] = {}
-    bad = []
-    for name in names:
-        f, kind, i = name.split("-")
-        key = (f, i)
-        if kind == "into":
-            if state.get(key):
-                bad.append(f"{name}: second in")
-            state[key] = True
-        else:
-            if not state.get(key):
-                bad.append(f"{name}: without an in")
-            if kind == "out":
-                state[key] = False
-    return bad + [f"{f}/{i} left open" for (f, i), is_open in state.items() if is_open]
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from event_checks import balanced
 from panda3d.core import (
     BitMask32,
     ClockObject,
@@ -87,27 +88,6 @@ def warnings_seen(monkeypatch):
     seen: list[str] = []
     monkeypatch.setattr(component.notify, "warning", seen.append)
     return seen
-
-
-def balanced(event_names):
-    """Per (from, into) pair, the stream is in (again)* out, ..., and ends closed.
-    Returns the list of violations (empty when balanced)."""
-    state: dict[tuple[str, str], bool] = {}
-    bad = []
-    for name in event_names:
-        f, kind, i = name.split("-")
-        key = (f, i)
-        if kind == "into":
-            if state.get(key):
-                bad.append(f"{name}: second in")
-            state[key] = True
-        else:
-            if not state.get(key):
-                bad.append(f"{name}: without an in")
-            if kind == "out":
-                state[key] = False
-    bad += [f"{f}/{i} left open" for (f, i), is_open in state.items() if is_open]
-    return bad
 
 
 # ============================================================================ at the door

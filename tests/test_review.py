@@ -7,6 +7,7 @@ import contextlib
 
 import numpy as np
 import pytest
+from event_checks import balanced
 from panda3d.core import LPoint3, NodePath
 
 
@@ -288,24 +289,6 @@ def test_a_static_sphere_that_overflows_is_skipped_not_raised(base, ccd, sphere,
                     "teleported"]  # fmt: skip
 
 
-def _balanced(names):
-    """Violations of in (again)* out per (from, into) pair, ending closed."""
-    state: dict[tuple[str, str], bool] = {}
-    bad = []
-    for name in names:
-        f, kind, i = name.split("-")
-        if kind == "into":
-            if state.get((f, i)):
-                bad.append(f"{name}: second in")
-            state[(f, i)] = True
-        else:
-            if not state.get((f, i)):
-                bad.append(f"{name}: without an in")
-            if kind == "out":
-                state[(f, i)] = False
-    return bad + [f"{f}/{i} left open" for (f, i), is_open in state.items() if is_open]
-
-
 def _resized_in_a_handler(base, ccd, listener, static):
     """A sensor ball enters a pillar; the in handler resizes the pillar the usual way:
     remove() it and register it again with another radius."""
@@ -339,7 +322,7 @@ def test_a_node_registered_again_in_a_handler_gets_no_event_of_its_old_self(
     ccd.step()
     ball.setFluidPos(-5, 0, 0)
     ccd.step()
-    assert _balanced(recorder.names()) == []
+    assert balanced(recorder.names()) == []
 
 
 @pytest.mark.parametrize("static", [True, False])
@@ -380,7 +363,7 @@ def test_a_node_registered_again_in_an_again_handler_gets_no_again_of_its_old_se
         ccd.step()
     ball.setFluidPos(-5, 0, 0)
     ccd.step()
-    assert _balanced(recorder.names()) == []
+    assert balanced(recorder.names()) == []
 
 
 def test_statics_registered_under_a_detached_level_are_where_the_level_is_attached(
@@ -486,7 +469,7 @@ def test_static_lifecycle_soak_never_raises_and_every_in_gets_its_out(
     """The first ten seeds failed on the session's main (of seeds 0 to 79, 17 did: ins
     left open, a second in, an again without its in, KeyError in step())."""
     _static_soak(base, make_ccd, recorder, seed)
-    assert _balanced(recorder.names()) == []
+    assert balanced(recorder.names()) == []
 
 
 def test_an_out_handler_that_removes_an_emptied_node_while_others_are_dropped(
@@ -536,5 +519,5 @@ def test_an_out_handler_of_a_dropped_node_may_destroy_the_component(
     listener.accept("ball-out-zone", lambda c: ccd.destroy())
     zone.removeNode()
     base.taskMgr.step()
-    assert _balanced(recorder.names()) == []
+    assert balanced(recorder.names()) == []
     assert base.taskMgr.getTasksNamed("panda3d-ccd") == []
