@@ -3,18 +3,25 @@
 Each kind is one table class with the same four methods, which the solver calls without
 naming a shape (as Box2D's ``s_registers`` or Jolt's ``CollisionDispatch``):
 
-- ``candidates(p0, p1, reach, from_mask, moving)``: the (body, row) pairs of the broad phase,
-  collide masks and motion already applied;
+- ``candidates(p0, p1, reach, from_mask, moving, split)``: the (body, row) pairs of the
+  broad phase, collide masks and motion already applied (``split``: straight sweeps that
+  may be boxed in pieces);
 - ``toi(paths, i, k)``: times of impact on the bodies' current segments (``paths`` also
-  knows each body's radius, which may change within the frame);
-- ``hits(paths, i, k, t)``: the :class:`Hits` rows of accepted contacts;
-- ``sensor_hits(paths, i, k)``: overlap intervals of sensor bodies (one segment each).
+  knows each body's radius, which may change within the frame), and (p, d) floats per pair
+  that the table wants back with its hits;
+- ``hits(paths, i, k, t, extra)``: the :class:`Hits` rows of accepted contacts, and their
+  :class:`Response` (the normal to slide along at the end of the pass, and how far the
+  obstacle carries the body's point of contact by then: 0 for what does not move);
+- ``sensor_hits(paths, i, k)``: overlap intervals over the bodies' final paths.
 
-A table also carries ``kind``, ``mask`` (m,) into masks, ``moving`` (m,) and ``group`` (m,)
-or None (never tested against the bodies of its own rigid group).
+A table also carries ``kind``, ``mask`` (m,) into masks, ``moving`` (m,), ``sensor`` (m,)
+(rows that only report), ``shift`` (m,) (how far any point of a row moves over the pass)
+and ``group`` (m,) or None (never tested against the bodies of its own rigid group).
 """
 
 from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,6 +33,13 @@ from .sweep.sphere_plane import _sphere_plane_toi, sphere_plane_overlap
 
 #: Kinds of obstacle (``Hits.kind``); 0 is a body sphere.
 PLANE = 1
+
+
+class Response(NamedTuple):
+    """How accepted contacts change their bodies' paths (one row each)."""
+
+    push: Float  # (k, 3) unit normal of the surface at the end of the pass
+    carry: Float  # (k, 3) where the surface takes the body's contact point by then
 
 
 class Planes:
@@ -48,6 +62,8 @@ class Planes:
         # public functions do.
         self.length = _length(normal)
         self.moving = off0 != off1
+        self.sensor = np.zeros(len(mask), bool)
+        self.shift = np.abs(off1 - off0) / self.length
 
     def unit(self) -> tuple[Float, Float, Float]:
         """Normals scaled to length 1, and both offsets with them."""
@@ -55,16 +71,16 @@ class Planes:
         return self.normal / length[:, None], self.off0 / length, self.off1 / length
 
     def candidates(
-        self, p0: Float, p1: Float, reach: Float, from_mask: Int, moving: Bool
+        self, p0: Float, p1: Float, reach: Float, from_mask: Int, moving: Bool, split: Any = None
     ) -> tuple[Int, Int]:
         return _sphere_plane_pairs(
             p0, p1, reach, *self.unit(), from_mask, self.mask, moving, self.moving
         )
 
-    def toi(self, paths: Paths, i: Int, k: Int) -> Float:
+    def toi(self, paths: Paths, i: Int, k: Int) -> tuple[Float, None]:
         """Times of impact of spheres with (translating) planes on the current segments."""
         if len(i) == 0:  # most scenes' rounds: no plane pair to retest
-            return np.zeros(0)
+            return np.zeros(0), None
         off0, off1 = self.off0, self.off1
         start = paths.ts[i]
         n = self.normal[k]
@@ -82,9 +98,11 @@ class Planes:
             np.einsum("ij,ij->i", n, c0) + off_start, np.einsum("ij,ij->i", n, end) + off_start
         )
         shallow = radius - deepest <= slop(c0, end)
-        return np.where(shallow, np.inf, start + s * (1.0 - start))
+        return np.where(shallow, np.inf, start + s * (1.0 - start)), None
 
-    def hits(self, paths: Paths, a: Int, k: Int, t: Float) -> Hits:
+    def hits(
+        self, paths: Paths, a: Int, k: Int, t: Float, extra: Any = None
+    ) -> tuple[Hits, Response]:
         off0, off1 = self.off0, self.off1
         pa = paths.at(a, t)
         nrm = self.normal[k]
@@ -93,7 +111,10 @@ class Planes:
         speed = -(np.einsum("ij,ij->i", paths.velocity(a), nrm) + off1[k] - off0[k])
         if paths.grow is not None:
             speed += paths.growth_rate(a, t)
-        return Hits.of(a, k, PLANE, t, point, nrm.copy(), np.maximum(speed, 0.0), pa)
+        hits = Hits.of(a, k, PLANE, t, point, nrm.copy(), np.maximum(speed, 0.0), pa)
+        # A translating plane takes a body touching it along: its offset still to change.
+        left = (off1[k] - _plane_offset_at(off0[k], off1[k], t)) / self.length[k]
+        return hits, Response(hits.normal, -hits.normal * left[:, None])
 
     def sensor_hits(self, paths: Paths, i: Int, k: Int) -> Hits:
         off0, off1 = self.off0, self.off1

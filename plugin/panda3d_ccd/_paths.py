@@ -155,6 +155,16 @@ class Paths:
         # The last contact normal that deflected each body, and when (slides in a wedge).
         self.normal = np.zeros_like(self.xs)
         self.normal_t = np.full(len(p0), -1.0)
+        self.normal_carry = np.zeros_like(self.xs)
+        # The last three contacts' normals, carries and times (corners of moving walls).
+        self.held_n = np.zeros((len(p0), 3, 3))
+        self.held_carry = np.zeros((len(p0), 3, 3))
+        self.held_t = np.full((len(p0), 3), -1.0)
+        self.crushed = np.zeros(len(p0), bool)
+        # What last carried each body (kinematic contacts): its carry per unit of time left,
+        # and the bodies squeezed against something that yielded to it (see _respond).
+        self.carrier = np.zeros_like(self.xs)
+        self.yielded = np.zeros(len(p0), bool)
         self.log: list[tuple[Int, Float, Float, Float, Float]] = []
 
     def at(self, idx: Int, t: Float) -> Float:

@@ -45,7 +45,7 @@ from ._arrays import unique as _unique
 
 # The kinds of Hits.b, for the solver's callers.
 from ._obstacles import PLANE as PLANE
-from ._obstacles import Planes
+from ._obstacles import Planes, Response
 from ._paths import (
     SPHERE,
     Hits,
@@ -63,7 +63,7 @@ from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES
 from .broadphase import _sphere_pairs
 from .sweep.sphere_sphere import _sphere_sphere_toi, sphere_sphere_overlap
 
-REWIND, SLIDE, SENSOR = 0, 1, 2
+REWIND, SLIDE, SENSOR, KINEMATIC = 0, 1, 2, 3
 
 Float = NDArray[np.float64]
 Int = NDArray[np.int64]
@@ -151,6 +151,7 @@ def solve(
     obstacles: Sequence[Any] = (),
     radius0: Float | None = None,
     static: Bool | None = None,
+    kinematic: Bool | None = None,
 ) -> PassResult:
     """Run one pass.
 
@@ -184,6 +185,10 @@ def solve(
     static : (n,) bool, optional
         Spheres that never move (p0 == p1): never paired with each other, nor with a
         plane that does not move either, not even as sensors.
+    kinematic : (n,) bool, optional
+        Spheres the game moves and the pass never does (response KINEMATIC): bodies that
+        touch one are stopped or deflected on their motion relative to it, and carried
+        along by it; two kinematic ones, or one and an obstacle, only report.
     """
     # float64 throughout (the broad phase's rounding pad assumes it).
     p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
@@ -201,6 +206,7 @@ def solve(
     p1 = np.where(finite[:, None], p1, np.nan)
     solid = response != SENSOR
     slide = (response == SLIDE) & finite
+    kin = (response == KINEMATIC) if kinematic is None else kinematic
     rigid = _Rigid(n, group)
     # A rigid group moves as one: a member whose own path is still is carried when a slide
     # group is deflected (a group turning about it), so stillness is the group's.
@@ -208,18 +214,36 @@ def solve(
         _row_any(p0 != p1) if radius0 is None else _row_any(p0 != p1) | (radius0 != radius)
     )
     size, own, reach = _reaches(p0, p1, radius, radius0, slide, rigid)
-
+    # What moves by itself (kinematic spheres, moving obstacles) carries what it touches,
+    # each time by at most its own motion: a body near one may go that much further, off
+    # its straight path, at each of its contacts.
+    shifts = [own[kin & finite], *(t.shift[t.moving] for t in tables)]
+    carry = (MAX_SLIDES + 1) * max((float(x.max(initial=0.0)) for x in shifts), default=0.0)
+    if not np.isfinite(carry):
+        carry = 0.0
     # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
     # the broad phase keeps them; solids drop them below: they cannot start a contact.
     # Straight paths are cut into pieces, so a fast mover's box does not take in the whole
     # crowd around its diagonal. Not slides: their bent paths may go anywhere in their ball.
     everyone = np.ones(n, bool) if static is None else ~static
-    ci, cj = _sphere_pairs(p0, p1, size + reach, from_mask, into_mask, everyone, ~slide)
+    ci, cj = _sphere_pairs(p0, p1, size + reach + carry, from_mask, into_mask, everyone, ~slide)
     if group is not None:
         apart = group[ci] != group[cj]
         ci, cj = ci[apart], cj[apart]
-    pair_sensor = ~(solid[ci] & solid[cj])
+    pair_sensor = ~(solid[ci] & solid[cj]) | (kin[ci] & kin[cj])
     pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
+    found = [
+        table.candidates(p0, p1, size + reach + carry, from_mask, everyone, ~slide)
+        for table in tables
+    ]
+    carried = np.zeros(n, bool)
+    if carry > 0:
+        carried[ci[pair_solid & kin[cj] & moving[cj]]] = True
+        carried[cj[pair_solid & kin[ci] & moving[ci]]] = True
+        for table, (qi, qk) in zip(tables, found):
+            carried[qi[table.moving[qk]]] = True
+        carried = rigid.spread_any(carried & ~kin)
+        reach = np.where(carried, reach + carry, reach)
 
     t_stop = np.ones(n)
     paths = Paths(
@@ -229,21 +253,16 @@ def solve(
         radius0,
         t_stop,
     )
-    bound_reach = np.where(slide, reach, np.where(finite, own, 0.0))
-    pairs = _PairSet(paths, size, slide, bound_reach, ci[pair_solid], cj[pair_solid])
+    # Carried bodies leave their straight paths, as slides do.
+    bent = slide | carried
+    bound_reach = np.where(bent, reach + np.where(carried & ~slide, own, 0.0), own)
+    bound_reach = np.where(finite, bound_reach, 0.0)
+    pairs = _PairSet(paths, size, bent, bound_reach, ci[pair_solid], cj[pair_solid])
     struck = [
-        _ObstaclePairs(
-            table,
-            paths,
-            n,
-            *table.candidates(p0, p1, size + reach, from_mask, everyone),
-            solid,
-            moving,
-            group,
-        )
-        for table in tables
+        _ObstaclePairs(table, paths, n, qi, qk, solid & ~kin, moving, group)
+        for table, (qi, qk) in zip(tables, found)
     ]
-    still = ~rigid.spread_any(~paths.stationary())
+    still = ~rigid.spread_any(~paths.stationary()) | kin
     slides = np.zeros(n, np.int64)
     pend_s = np.flatnonzero(np.isfinite(pairs.toi))
     first = np.full(n, np.inf)
@@ -289,17 +308,27 @@ def solve(
         a_s, b_s, t_s = a_s[acc_s], b_s[acc_s], t_s[acc_s]
         hs = _sphere_hits(paths, radius, a_s, b_s, t_s)
         pairs.toi[pend_s[acc_s]] = np.inf
-        accepted = [
+        taken = [
             o.accept(f & ((t == t_min) | free[a])) for o, a, t, f in zip(struck, a_o, t_o, first_o)
         ]
+        accepted = [h for h, _ in taken]
         hits += [hs, *accepted]
 
-        # Each accepted contact pushes on its moving bodies: (body, time, normal toward it).
+        # Each accepted contact pushes on its moving bodies: (body, time, normal toward it,
+        # and where what it touched carries it by the end of the pass).
         body = np.concatenate([a_s, b_s, *(h.a for h in accepted)])
         when = np.concatenate([t_s, t_s, *(h.t for h in accepted)])
-        push = np.concatenate([hs.normal, -hs.normal, *(h.normal for h in accepted)])
-        keep = ~still[body]
-        changed = _respond(paths, rigid, body[keep], when[keep], push[keep], slide, slides, t_stop)
+        push = np.concatenate([hs.normal, -hs.normal, *(r.push for _, r in taken)])
+        carry_a = np.where(kin[b_s][:, None], paths.xe[b_s] - hs.pos_b, 0.0)
+        carry_b = np.where(kin[a_s][:, None], paths.xe[a_s] - hs.pos_a, 0.0)
+        carry = np.concatenate([carry_a, carry_b, *(r.carry for _, r in taken)])
+        # A squeezed body that yielded to its carrier gives way to everything else.
+        keep = ~still[body] & ~(paths.yielded[body] & ~_row_any(carry != 0.0))
+        keep &= ~paths.crushed[body]
+        changed = _respond(
+            paths, rigid, body[keep], when[keep], Response(push[keep], carry[keep]), slide,
+            slides, t_stop,
+        )  # fmt: skip
         # _respond changes whole groups: a group is still once every member is.
         moves = np.zeros(n, bool)
         moves[changed] = ~paths.stationary_of(changed)
@@ -395,25 +424,30 @@ class _ObstaclePairs:
             qi, qk = qi[apart], qk[apart]
         self.table, self._paths = table, paths
         self.qi = qi
-        sensor = ~solid[qi]
+        # ``solid``: bodies that respond (not sensors, not kinematic spheres).
+        sensor = ~solid[qi] | table.sensor[qk]
         keep = ~sensor & (moving[qi] | table.moving[qk])
         self.sensor_i, self.sensor_k = qi[sensor], qk[sensor]
         self.i, self.k = qi[keep], qk[keep]
         self._by_body = _Adjacency(n, self.i)
-        self.toi = table.toi(paths, self.i, self.k)
+        self.toi, self.extra = table.toi(paths, self.i, self.k)
         self.pend = np.flatnonzero(np.isfinite(self.toi))
 
-    def accept(self, rows: Bool) -> Hits:
+    def accept(self, rows: Bool) -> tuple[Hits, Response]:
         """Take the pending pairs ``rows`` (of ``pend``): their contacts, now resolved."""
         taken = self.pend[rows]
         t = self.toi[taken]
         self.toi[taken] = np.inf
-        return self.table.hits(self._paths, self.i[taken], self.k[taken], t)
+        extra = None if self.extra is None else self.extra[taken]
+        return self.table.hits(self._paths, self.i[taken], self.k[taken], t, extra)
 
     def retest(self, changed: Int) -> None:
         """New times of impact for the pairs of bodies whose paths changed."""
         dirty = self._by_body.pairs_of(changed)
-        self.toi[dirty] = self.table.toi(self._paths, self.i[dirty], self.k[dirty])
+        toi, extra = self.table.toi(self._paths, self.i[dirty], self.k[dirty])
+        self.toi[dirty] = toi
+        if self.extra is not None:
+            self.extra[dirty] = extra
         pend = _unique(np.concatenate([self.pend, dirty]))
         self.pend = pend[np.isfinite(self.toi[pend])]
 
@@ -674,30 +708,53 @@ def _sphere_hits(paths: Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
     return Hits.of(a, b, SPHERE, t, point, normal, np.maximum(speed, 0.0), pa, pb)
 
 
+#: Turns of keeping clear of two moving surfaces met at one instant (see _respond).
+_CORNER_STEPS = 4
+
+
 def _respond(
     paths: Paths,
     rigid: _Rigid,
     body: Int,
     when: Float,
-    push: Float,
+    response: Response,
     slide: Bool,
     slides: Int,
     t_stop: Float,
 ) -> Int:
     """Stop (rewind) or deflect (slide) the bodies of accepted contacts, each rigid group
     as one: its spheres take the same displacement. Returns the sorted indices of the
-    spheres whose paths changed."""
+    spheres whose paths changed.
+
+    Against what moves by itself the response is the same in its frame, mapped back with
+    its end transform (``response.carry``): a rewound body rides it from the contact on,
+    and a slide keeps its own motion except what goes into the surface relative to it
+    (frictionless: a ball on a rising lift rises with it, one on a conveyor stays put).
+    """
     if len(body) == 0:
         return np.zeros(0, np.int64)
+    push, carry = response
     # All accepted contacts of one group share its time (each was its earliest).
     group = rigid.group[body]
     uniq, first_row = np.unique(group, return_index=True)
     lead = body[first_row]
     t = when[first_row]
     at_t = paths.at(lead, t)
-    remaining = paths.xe[lead] - at_t
     slides[lead] += 1
     deflect = slide[lead] & (slides[lead] <= MAX_SLIDES)
+    # A stopped body keeps no motion of its own: only what carries it (its first contact's
+    # surface, then kept clear of the others').
+    remaining = np.where(deflect[:, None], paths.xe[lead] - at_t, carry[first_row])
+    # Squeezed between what carries it and something that does not give way: past its
+    # slides, a body yields to the carrier (the piece wins) and follows it to the end.
+    carrying = _row_any(carry != 0.0)
+    if carrying.any():
+        rate = carry[carrying] / np.maximum(1.0 - when[carrying], 1e-300)[:, None]
+        paths.carrier[body[carrying]] = rate
+    squeezed = (slides[lead] > MAX_SLIDES + 1) & _row_any(paths.carrier[lead] != 0.0)
+    # Crushed between things that all move (no room left): it goes with the last of them.
+    crushed = squeezed & (slides[lead] > 3 * MAX_SLIDES)
+    squeezed &= ~np.isin(group, group[carrying])[first_row] | crushed
     # Remove the motion into each contact normal, one contact rank at a time (several
     # contacts of one group at the same instant are rare: a corner).
     order = np.argsort(group, kind="stable")
@@ -705,24 +762,43 @@ def _respond(
     rank = np.arange(len(group)) - np.searchsorted(sorted_group, sorted_group)
     slot = np.searchsorted(uniq, sorted_group)
     latest = np.zeros_like(remaining)
+    latest_carry = np.zeros_like(remaining)
+    # Touched something that moves at this same instant before: those surfaces still hold
+    # the body (a corner of walls closing in takes it along all of them).
+    previous, previous_carry = paths.normal[lead], paths.normal_carry[lead]
+    moved = np.isin(group, group[carrying])[first_row]
+    moved |= _row_any(paths.held_carry[lead].reshape(-1, 9) != 0.0)
+    same = (paths.held_t[lead] == t[:, None]) & moved[:, None]
+    held = same.any(axis=1)
     # A growing slide keeps clear of what it touches: its motion away from each surface
     # must be at least what it still grows (nothing else: no growth, no push).
-    grown = None if paths.grow is None else paths.growth_left(lead, t)
+    grown = None if paths.grow is None else np.where(deflect, paths.growth_left(lead, t), 0.0)
     for r in range(int(rank.max()) + 1):
         rows = rank == r
         s = slot[rows]
         nrm = push[order][rows]
-        away = np.einsum("ij,ij->i", remaining[s], nrm)
+        away = np.einsum("ij,ij->i", remaining[s] - carry[order][rows], nrm)
         if grown is not None:
             away -= grown[s]
         remaining[s] -= nrm * np.minimum(away, 0.0)[:, None]
         latest[s] = nrm
+        latest_carry[s] = carry[order][rows]
     # Deflected twice at one instant and sent back into the first surface: a wedge. Keep
     # only the motion along the crease of the two surfaces (parallel ones: none at all),
     # as a fluid pusher does, instead of bouncing between them until MAX_SLIDES.
-    previous = paths.normal[lead]
-    back = np.einsum("ij,ij->i", remaining, previous)
+    sliding = deflect.copy()
+    back = np.einsum("ij,ij->i", remaining - previous_carry, previous)
     wedged = (paths.normal_t[lead] == t) & (back < (0.0 if grown is None else grown))
+    if held.any():
+        # Between surfaces that move: keep clear of all of them, by turns (each step only
+        # adds motion away from one of them).
+        slots = [(paths.held_n[lead, j], paths.held_carry[lead, j], same[:, j]) for j in range(3)]
+        slots.append((latest, latest_carry, held))
+        for _ in range(_CORNER_STEPS):
+            for nrm, by, on in slots:
+                away = np.einsum("ij,ij->i", remaining - by, nrm)
+                remaining -= np.where(on, np.minimum(away, 0.0), 0.0)[:, None] * nrm
+        wedged &= ~held
     if wedged.any():
         crease = np.cross(previous[wedged], latest[wedged])
         along = unit(crease, np.zeros_like(crease))
@@ -730,11 +806,20 @@ def _respond(
         remaining[wedged] = along * keep[:, None]
         if grown is not None:  # no room to grow in: it stops, and stops growing
             deflect &= ~(wedged & (grown > 0))
-    displacement = np.where(deflect[:, None], remaining, 0.0)
+    # (A growing slide wedged with no room to grow in stops dead.)
+    remaining[sliding & ~deflect] = 0.0
+    displacement = np.where(squeezed[:, None], paths.carrier[lead] * (1.0 - t)[:, None], remaining)
     members, slot = rigid.members(uniq)
+    paths.yielded[members[squeezed[slot]]] = True
+    paths.crushed[members[crushed[slot]]] = True
     t_m = t[slot]
     at_m = paths.at(members, t_m)
     paths.normal[members] = latest[slot]
+    paths.normal_carry[members] = latest_carry[slot]
+    ring = slides[lead][slot] % 3
+    paths.held_n[members, ring] = latest[slot]
+    paths.held_carry[members, ring] = latest_carry[slot]
+    paths.held_t[members, ring] = t_m
     paths.normal_t[members] = t_m
     slides[members] = slides[lead][slot]
     stopped = ~deflect[slot]

@@ -1,0 +1,92 @@
+"""Rigid motions of the nodes that hold level pieces, over one pass. Pure numpy.
+
+A kinematic collider's shapes are fixed in its node's frame; the game moves the node. Its
+motion over a frame is a rotation and a translation at the start and at the end: rotation by
+the shorter arc between the two (a quaternion slerp), translation linearly. A body is tested
+on its motion relative to the collider, in the collider's frame (see ``_pieces``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+Float = NDArray[np.float64]
+Int = NDArray[np.int64]
+Bool = NDArray[np.bool_]
+
+#: Below this angle between the start and end orientations (radians), a frame's
+#: rotation is interpolated linearly and renormalised (slerp's sin(angle) is noise there).
+_NLERP_ANGLE = 1e-6
+
+
+def matrices(quat: Float) -> Float:
+    """(f, 3, 3) rotation matrices (column vectors: world = R @ local) of unit quaternions
+    ``quat`` (f, 4) as (w, x, y, z)."""
+    w, x, y, z = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
+    out = np.empty((len(quat), 3, 3))
+    out[:, 0, 0] = 1 - 2 * (y * y + z * z)
+    out[:, 0, 1] = 2 * (x * y - w * z)
+    out[:, 0, 2] = 2 * (x * z + w * y)
+    out[:, 1, 0] = 2 * (x * y + w * z)
+    out[:, 1, 1] = 1 - 2 * (x * x + z * z)
+    out[:, 1, 2] = 2 * (y * z - w * x)
+    out[:, 2, 0] = 2 * (x * z - w * y)
+    out[:, 2, 1] = 2 * (y * z + w * x)
+    out[:, 2, 2] = 1 - 2 * (x * x + y * y)
+    return out
+
+
+def apply(rot: Float, v: Float) -> Float:
+    """(k, 3) rows of v rotated by the (k, 3, 3) matrices rot."""
+    return np.einsum("kij,kj->ki", rot, v)
+
+
+def unapply(rot: Float, v: Float) -> Float:
+    """(k, 3) rows of v rotated by the inverses (transposes) of rot."""
+    return np.einsum("kji,kj->ki", rot, v)
+
+
+class Frames:
+    """The frames of f nodes at the start (``quat0``, ``pos0``) and the end (``quat1``,
+    ``pos1``) of a pass: (f, 4) unit quaternions (w, x, y, z) and (f, 3) origins."""
+
+    def __init__(self, quat0: Float, pos0: Float, quat1: Float, pos1: Float) -> None:
+        q0 = quat0 / np.linalg.norm(quat0, axis=1)[:, None]
+        q1 = quat1 / np.linalg.norm(quat1, axis=1)[:, None]
+        dot = np.einsum("ij,ij->i", q0, q1)
+        q1 = np.where(dot[:, None] < 0, -q1, q1)  # the shorter arc
+        self.q0, self.q1 = q0, q1
+        self.half_angle = np.arccos(np.clip(np.abs(dot), 0.0, 1.0))
+        #: (f,) angle each frame turns through over the pass, radians.
+        self.angle = 2.0 * self.half_angle
+        self.pos0, self.pos1 = pos0, pos1
+        self.rot0, self.rot1 = matrices(q0), matrices(q1)
+        #: (f,) frames that move at all (rotate or translate).
+        self.moving = (self.angle > 0) | np.any(pos0 != pos1, axis=1)
+
+    def at(self, f: Int, t: Float) -> tuple[Float, Float]:
+        """(k, 3, 3) rotations and (k, 3) origins of frames f at times t (both (k,))."""
+        half = self.half_angle[f]
+        q0, q1 = self.q0[f], self.q1[f]
+        slerp = half > _NLERP_ANGLE
+        sin = np.where(slerp, np.sin(half), 1.0)
+        w0 = np.where(slerp, np.sin((1.0 - t) * half) / sin, 1.0 - t)
+        w1 = np.where(slerp, np.sin(t * half) / sin, t)
+        q = w0[:, None] * q0 + w1[:, None] * q1
+        q /= np.linalg.norm(q, axis=1)[:, None]
+        pos = self.pos0[f] + t[:, None] * (self.pos1[f] - self.pos0[f])
+        return matrices(q), pos
+
+    def chord_deviation(self, f: Int, t0: Float, t1: Float, y0: Float, y1: Float) -> Float:
+        """(k,) how far a point's path in frame f can stray from the straight chord between
+        its local positions at t0 and t1, where ``y0``, ``y1`` (k, 3) are its world
+        position minus the frame's origin at those times (its offset moving linearly).
+
+        Its local path is L(t) = R(t)^T y(t), with R turning at the constant rate w (the
+        angle over the pass) about a fixed axis and y linear: |L''| <= w^2 |y| + 2 w |y'|,
+        and a curve through its chord's ends strays at most max|L''| / 8 from it.
+        """
+        w = self.angle[f] * (t1 - t0)
+        big = np.maximum(np.linalg.norm(y0, axis=1), np.linalg.norm(y1, axis=1))
+        return (w * w * big + 2.0 * w * np.linalg.norm(y1 - y0, axis=1)) / 8.0

@@ -1,0 +1,452 @@
+"""Level pieces as obstacle tables: triangles, boxes, capsules and inverse spheres, each in
+the frame of the node that holds it. Pure numpy.
+
+One class, :class:`Pieces`, serves every kind; a kind is one :class:`Kind` entry (its
+kernel, its rows' bounds and a closest-point function), as Box2D's ``s_registers``: a new
+kind is one more entry.
+
+Static pieces (``frames`` None) are in world coordinates and indexed once. Kinematic
+pieces are in their node's own coordinates, and the node moves by a rigid motion over the
+pass (:class:`~._frames.Frames`). A body is tested on its motion relative to the piece, in
+the piece's frame: the chord from its local position at the segment's start to its local
+position at the end. Where the frame turns, the true local path is curved; the piece is
+swept inflated by the most the curve can stray from the chord (``Frames.chord_deviation``),
+so no contact is missed, and the frame is cut into sub-steps so that this stays small
+against the body (a body stops at most that much short of a turning piece).
+
+A contact with a kinematic piece also says how the piece carries the body on (``carry``:
+where the body's point of contact is taken by the piece by the end of the pass) and the
+piece's normal at the end of the pass (``push``): the solver applies the response in the
+piece's frame and maps it back with the piece's end transform.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import _frames
+from ._arrays import length as _length
+from ._frames import Frames
+from ._index import StaticIndex
+from ._obstacles import Response
+from ._paths import Bool, Float, Hits, Int, Paths, slop, unit
+from .sweep import sphere_box as _box
+from .sweep import sphere_capsule as _capsule
+from .sweep import sphere_inv_sphere as _inv
+from .sweep import sphere_triangle as _tri
+from .sweep._result import Sweep
+
+#: Kinds of obstacle (``Hits.kind``), after SPHERE (0) and PLANE (1).
+TRIANGLE, BOX, CAPSULE, INV_SPHERE = 2, 3, 4, 5
+
+#: Most sub-steps a turning piece's pass is cut into, per pair.
+MAX_SUBSTEPS = 32
+#: A turning piece's chord may stray this fraction of the body's radius (and at least the
+#: slop) before the pass is cut into sub-steps: so far a body may stop short of it.
+TURN_TOLERANCE = 0.02
+
+
+class Kind(NamedTuple):
+    """One kind of piece: how its rows are swept, bounded and measured."""
+
+    code: int
+    name: str
+    #: (c0, c1, r, *geometry rows) -> Sweep, rows checked and broadcast.
+    sweep: Callable[..., Sweep]
+    #: (*geometry) -> (lo, hi) (m, 3) boxes of the rows; None: unbounded (every body).
+    bounds: Callable[..., tuple[Float, Float]] | None
+    #: (p, *geometry rows) -> ((k, 3) closest point of the solid, (k,) distance to it).
+    closest: Callable[..., tuple[Float, Float]]
+
+
+def _triangle_bounds(a: Float, b: Float, c: Float, two: Bool) -> tuple[Float, Float]:
+    return np.minimum(np.minimum(a, b), c), np.maximum(np.maximum(a, b), c)
+
+
+def _triangle_closest(p: Float, a: Float, b: Float, c: Float, two: Bool) -> tuple[Float, Float]:
+    """Closest points of triangles to points p (Ericson, Real-Time Collision Detection
+    5.1.5), by regions, all rows at once."""
+    ab, ac, ap = b - a, c - a, p - a
+
+    def dot(u: Float, v: Float) -> Float:
+        return np.einsum("ij,ij->i", u, v)
+
+    d1, d2 = dot(ab, ap), dot(ac, ap)
+    bp = p - b
+    d3, d4 = dot(ab, bp), dot(ac, bp)
+    cp = p - c
+    d5, d6 = dot(ab, cp), dot(ac, cp)
+    va = d3 * d6 - d5 * d4
+    vb = d5 * d2 - d1 * d6
+    vc = d1 * d4 - d3 * d2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        denom = va + vb + vc
+        v = vb / denom
+        w = vc / denom
+        out = a + v[:, None] * ab + w[:, None] * ac
+        t_ab = d1 / (d1 - d3)
+        t_ac = d2 / (d2 - d6)
+        t_bc = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+    regions = [
+        ((vc <= 0) & (d1 >= 0) & (d3 <= 0), a + t_ab[:, None] * ab),
+        ((vb <= 0) & (d2 >= 0) & (d6 <= 0), a + t_ac[:, None] * ac),
+        ((va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0), b + t_bc[:, None] * (c - b)),
+        ((d6 >= 0) & (d5 <= d6), c),
+        ((d3 >= 0) & (d4 <= d3), b),
+        ((d1 <= 0) & (d2 <= 0), a),
+    ]
+    for where, point in regions:  # the last (vertex regions) first in Ericson's order
+        out = np.where(where[:, None], point, out)
+    out = np.where(np.isfinite(out), out, a)  # a degenerate triangle: its corner a
+    return out, _length(p - out)
+
+
+def _box_bounds(lo: Float, hi: Float) -> tuple[Float, Float]:
+    return lo, hi
+
+
+def _box_closest(p: Float, lo: Float, hi: Float) -> tuple[Float, Float]:
+    near = np.clip(p, lo, hi)
+    return near, _length(p - near)
+
+
+def _capsule_bounds(a: Float, b: Float, radius: Float) -> tuple[Float, Float]:
+    r = radius[:, None]
+    return np.minimum(a, b) - r, np.maximum(a, b) + r
+
+
+def _capsule_closest(p: Float, a: Float, b: Float, radius: Float) -> tuple[Float, Float]:
+    axis = b - a
+    aa = np.einsum("ij,ij->i", axis, axis)
+    s = np.divide(np.einsum("ij,ij->i", p - a, axis), aa, out=np.zeros(len(p)), where=aa > 0)
+    on = a + np.clip(s, 0.0, 1.0)[:, None] * axis
+    gap = p - on
+    dist = _length(gap)
+    out = on + unit(gap, np.zeros_like(gap)) * np.minimum(radius, dist)[:, None]
+    return out, np.maximum(dist - radius, 0.0)
+
+
+def _inv_closest(p: Float, center: Float, radius: Float) -> tuple[Float, Float]:
+    gap = p - center
+    dist = _length(gap)
+    fallback = np.broadcast_to([0.0, 0.0, 1.0], gap.shape)
+    out = center + unit(gap, fallback) * radius[:, None]
+    return np.where((dist >= radius)[:, None], p, out), np.maximum(radius - dist, 0.0)
+
+
+KINDS = {
+    TRIANGLE: Kind(TRIANGLE, "triangle", _tri._sweep, _triangle_bounds, _triangle_closest),
+    BOX: Kind(BOX, "box", _box._sweep, _box_bounds, _box_closest),
+    CAPSULE: Kind(CAPSULE, "capsule", _capsule._sweep, _capsule_bounds, _capsule_closest),
+    INV_SPHERE: Kind(INV_SPHERE, "inverse sphere", _inv._sweep, None, _inv_closest),
+}
+
+
+class Pieces:
+    """Rows of one kind of piece: ``geometry`` a tuple of (m, ...) arrays in the kernel's
+    argument order after the sphere's (triangles: a, b, c, two_sided; boxes: lo, hi;
+    capsules: a, b, radius; inverse spheres: center, radius), in world coordinates
+    (``frames`` None) or in those of each row's frame (``frame`` (m,) rows of ``frames``).
+
+    ``mask`` (m,) into masks, ``group`` (m,) rigid group (never tested against the bodies
+    of its own), ``node`` (m,) for the caller: which registered node each row is.
+    """
+
+    def __init__(
+        self,
+        kind: int,
+        geometry: tuple[NDArray, ...],
+        mask: Int,
+        group: Int | None = None,
+        node: Int | None = None,
+        frame: Int | None = None,
+        frames: Frames | None = None,
+        sensor: Bool | None = None,
+    ) -> None:
+        self.kind = kind
+        self.spec = KINDS[kind]
+        self.geometry = geometry
+        self.mask = mask
+        self.group = group
+        m = len(mask)
+        self.node = np.arange(m) if node is None else node
+        self.frame = frame
+        #: (m,) rows that only report (intangible solids, sensor nodes).
+        self.sensor = np.zeros(m, bool) if sensor is None else sensor
+        self._index: StaticIndex | None = None
+        self._local_box: tuple[Float, Float] | None = None
+        self.frames = frames
+        self.set_frames(frames)
+
+    def __len__(self) -> int:
+        return len(self.mask)
+
+    def set_frames(self, frames: Frames | None) -> None:
+        """This pass's motion of the rows' frames (kinematic pieces)."""
+        self.frames = frames
+        m = len(self.mask)
+        if frames is None or self.frame is None:
+            self.moving = np.zeros(m, bool)
+            self.turn = np.zeros(m)
+            self.shift = np.zeros(m)
+            return
+        f = self.frame
+        self.moving = frames.moving[f]
+        self.turn = frames.angle[f]
+        if self.spec.bounds is not None:
+            if self._local_box is None:
+                self._local_box = self.spec.bounds(*self.geometry)
+            lo, hi = self._local_box
+            centre, half = 0.5 * (lo + hi), _length(0.5 * (hi - lo))
+            w0 = _frames.apply(frames.rot0[f], centre) + frames.pos0[f]
+            w1 = _frames.apply(frames.rot1[f], centre) + frames.pos1[f]
+            # A point of the row strays from the chord of its centre's path by at most the
+            # chord deviation of a point that far from the frame's origin, plus the row's
+            # own half-size turned with it.
+            bend = self.turn**2 * _length(centre) / 8.0
+            pad = (half + bend)[:, None]
+            self._world_box = (np.minimum(w0, w1) - pad, np.maximum(w0, w1) + pad)
+            #: How far any point of each row moves over the pass (bounds a carry).
+            self.shift = _length(w1 - w0) + 2.0 * np.sin(0.5 * self.turn) * (_length(centre) + half)
+        else:
+            self.shift = np.full(m, np.inf)
+        self._index = None
+
+    def rows(self, k: Int) -> tuple[NDArray, ...]:
+        return tuple(g[k] for g in self.geometry)
+
+    # ------------------------------------------------------------------ broad phase
+    def candidates(
+        self,
+        p0: Float,
+        p1: Float,
+        reach: Float,
+        from_mask: Int,
+        moving: Bool,
+        split: Bool | None = None,
+    ) -> tuple[Int, Int]:
+        n, m = len(p0), len(self.mask)
+        if n == 0 or m == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        if self.spec.bounds is None:
+            # Unbounded rows (the solid outside an inverse sphere): every body can reach them.
+            live = np.isfinite(p0).all(axis=1) & np.isfinite(p1).all(axis=1)
+            ok = live[:, None] & ((from_mask[:, None] & self.mask[None, :]) != 0)
+            ok &= moving[:, None] | self.moving[None, :]
+            i, k = np.nonzero(ok)
+            return i.astype(np.int64), k.astype(np.int64)
+        if self._index is None:
+            if self.frames is None or self.frame is None:
+                lo, hi = self.spec.bounds(*self.geometry)
+            else:
+                lo, hi = self._world_box
+            self._index = StaticIndex(lo, hi, self.mask)
+        cut = np.zeros(n, bool) if split is None else split
+        # A still body can start a contact only with a moving row: the index asks every
+        # body, and moving rows keep their still bodies.
+        i, k = self._index._sphere_pairs(p0, p1, reach, from_mask, np.ones(n, bool), cut)
+        keep = moving[i] | self.moving[k]
+        return i[keep], k[keep]
+
+    # ------------------------------------------------------------------ narrow phase
+    def toi(self, paths: Paths, i: Int, k: Int) -> tuple[Float, Float]:
+        """Times of impact of bodies i with rows k on the bodies' current segments, and per
+        pair (p, 8) what the hit needs later: local point, local normal, feature, index."""
+        extra = np.full((len(i), 8), np.nan)
+        if len(i) == 0:
+            return np.zeros(0), extra
+        start = paths.ts[i]
+        end = np.ones(len(i))
+        # A growing body is swept at its largest radius this segment (it may stop short).
+        r = np.maximum(paths.radius_at(i, start), paths.radius_at(i, end))
+        if self.frames is None or self.frame is None or not self.moving[k].any():
+            c0, c1 = self._local(i, k, start, paths.xs[i]), self._local(i, k, end, paths.xe[i])
+            t, extra = self._sweep(c0, c1, r, np.zeros(len(i)), k, extra)
+            return np.where(np.isfinite(t), start + t * (1.0 - start), np.inf), extra
+        return self._substeps(paths, i, k, start, r, extra)
+
+    def _local(self, i: Int, k: Int, t: Float, x: Float) -> Float:
+        """(p, 3) world points x at times t in the frames of rows k."""
+        if self.frames is None or self.frame is None:
+            return x
+        rot, pos = self.frames.at(self.frame[k], t)
+        return _frames.unapply(rot, x - pos)
+
+    def _sweep(
+        self, c0: Float, c1: Float, r: Float, dev: Float, k: Int, extra: Float
+    ) -> tuple[Float, Float]:
+        """Local sweeps of rows k inflated by dev, with the slop rule: a contact that could
+        never sink deeper than the slop (a ball rolling on float32 positions along a floor
+        or across its seams) does not count. The distance to a convex piece is convex
+        along a segment, so a sweep with the radius shrunk by the slop finds a deeper
+        overlap exactly where there is one."""
+        geometry = self.rows(k)
+        reach = r + dev
+        found = self.spec.sweep(c0, c1, reach, *geometry)
+        t = found.t
+        hit = np.flatnonzero(np.isfinite(t))
+        if len(hit):
+            sl = np.minimum(slop(c0[hit], c1[hit]), 0.5 * reach[hit])
+            shrunk = np.maximum(reach[hit] - sl, 0.0)
+            deep = np.isfinite(
+                self.spec.sweep(c0[hit], c1[hit], shrunk, *(g[hit] for g in geometry)).t
+            )
+            t = t.copy()
+            t[hit[~deep]] = np.inf
+        ok = np.isfinite(t)
+        extra[ok, 0:3] = found.point[ok]
+        extra[ok, 3:6] = found.normal[ok]
+        extra[ok, 6] = found.feature[ok]
+        extra[ok, 7] = found.index[ok]
+        return t, extra
+
+    def _substeps(
+        self, paths: Paths, i: Int, k: Int, start: Float, r: Float, extra: Float
+    ) -> tuple[Float, Float]:
+        """Times of impact against moving rows: the rest of the pass from ``start`` cut into
+        sub-steps of a fixed grid (so a pair's steps are the same whatever its segment's
+        start), each tested on the local chord with the piece inflated by its deviation."""
+        frames, f = self.frames, self.frame[k]  # type: ignore[union-attr,index]
+        x0, x1 = paths.xs[i], paths.xe[i]
+        end = np.ones(len(i))
+        # The deviation of one step over the rest of the pass, and how many steps bring it
+        # within the tolerance (quadratic in the step).
+        y0 = x0 - (frames.pos0[f] + start[:, None] * (frames.pos1[f] - frames.pos0[f]))
+        y1 = x1 - frames.pos1[f]
+        whole = frames.chord_deviation(f, start, end, y0, y1)
+        allowed = np.maximum(TURN_TOLERANCE * r, slop(x0, x1))
+        steps = np.ceil(
+            np.sqrt(whole / np.maximum(allowed, 1e-300)) / np.maximum(1.0 - start, 1e-12)
+        )
+        steps = np.clip(np.nan_to_num(steps, nan=1.0, posinf=MAX_SUBSTEPS), 1, MAX_SUBSTEPS)
+        steps = steps.astype(np.int64)
+        # Grid j / steps; the first step of a pair starts at its segment's start.
+        first = np.floor(start * steps).astype(np.int64)
+        count = np.maximum(steps - first, 1)
+        pair = np.repeat(np.arange(len(i)), count)
+        j = first[pair] + (np.arange(len(pair)) - np.repeat(np.cumsum(count) - count, count))
+        ta = np.maximum(j / steps[pair], start[pair])
+        tb = np.minimum((j + 1) / steps[pair], 1.0)
+        span = 1.0 - start[pair]
+        fa = np.divide(ta - start[pair], span, out=np.zeros(len(pair)), where=span > 0)
+        fb = np.divide(tb - start[pair], span, out=np.ones(len(pair)), where=span > 0)
+        xa = x0[pair] + fa[:, None] * (x1 - x0)[pair]
+        xb = x0[pair] + fb[:, None] * (x1 - x0)[pair]
+        fp = f[pair]
+        rot_a, pos_a = frames.at(fp, ta)
+        rot_b, pos_b = frames.at(fp, tb)
+        dev = frames.chord_deviation(fp, ta, tb, xa - pos_a, xb - pos_b)
+        ca, cb = _frames.unapply(rot_a, xa - pos_a), _frames.unapply(rot_b, xb - pos_b)
+        s, found = self._sweep(ca, cb, r[pair], dev, k[pair], np.full((len(pair), 8), np.nan))
+        t_rows = np.where(np.isfinite(s), ta + s * (tb - ta), np.inf)
+        # The earliest step's contact of each pair.
+        order = np.lexsort((t_rows, pair))
+        lead = np.ones(len(order), bool)
+        lead[1:] = pair[order][1:] != pair[order][:-1]
+        best = order[lead]
+        t = np.full(len(i), np.inf)
+        t[pair[best]] = t_rows[best]
+        extra[pair[best]] = found[best]
+        return t, extra
+
+    # ------------------------------------------------------------------ contacts
+    def hits(self, paths: Paths, a: Int, k: Int, t: Float, extra: Float) -> tuple[Hits, Response]:
+        pa = paths.at(a, t)
+        point, normal = extra[:, 0:3], extra[:, 3:6]
+        feature = extra[:, 6].astype(np.int8)
+        part = extra[:, 7].astype(np.int64)
+        v = paths.velocity(a)
+        if self.frames is None or self.frame is None:
+            speed = -np.einsum("ij,ij->i", v, normal)
+            if paths.grow is not None:
+                speed += paths.growth_rate(a, t)
+            hits = Hits.of(a, k, self.kind, t, point, normal, np.maximum(speed, 0.0), pa,
+                           feature=feature, part=part)  # fmt: skip
+            return hits, Response(normal, np.zeros_like(pa))
+        frames, f = self.frames, self.frame[k]
+        rot, pos = frames.at(f, t)
+        world_point = _frames.apply(rot, point) + pos
+        world_normal = _frames.apply(rot, normal)
+        push = _frames.apply(frames.rot1[f], normal)
+        local = _frames.unapply(rot, pa - pos)
+        carry = _frames.apply(frames.rot1[f], local) + frames.pos1[f] - pa
+        # The surface's own velocity at the point, over the pass.
+        surface = (_frames.apply(frames.rot1[f], point) + frames.pos1[f]) - (
+            _frames.apply(frames.rot0[f], point) + frames.pos0[f]
+        )
+        speed = -np.einsum("ij,ij->i", v - surface, world_normal)
+        if paths.grow is not None:
+            speed += paths.growth_rate(a, t)
+        hits = Hits.of(a, k, self.kind, t, world_point, world_normal, np.maximum(speed, 0.0), pa,
+                       feature=feature, part=part)  # fmt: skip
+        return hits, Response(push, carry)
+
+    def sensor_hits(self, paths: Paths, i: Int, k: Int) -> Hits:
+        """Overlap intervals of bodies i with rows k over every segment of the bodies'
+        final paths, both sides of a triangle alike (a trigger volume crossed in one frame:
+        in, then out)."""
+        body, t0, t1, x0, x1 = paths.segments()
+        start = np.searchsorted(body, np.arange(len(paths.xs)))
+        count = np.diff(np.append(start, len(body)))
+        reps = count[i]
+        item = np.repeat(np.arange(len(i)), reps)
+        seg = start[i][item] + (np.arange(len(item)) - np.repeat(np.cumsum(reps) - reps, reps))
+        ii, kk = i[item], k[item]
+        lo, hi = t0[seg], t1[seg]
+        c0 = self._local(ii, kk, lo, x0[seg])
+        c1 = self._local(ii, kk, hi, x1[seg])
+        r = paths.radius_at(ii, lo)
+        geometry = list(self.rows(kk))
+        if self.kind == TRIANGLE:
+            geometry[3] = np.ones(len(ii), bool)
+        closest = self.spec.closest
+        inside0 = closest(c0, *geometry)[1] <= r
+        inside1 = closest(c1, *geometry)[1] <= r
+        forward = self.spec.sweep(c0, c1, r, *geometry).t
+        backward = self.spec.sweep(c1, c0, r, *geometry).t
+        enter = np.where(inside0, 0.0, forward)
+        leave = np.where(inside1, 1.0, 1.0 - backward)
+        hit = (hi > lo) & np.isfinite(enter) & np.isfinite(leave) & (leave >= enter)
+        if not hit.any():
+            return Hits.of(*(np.zeros(0, np.int64),) * 2, self.kind, *_NONE)
+        item, ii, kk, lo, hi = item[hit], ii[hit], kk[hit], lo[hit], hi[hit]
+        t_in = lo + enter[hit] * (hi - lo)
+        t_out = lo + leave[hit] * (hi - lo)
+        first, last = _pick(item, t_in), _pick(item, -t_out)
+        a, b = ii[first], kk[first]
+        t_enter = t_in[first]
+        t_exit = np.where(t_out[last] >= 1.0, np.nan, t_out[last])
+        geometry = [g[hit] for g in geometry]
+
+        def at(rows: Int, t: Float) -> tuple[Float, Float, Float]:
+            s = seg[hit][rows]
+            frac = np.divide(t - t0[s], t1[s] - t0[s], out=np.zeros_like(t), where=t1[s] > t0[s])
+            pa = x0[s] + frac[:, None] * (x1[s] - x0[s])
+            local = self._local(ii[rows], kk[rows], t, pa)
+            near, _dist = closest(local, *(g[rows] for g in geometry))
+            nrm = unit(local - near, np.broadcast_to([0.0, 0.0, 1.0], local.shape))
+            if self.frames is not None and self.frame is not None:
+                rot, pos = self.frames.at(self.frame[kk[rows]], t)
+                near, nrm = _frames.apply(rot, near) + pos, _frames.apply(rot, nrm)
+            return pa, near, nrm
+
+        pa, point, nrm = at(first, t_enter)
+        xa, xpoint, xn = at(last, np.where(np.isnan(t_exit), 1.0, t_exit))
+        speed = np.maximum(-np.einsum("ij,ij->i", paths.xe[a] - paths.xs[a], nrm), 0.0)
+        exit = (t_exit, xpoint, xn, xa, None)
+        return Hits.of(a, b, self.kind, t_enter, point, nrm, speed, pa, sensor=True, exit=exit)
+
+
+_NONE = (np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)))
+
+
+def _pick(item: Int, key: Float) -> Int:
+    """Row index of the smallest key per item."""
+    order = np.lexsort((key, item))
+    first = np.ones(len(order), bool)
+    first[1:] = item[order][1:] != item[order][:-1]
+    return order[first]
