@@ -157,9 +157,19 @@ def _with_plane(ccd, np_):
 def _unsupported(solid, name):
     return pytest.param(
         _cnode(CollisionSphere(0, 0, 0, 1), solid),
-        rf"^render/mixed holds a {name}; panda3d-ccd sweeps only CollisionSphere and "
-        r"CollisionPlane$",
+        rf"^render/mixed holds a {name}; panda3d-ccd sweeps CollisionSphere, CollisionPlane, "
+        r"CollisionPolygon, CollisionBox, CollisionCapsule and CollisionInvSphere$",
         id=f"solid-{name}",
+    )
+
+
+def _immovable(solid, name, response):
+    # A level piece: the game moves it (kinematic) or it only reports (sensor).
+    return pytest.param(
+        _cnode(CollisionSphere(0, 0, 0, 1), solid, response=response),
+        rf"^render/mixed holds a {name}, which the plugin cannot move: response must be "
+        rf"'kinematic' or 'sensor', got '{response}'$",
+        id=f"piece-{name}-{response}",
     )
 
 
@@ -167,7 +177,7 @@ _RADIUS = r"^radius must be finite and >= 0, got "
 _EMPTY = r"^nodepath is empty \(NodePath\(\) or a removed node\)$"
 _TWICE = r"^nodepath render/ball is already registered$"
 _NORMAL = r"^plane must have a finite, non-zero normal, got "
-_RESPONSE = r"^response must be one of 'rewind', 'slide', 'sensor', got "
+_RESPONSE = r"^response must be one of 'rewind', 'slide', 'sensor', 'kinematic', got "
 _FITS = r" must fit in 32 bits \(0 to 2\*\*32 - 1\), got "
 _KIND = r" must be a BitMask32 or an int, got "
 _MASKS = [
@@ -189,34 +199,51 @@ DOOR = [
     pytest.param(_fresh(_add_sphere(radius=math.nan)), _RADIUS + "nan$", id="radius-nan"),
     pytest.param(_fresh(_add_sphere(radius=INF)), _RADIUS + "inf$", id="radius-inf"),
     pytest.param(_fresh(_add_sphere(radius=-INF)), _RADIUS + "-inf$", id="radius--inf"),
-    pytest.param(_fresh(_add_sphere(radius=None)), r"^radius must be a number, got None$",
-                 id="radius-None"),
-    pytest.param(_fresh(_add_sphere(radius="2")), r"^radius must be a number, got '2'$",
-                 id="radius-str"),
-    pytest.param(_fresh(_add_sphere(radius=True)), r"^radius must be a number, got True$",
-                 id="radius-bool"),
     pytest.param(
-        _cnode(CollisionSphere(0, 0, 0, INF)), _RADIUS + "inf$", id="cnode-radius-inf"
+        _fresh(_add_sphere(radius=None)), r"^radius must be a number, got None$", id="radius-None"
     ),
+    pytest.param(
+        _fresh(_add_sphere(radius="2")), r"^radius must be a number, got '2'$", id="radius-str"
+    ),
+    pytest.param(
+        _fresh(_add_sphere(radius=True)), r"^radius must be a number, got True$", id="radius-bool"
+    ),
+    pytest.param(_cnode(CollisionSphere(0, 0, 0, INF)), _RADIUS + "inf$", id="cnode-radius-inf"),
     # Centre.
-    pytest.param(_fresh(_add_sphere(center=(0, math.nan, 0))),
-                 r"^center must be finite, got \(0, nan, 0\)$", id="center-nan"),
-    pytest.param(_fresh(_add_sphere(center=(INF, 0, 0))),
-                 r"^center must be finite, got \(inf, 0, 0\)$", id="center-inf"),
-    pytest.param(_fresh(_add_sphere(center=(0, 0))),
-                 r"^center must be three numbers, got \(0, 0\)$", id="center-short"),
+    pytest.param(
+        _fresh(_add_sphere(center=(0, math.nan, 0))),
+        r"^center must be finite, got \(0, nan, 0\)$",
+        id="center-nan",
+    ),
+    pytest.param(
+        _fresh(_add_sphere(center=(INF, 0, 0))),
+        r"^center must be finite, got \(inf, 0, 0\)$",
+        id="center-inf",
+    ),
+    pytest.param(
+        _fresh(_add_sphere(center=(0, 0))),
+        r"^center must be three numbers, got \(0, 0\)$",
+        id="center-short",
+    ),
     # Empty or removed NodePath, or not a NodePath at all.
     pytest.param(_empty(_add_sphere()), _EMPTY, id="empty-sphere"),
     pytest.param(_empty(_add_plane()), _EMPTY, id="empty-plane"),
     pytest.param(_empty(_add_cnode), _EMPTY, id="empty-cnode"),
     pytest.param(_removed(_add_sphere()), _EMPTY, id="removed-sphere"),
     pytest.param(_removed(_add_plane()), _EMPTY, id="removed-plane"),
-    pytest.param(lambda ccd, render: ((lambda: ccd.add_sphere("ball", 1.0)), None),
-                 r"^nodepath must be a NodePath, got 'ball'$", id="not-a-nodepath"),
-    pytest.param(lambda ccd, render: ((lambda: ccd.add_plane(None, UP)), None),
-                 r"^nodepath must be a NodePath, got None$", id="plane-on-None"),
-    pytest.param(_fresh(_add_cnode), r"^nodepath render/ball is not a CollisionNode$",
-                 id="cnode-plain-node"),
+    pytest.param(
+        lambda ccd, render: ((lambda: ccd.add_sphere("ball", 1.0)), None),
+        r"^nodepath must be a NodePath, got 'ball'$",
+        id="not-a-nodepath",
+    ),
+    pytest.param(
+        lambda ccd, render: ((lambda: ccd.add_plane(None, UP)), None),
+        r"^nodepath must be a NodePath, got None$",
+        id="plane-on-None",
+    ),
+    pytest.param(
+        _fresh(_add_cnode), r"^nodepath render/ball is not a CollisionNode$", id="cnode-plain-node"
+    ),
     pytest.param(_cnode(), r"^render/mixed holds no collision solids$", id="cnode-empty"),
     # A node registered twice, in every combination of kinds.
     pytest.param(_twice(_with_sphere, _add_sphere()), _TWICE, id="twice-sphere-sphere"),
@@ -224,48 +251,92 @@ DOOR = [
     pytest.param(_twice(_with_plane, _add_sphere()), _TWICE, id="twice-plane-sphere"),
     pytest.param(_twice(_with_plane, _add_plane()), _TWICE, id="twice-plane-plane"),
     # Plane: zero or non-finite normal (or offset), or not a Plane.
-    pytest.param(_fresh(_add_plane(LPlane(0, 0, 0, 1))), _NORMAL + r"LPlane\(0 0 0 1\)",
-                 id="plane-zero-normal"),
-    pytest.param(_fresh(_add_plane(LPlane(math.nan, 0, 1, 0))), _NORMAL + r"LPlane\(nan 0 1 0\)",
-                 id="plane-nan-normal"),
-    pytest.param(_fresh(_add_plane(LPlane(INF, 0, 0, 0))), _NORMAL + r"LPlane\(inf 0 0 0\)",
-                 id="plane-inf-normal"),
-    pytest.param(_fresh(_add_plane(LPlane(0, 0, 1, -INF))), _NORMAL + r"LPlane\(0 0 1 -inf\)",
-                 id="plane-inf-offset"),
-    pytest.param(_fresh(_add_plane((0, 0, 1, 0))),
-                 r"^plane must be a panda3d.core.Plane, got \(0, 0, 1, 0\)$", id="plane-tuple"),
-    pytest.param(_cnode(CollisionPlane(LPlane(0, 0, 0, 1))), _NORMAL + r"LPlane\(0 0 0 1\)",
-                 id="cnode-zero-plane"),
+    pytest.param(
+        _fresh(_add_plane(LPlane(0, 0, 0, 1))),
+        _NORMAL + r"LPlane\(0 0 0 1\)",
+        id="plane-zero-normal",
+    ),
+    pytest.param(
+        _fresh(_add_plane(LPlane(math.nan, 0, 1, 0))),
+        _NORMAL + r"LPlane\(nan 0 1 0\)",
+        id="plane-nan-normal",
+    ),
+    pytest.param(
+        _fresh(_add_plane(LPlane(INF, 0, 0, 0))),
+        _NORMAL + r"LPlane\(inf 0 0 0\)",
+        id="plane-inf-normal",
+    ),
+    pytest.param(
+        _fresh(_add_plane(LPlane(0, 0, 1, -INF))),
+        _NORMAL + r"LPlane\(0 0 1 -inf\)",
+        id="plane-inf-offset",
+    ),
+    pytest.param(
+        _fresh(_add_plane((0, 0, 1, 0))),
+        r"^plane must be a panda3d.core.Plane, got \(0, 0, 1, 0\)$",
+        id="plane-tuple",
+    ),
+    pytest.param(
+        _cnode(CollisionPlane(LPlane(0, 0, 0, 1))),
+        _NORMAL + r"LPlane\(0 0 0 1\)",
+        id="cnode-zero-plane",
+    ),
     # Unknown response.
-    pytest.param(_fresh(_add_sphere(response="bounce")), _RESPONSE + "'bounce'$",
-                 id="response-bounce"),
-    pytest.param(_fresh(_add_sphere(response="REWIND")), _RESPONSE + "'REWIND'$",
-                 id="response-case"),
+    pytest.param(
+        _fresh(_add_sphere(response="bounce")), _RESPONSE + "'bounce'$", id="response-bounce"
+    ),
+    pytest.param(
+        _fresh(_add_sphere(response="REWIND")), _RESPONSE + "'REWIND'$", id="response-case"
+    ),
     pytest.param(_fresh(_add_sphere(response=None)), _RESPONSE + "None$", id="response-None"),
-    pytest.param(_cnode(CollisionSphere(0, 0, 0, 1), response="bounce"),
-                 _RESPONSE + "'bounce'$", id="cnode-response-bounce"),
-    pytest.param(_cnode(CollisionPlane(UP), response="bounce"), _RESPONSE + "'bounce'$",
-                 id="cnode-planes-only-response-bounce"),
+    pytest.param(
+        _cnode(CollisionSphere(0, 0, 0, 1), response="bounce"),
+        _RESPONSE + "'bounce'$",
+        id="cnode-response-bounce",
+    ),
+    pytest.param(
+        _cnode(CollisionPlane(UP), response="bounce"),
+        _RESPONSE + "'bounce'$",
+        id="cnode-planes-only-response-bounce",
+    ),
     # A CollisionNode holding a solid the plugin cannot sweep: the message names it.
-    _unsupported(CollisionBox(LPoint3(0, 0, 0), 1, 1, 1), "CollisionBox"),
-    _unsupported(CollisionCapsule(0, 0, 0, 0, 0, 1, 0.5), "CollisionCapsule"),
     _unsupported(CollisionRay(0, 0, 0, 0, 0, 1), "CollisionRay"),
     _unsupported(CollisionSegment(0, 0, 0, 1, 0, 0), "CollisionSegment"),
     _unsupported(CollisionLine(0, 0, 0, 1, 0, 0), "CollisionLine"),
     _unsupported(CollisionParabola(LParabola(), 0, 1), "CollisionParabola"),
-    # These two subclass CollisionPlane and CollisionSphere, but are not a half-space
-    # (a finite polygon) or a ball (solid outside, hollow inside).
-    _unsupported(CollisionPolygon(LPoint3(0, 0, 0), LPoint3(1, 0, 0), LPoint3(0, 1, 0)),
-                 "CollisionPolygon"),
-    _unsupported(CollisionInvSphere(0, 0, 0, 5), "CollisionInvSphere"),
+    # Level pieces cannot be bodies. (CollisionPolygon and CollisionInvSphere subclass
+    # CollisionPlane and CollisionSphere, but are not a half-space or a ball.)
+    *(
+        _immovable(solid, name, response)
+        for solid, name in (
+            (CollisionBox(LPoint3(0, 0, 0), 1, 1, 1), "CollisionBox"),
+            (CollisionCapsule(0, 0, 0, 0, 0, 1, 0.5), "CollisionCapsule"),
+            (
+                CollisionPolygon(LPoint3(0, 0, 0), LPoint3(1, 0, 0), LPoint3(0, 1, 0)),
+                "CollisionPolygon",
+            ),
+            (CollisionInvSphere(0, 0, 0, 5), "CollisionInvSphere"),
+        )
+        for response in ("rewind", "slide")
+    ),
 ]
 for _which in ("from_mask", "into_mask"):
     for _value, _message in _MASKS:
-        DOOR.append(pytest.param(_fresh(_add_sphere(**{_which: _value})), f"^{_which}{_message}",
-                                 id=f"sphere-{_which}-{_value!r}"))
+        DOOR.append(
+            pytest.param(
+                _fresh(_add_sphere(**{_which: _value})),
+                f"^{_which}{_message}",
+                id=f"sphere-{_which}-{_value!r}",
+            )
+        )
 for _value, _message in _MASKS:
-    DOOR.append(pytest.param(_fresh(_add_plane(into_mask=_value)), f"^into_mask{_message}",
-                             id=f"plane-into_mask-{_value!r}"))
+    DOOR.append(
+        pytest.param(
+            _fresh(_add_plane(into_mask=_value)),
+            f"^into_mask{_message}",
+            id=f"plane-into_mask-{_value!r}",
+        )
+    )
 
 
 @pytest.mark.parametrize(("setup", "message"), DOOR)
@@ -323,7 +394,9 @@ def test_a_zero_radius_tracer_hits_its_target(base, ccd, recorder):
     expected = sphere_sphere_toi(a0[None], a1[None], 0.0, b[None], b[None], 1.0)[0]
     assert expected == pytest.approx((10 - math.sqrt(0.75)) / 20, abs=1e-15)
     assert sorted((c.from_np.getName(), c.into_np.getName(), c.t) for c in contacts) == [
-        ("target", "tracer", expected), ("tracer", "target", expected)]
+        ("target", "tracer", expected),
+        ("tracer", "target", expected),
+    ]
     assert sorted(names(recorder)) == ["target-into-tracer", "tracer-into-target"]
     end = world(tracer, render)
     assert tuple(end) == pytest.approx((-math.sqrt(0.75), 0.5, 0), abs=1e-6)
@@ -438,7 +511,9 @@ def test_a_non_finite_node_is_skipped_with_one_warning(
     assert len(warnings_seen) == 1
     assert warnings_seen[0].startswith("render/holder/bad has a non-finite transform")
     assert sorted((c.from_np.getName(), c.into_np.getName(), c.t) for c in contacts) == [
-        ("bullet", "target", t), ("target", "bullet", t)]
+        ("bullet", "target", t),
+        ("target", "bullet", t),
+    ]
     assert sorted(names(recorder)) == ["bullet-into-target", "target-into-bullet"]
     assert tuple(bullet.getPos(render)) == pytest.approx((-1.1, -20, 0), abs=1e-6)
 
@@ -485,9 +560,7 @@ def test_a_node_bad_at_registration_is_skipped_until_finite(base, ccd, recorder,
     assert names(recorder) == [] and tuple(bad.getPos(render)) == (10, 0, 0)
 
 
-def test_an_open_pair_of_a_node_that_goes_bad_stays_balanced(
-    base, ccd, recorder, warnings_seen
-):
+def test_an_open_pair_of_a_node_that_goes_bad_stays_balanced(base, ccd, recorder, warnings_seen):
     render = base.render
     zone = node(render, "zone")
     ccd.add_sphere(zone, 3.0, response="sensor")
@@ -496,8 +569,12 @@ def test_an_open_pair_of_a_node_that_goes_bad_stays_balanced(
     ball.setPos(1, 0, 0)
     ccd.step()
     ccd.step()
-    assert sorted(names(recorder)) == ["ball-again-zone", "ball-into-zone",
-                                       "zone-again-ball", "zone-into-ball"]
+    assert sorted(names(recorder)) == [
+        "ball-again-zone",
+        "ball-into-zone",
+        "zone-again-ball",
+        "zone-into-ball",
+    ]
     ball.setPos(INF, 0, 0)
     ccd.step()
     ball.setPos(0, 0, 0)
@@ -549,8 +626,9 @@ def _remove_parent(ball, holder):
     holder.removeNode()
 
 
-@pytest.mark.parametrize("removal", [_remove_node, _remove_parent],
-                         ids=["removeNode", "parent-removeNode"])
+@pytest.mark.parametrize(
+    "removal", [_remove_node, _remove_parent], ids=["removeNode", "parent-removeNode"]
+)
 def test_a_node_removed_from_the_scene_is_dropped(base, ccd, recorder, warnings_seen, removal):
     """removeNode() on the registered NodePath drops the node; one on its parent (or on
     another NodePath to it) only takes it out of the scene: inactive, still registered.
@@ -566,8 +644,12 @@ def test_a_node_removed_from_the_scene_is_dropped(base, ccd, recorder, warnings_
     ball.setPos(1, 0, 0)
     ccd.step()
     ccd.step()  # the pair is open and stays open while the ball is inside
-    assert sorted(names(recorder)) == ["ball-again-zone", "ball-into-zone",
-                                       "zone-again-ball", "zone-into-ball"]
+    assert sorted(names(recorder)) == [
+        "ball-again-zone",
+        "ball-into-zone",
+        "zone-again-ball",
+        "zone-into-ball",
+    ]
     colliders = ccd.colliders
     stream = names(recorder)
     recorder.clear()
@@ -678,7 +760,8 @@ AFTER_DESTROY = {
     "add_sphere": lambda ccd, r: ccd.add_sphere(node(r, "late"), 1.0),
     "add_plane": lambda ccd, r: ccd.add_plane(node(r, "late"), UP),
     "add_collision_node": lambda ccd, r: ccd.add_collision_node(
-        collision_node(r, "late", CollisionSphere(0, 0, 0, 1))),
+        collision_node(r, "late", CollisionSphere(0, 0, 0, 1))
+    ),
     "step": lambda ccd, r: ccd.step(),
     "remove": lambda ccd, r: ccd.remove(r.find("ball")),
     "remove-empty": lambda ccd, r: ccd.remove(NodePath()),
@@ -715,8 +798,11 @@ def test_destroy_with_open_contacts(base, make_ccd, recorder, call):
     assert ccd.contacts == [] and ccd.colliders == 0
     recorder.clear()
     ccd.destroy()  # twice: harmless, nothing sent again
-    with pytest.raises(RuntimeError, match=r"^this ContinuousCollision was destroyed; create a "
-                       r"new one$"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^this ContinuousCollision was destroyed; create a "
+        r"new one$",
+    ):
         call(ccd, render)
     ball.setZ(-50)
     base.taskMgr.step()
@@ -768,8 +854,10 @@ def test_reparent_then_teleport_is_not_swept(base, ccd, recorder):
     assert tuple(ball.getPos(render)) == (20, 0, 0) and names(recorder) == []
 
 
-@pytest.mark.parametrize(("scale", "radius"), [((2, 2, 2), 2.0), ((0.5, 0.5, 0.5), 0.5),
-                                               ((1, 3, 1), 3.0), ((-2, 1, 1), 2.0)])
+@pytest.mark.parametrize(
+    ("scale", "radius"),
+    [((2, 2, 2), 2.0), ((0.5, 0.5, 0.5), 0.5), ((1, 3, 1), 3.0), ((-2, 1, 1), 2.0)],
+)
 def test_the_world_radius_follows_the_net_scale_each_pass(base, ccd, scale, radius):
     """The world radius is the node's largest net scale times its own; a scale that changes
     within a frame is swept, linearly from where it was to where it is."""
@@ -835,7 +923,9 @@ def test_an_off_centre_sphere_on_a_turning_node_is_swept_along_its_chord(base, c
     t = sphere_sphere_toi(a0[None], a1[None], 0.5, np.zeros((1, 3)), np.zeros((1, 3)), 0.5)[0]
     contacts = ccd.step()
     assert sorted((c.from_np.getName(), c.into_np.getName()) for c in contacts) == [
-        ("arm", "hub"), ("hub", "arm")]
+        ("arm", "hub"),
+        ("hub", "arm"),
+    ]
     assert [c.t for c in contacts] == pytest.approx([t, t], abs=1e-6)
     # Rewound: orientation by slerp to the contact time, the centre back on the chord.
     assert arm.getH() == pytest.approx(170 * t, abs=1e-3)
@@ -926,11 +1016,21 @@ def record_scene(seed: int, count: int = 40, frames: int = 25) -> list:
             clock.tick()
             log.sent.clear()
             contacts = ccd.step()
-            out.append([
-                [name, _exact(c.t), _exact(c.time), _exact(c.point), _exact(c.normal),
-                 _exact(c.from_pos), _exact(c.into_pos), _exact(c.approach_speed)]
-                for name, c in log.sent
-            ])
+            out.append(
+                [
+                    [
+                        name,
+                        _exact(c.t),
+                        _exact(c.time),
+                        _exact(c.point),
+                        _exact(c.normal),
+                        _exact(c.from_pos),
+                        _exact(c.into_pos),
+                        _exact(c.approach_speed),
+                    ]
+                    for name, c in log.sent
+                ]
+            )
             out.append([c.from_np.getName() + ">" + c.into_np.getName() for c in contacts])
             out.append([_exact(tuple(balls[k].getPos(render))) for k in alive])
             # Sensors are never stopped: bring strays back (a teleport, so not swept).
@@ -954,10 +1054,18 @@ def test_same_scene_same_contacts_bit_for_bit_in_process():
 
 def test_same_scene_same_contacts_bit_for_bit_in_a_fresh_interpreter():
     here = os.path.dirname(os.path.abspath(__file__))
-    code = (f"import sys, json; sys.path.insert(0, {here!r}); import test_reliability as t; "
-            "print(json.dumps(t.record_scene(11)))")
+    code = (
+        f"import sys, json; sys.path.insert(0, {here!r}); import test_reliability as t; "
+        "print(json.dumps(t.record_scene(11)))"
+    )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
     other = json.loads(done.stdout.strip().splitlines()[-1])
     assert other == record_scene(11)

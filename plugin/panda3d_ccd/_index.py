@@ -113,8 +113,7 @@ def _boxes(lo: ArrayLike, hi: ArrayLike, what: str) -> tuple[Float, Float]:
     if np.any(flipped):
         row = int(np.argmax(flipped))
         raise ValueError(
-            f"hi must be >= lo, got lo {lo_[row].tolist()} and hi "
-            f"{hi_[row].tolist()} at row {row}"
+            f"hi must be >= lo, got lo {lo_[row].tolist()} and hi {hi_[row].tolist()} at row {row}"
         )
     return np.ascontiguousarray(lo_.T), np.ascontiguousarray(hi_.T)
 

@@ -166,8 +166,12 @@ class Pieces:
         frame: Int | None = None,
         frames: Frames | None = None,
         sensor: Bool | None = None,
+        code: int | None = None,
     ) -> None:
-        self.kind = kind
+        #: ``Hits.kind`` of this table's rows: its shape's, or ``code`` where several
+        #: tables of one shape meet in a pass (static and kinematic triangles).
+        self.kind = kind if code is None else code
+        self.shape = kind
         self.spec = KINDS[kind]
         self.geometry = geometry
         self.mask = mask
@@ -401,7 +405,7 @@ class Pieces:
         c1 = self._local(ii, kk, hi, x1[seg])
         r = paths.radius_at(ii, lo)
         geometry = list(self.rows(kk))
-        if self.kind == TRIANGLE:
+        if self.shape == TRIANGLE:
             geometry[3] = np.ones(len(ii), bool)
         closest = self.spec.closest
         inside0 = closest(c0, *geometry)[1] <= r

@@ -214,13 +214,7 @@ def solve(
         _row_any(p0 != p1) if radius0 is None else _row_any(p0 != p1) | (radius0 != radius)
     )
     size, own, reach = _reaches(p0, p1, radius, radius0, slide, rigid)
-    # What moves by itself (kinematic spheres, moving obstacles) carries what it touches,
-    # each time by at most its own motion: a body near one may go that much further, off
-    # its straight path, at each of its contacts.
-    shifts = [own[kin & finite], *(t.shift[t.moving] for t in tables)]
-    carry = (MAX_SLIDES + 1) * max((float(x.max(initial=0.0)) for x in shifts), default=0.0)
-    if not np.isfinite(carry):
-        carry = 0.0
+    carry = carry_margin(own, kin & finite, tables)
     # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
     # the broad phase keeps them; solids drop them below: they cannot start a contact.
     # Straight paths are cut into pieces, so a fast mover's box does not take in the whole
@@ -380,6 +374,15 @@ def _reaches(
         own = own + (MAX_SLIDES + 1) * np.maximum(radius - radius0, 0.0)
     reach = np.where(slide, rigid.spread_max(np.where(slide & np.isfinite(own), own, 0.0)), 0.0)
     return size, own, reach
+
+
+def carry_margin(own: Float, kinematic: Bool, tables: Sequence[Any]) -> float:
+    """How much further than its own motion any body may go this pass: what moves by
+    itself (kinematic spheres, of motion ``own``, and moving obstacle rows) carries what
+    it touches, each time by at most its own motion, at each of the body's contacts."""
+    shifts = [own[kinematic], *(t.shift[t.moving] for t in tables)]
+    carry = (MAX_SLIDES + 1) * max((float(x.max(initial=0.0)) for x in shifts), default=0.0)
+    return carry if np.isfinite(carry) else 0.0
 
 
 def broad_phase_spheres(
@@ -823,7 +826,10 @@ def _respond(
     paths.normal_t[members] = t_m
     slides[members] = slides[lead][slot]
     stopped = ~deflect[slot]
-    t_stop[members[stopped]] = t_m[stopped]
+    # A body once stopped stays stopped growing (carried on by what it touched, it may meet
+    # more; its growth does not resume).
+    gone = members[stopped]
+    t_stop[gone] = np.minimum(t_stop[gone], t_m[stopped])
     paths.restart(members, t_m, at_m, at_m + displacement[slot])
     return members
 

@@ -32,6 +32,7 @@ class SphereRecord:
     static: bool
     solid: Any = None  # the CollisionSphere it came from, if any
     handle: NodePath | None = None  # the game's own NodePath, as registered
+    mover: NodePath | None = None  # the node read and moved (a target), if not nodepath
     prev_center: tuple[float, float, float] = (np.nan, np.nan, np.nan)
     prev_transform: TransformState | None = None
     world_radius: float = 0.0
@@ -63,6 +64,7 @@ class SphereTable:
         "into_mask",
         "static",
         "handle",
+        "mover",
         "prev_center",
         "prev_transform",
         "world_radius",
@@ -80,6 +82,7 @@ class SphereTable:
         self.into_mask = np.zeros(0, np.int64)
         self.static = np.zeros(0, bool)
         self.handle = np.zeros(0, object)
+        self.mover = np.zeros(0, object)
         self.prev_center = np.zeros((0, 3))
         self.prev_transform = np.zeros(0, object)
         self.world_radius = np.zeros(0)
@@ -112,6 +115,9 @@ class SphereTable:
             "into_mask": np.fromiter((r.into_mask for r in new), np.int64, m),
             "static": np.fromiter((r.static for r in new), bool, m),
             "handle": np.fromiter((r.handle for r in new), object, m),
+            "mover": np.fromiter(
+                (r.nodepath if r.mover is None else r.mover for r in new), object, m
+            ),
             "prev_center": np.array([r.prev_center for r in new], np.float64).reshape(m, 3),
             "prev_transform": np.fromiter((r.prev_transform for r in new), object, m),
             "world_radius": np.fromiter((r.world_radius for r in new), np.float64, m),

@@ -39,7 +39,9 @@ from . import _solver
 from ._arrays import length, row_all, row_any, unique
 from ._events import EventPatterns, PairTracker, send_contact, send_events
 from ._index import StaticIndex
+from ._level import PIECE_TYPES, read_solids
 from ._obstacles import Planes
+from ._piecenodes import PieceNode, PieceNodes
 from ._spheres import SphereRecord, SphereTable
 from .contact import Contact
 
@@ -57,7 +59,14 @@ respect_prev_config = ConfigVariableBool(
     "left each collider at the end of its last pass.",
 )
 
-RESPONSES = {"rewind": _solver.REWIND, "slide": _solver.SLIDE, "sensor": _solver.SENSOR}
+RESPONSES = {
+    "rewind": _solver.REWIND,
+    "slide": _solver.SLIDE,
+    "sensor": _solver.SENSOR,
+    "kinematic": _solver.KINEMATIC,
+}
+#: Names of the features of a piece a contact touched (Contact.feature).
+FEATURES = ("face", "edge", "vertex")
 DEFAULT_MASK = CollisionNode.getDefaultCollideMask().getWord()
 
 _collect = {
@@ -81,7 +90,9 @@ def _mask(name: str, value: Any) -> int:
 
 def _response(value: Any) -> int:
     if not isinstance(value, str) or value not in RESPONSES:
-        raise ValueError(f"response must be one of 'rewind', 'slide', 'sensor', got {value!r}")
+        raise ValueError(
+            f"response must be one of 'rewind', 'slide', 'sensor', 'kinematic', got {value!r}"
+        )
     return RESPONSES[value]
 
 
@@ -123,7 +134,8 @@ class _Plane:
 
 
 class _Bodies(NamedTuple):
-    """Per-body columns for building contacts: the spheres' rows, then the planes'."""
+    """Per-body columns for building contacts: the spheres' rows, then the planes', then
+    the piece nodes'."""
 
     nodepath: np.ndarray  # (n + m,) object: NodePath, the component's own copy
     handle: np.ndarray  # (n + m,) object: NodePath, the game's
@@ -134,27 +146,47 @@ class _Bodies(NamedTuple):
 
     @classmethod
     def of(
-        cls, spheres: SphereTable, statics: SphereTable, near: np.ndarray, planes: list[_Plane]
+        cls,
+        spheres: SphereTable,
+        statics: SphereTable,
+        near: np.ndarray,
+        planes: list[_Plane],
+        pieces: dict[str, np.ndarray],
     ) -> _Bodies:
         """The dynamic spheres, then the static ones ``near`` (rows of ``statics``) that
-        this pass handed to the solver, then the planes."""
+        this pass handed to the solver, then the planes, then the piece nodes."""
         m = len(planes)
+        k = len(pieces["owner"])
 
-        def spheres_then(column: str, of_planes: np.ndarray) -> np.ndarray:
+        def spheres_then(column: str, of_planes: np.ndarray, of_pieces: np.ndarray) -> np.ndarray:
             parts = [getattr(spheres, column), of_planes]
             if len(near):
                 parts.insert(1, getattr(statics, column)[near])
+            if k:
+                parts.append(of_pieces)
             return np.concatenate(parts)
 
         return cls(
-            nodepath=spheres_then("nodepath", np.fromiter((p.nodepath for p in planes), object, m)),
-            handle=spheres_then("handle", np.fromiter((p.handle for p in planes), object, m)),
-            owner=spheres_then("owner", np.fromiter((p.owner for p in planes), np.int64, m)),
-            from_mask=spheres_then("from_mask", np.zeros(m, np.int64)),
-            into_mask=spheres_then(
-                "into_mask", np.fromiter((p.into_mask for p in planes), np.int64, m)
+            nodepath=spheres_then(
+                "nodepath", np.fromiter((p.nodepath for p in planes), object, m), pieces["nodepath"]
             ),
-            tangible=spheres_then("response", np.full(m, _solver.REWIND, np.int8))
+            handle=spheres_then(
+                "handle", np.fromiter((p.handle for p in planes), object, m), pieces["handle"]
+            ),
+            owner=spheres_then(
+                "owner", np.fromiter((p.owner for p in planes), np.int64, m), pieces["owner"]
+            ),
+            from_mask=spheres_then("from_mask", np.zeros(m, np.int64), np.zeros(k, np.int64)),
+            into_mask=spheres_then(
+                "into_mask",
+                np.fromiter((p.into_mask for p in planes), np.int64, m),
+                pieces["into_mask"],
+            ),
+            tangible=spheres_then(
+                "response",
+                np.full(m, _solver.REWIND, np.int8),
+                np.where(pieces["tangible"], _solver.REWIND, _solver.SENSOR).astype(np.int8),
+            )
             != _solver.SENSOR,
         )
 
@@ -298,6 +330,9 @@ class ContinuousCollision:
         # pillars cost): only those a pass hands to the solver, and a few more in turn.
         self._dynamic: dict[NodePath, None] = {}
         self._statics = _StaticCache()
+        self._pieces = PieceNodes()
+        # Where the look at a few static piece nodes each pass goes on.
+        self._piece_cursor = 0
         self._debug: Any = None
         self._destroyed = False
         self.task_name = task_name
@@ -350,34 +385,78 @@ class ContinuousCollision:
         entry = self._make_plane(owner, nodepath, plane, into_mask, None)
         self._commit(nodepath, handle, owner, [entry])
 
-    def add_collision_node(self, nodepath: NodePath, *, response: str = "rewind") -> None:
-        """Register every CollisionSphere and CollisionPlane of a CollisionNode, with the
-        node's own from/into collide masks, as one rigid body. Intangible spheres are
-        sensors. Any other solid is refused (ValueError), and then nothing is registered."""
+    def add_collision_node(
+        self,
+        nodepath: NodePath,
+        *,
+        response: str | None = None,
+        static: bool = False,
+        target: NodePath | None = None,
+        two_sided: bool = False,
+    ) -> None:
+        """Register a CollisionNode's solids, with the node's own from/into collide masks,
+        as one collider whose events name the node.
+
+        Spheres and planes are accepted as before; polygons (fanned into triangles; one-sided
+        unless ``two_sided``), boxes, capsules and inverse spheres make the node a level
+        piece: ``"kinematic"`` by default (the game moves it, the plugin never does, and
+        bodies touching it are carried on its motion) or ``"sensor"``. Sphere-only nodes are
+        bodies, ``"rewind"`` by default. Intangible solids are sensors.
+
+        ``static=True`` promises the node never moves: read once, indexed once (call
+        :meth:`teleport` after moving it anyway). ``target``: the ancestor the plugin reads
+        and moves for a body, as ``CollisionHandlerPusher.addCollider(collider, target)``;
+        the collision node keeps its transform relative to it.
+        """
         self._check_alive()
-        _response(response)
         nodepath = _nodepath(nodepath)
         node = nodepath.node()
         if not isinstance(node, CollisionNode):
             raise ValueError(f"nodepath {nodepath} is not a CollisionNode")
-        handle, nodepath = nodepath, self._new_node(nodepath)
+        static = _flag("static", static)
+        two_sided = _flag("two_sided", two_sided)
         solids = [node.getSolid(i) for i in range(node.getNumSolids())]
+        if not solids:
+            raise ValueError(f"{nodepath} holds no collision solids")
         for solid in solids:
             # Exact types: CollisionPolygon derives from CollisionPlane (it is finite) and
             # CollisionInvSphere from CollisionSphere (it is hollow).
-            if type(solid) not in (CollisionSphere, CollisionPlane):
+            if type(solid) not in (CollisionSphere, CollisionPlane, *PIECE_TYPES):
                 raise ValueError(
-                    f"{nodepath} holds a {type(solid).__name__}; panda3d-ccd sweeps only "
-                    "CollisionSphere and CollisionPlane"
+                    f"{nodepath} holds a {type(solid).__name__}; panda3d-ccd sweeps "
+                    "CollisionSphere, CollisionPlane, CollisionPolygon, CollisionBox, "
+                    "CollisionCapsule and CollisionInvSphere"
                 )
-        if not solids:
-            raise ValueError(f"{nodepath} holds no collision solids")
-        tangible = {s.isTangible() for s in solids if type(s) is CollisionSphere}
+        pieces = [(i, s) for i, s in enumerate(solids) if type(s) in PIECE_TYPES]
+        if response is None:
+            response = "kinematic" if pieces else "rewind"
+        _response(response)
+        if pieces and response not in ("kinematic", "sensor"):
+            raise ValueError(
+                f"{nodepath} holds a {type(pieces[0][1]).__name__}, which the plugin cannot "
+                f"move: response must be 'kinematic' or 'sensor', got {response!r}"
+            )
+        tangible = {s.isTangible() for s in solids if type(s) is not CollisionPlane}
         if len(tangible) > 1:
             raise ValueError(
-                f"{nodepath} mixes tangible and intangible spheres; a node moves as one body, "
+                f"{nodepath} mixes tangible and intangible solids; a node moves as one body, "
                 "so put the intangible ones (sensors) on a node of their own"
             )
+        mover = None
+        to_mover = None
+        if target is not None:
+            target = _nodepath(target)
+            if not (target == nodepath or target.isAncestorOf(nodepath)):
+                raise ValueError(f"target {target} is not an ancestor of {nodepath}")
+            if pieces or static or response == "kinematic":
+                raise ValueError(
+                    "target applies to a body the plugin moves (response 'rewind', 'slide' "
+                    f"or 'sensor'), got {nodepath} as {response!r}" + (" static" if static else "")
+                )
+            mover = NodePath(target)
+            to_mover = nodepath.getTransform(target)
+        shapes = read_solids(str(nodepath), pieces, two_sided) if pieces else None
+        handle, nodepath = nodepath, self._new_node(nodepath)
         from_mask = node.getFromCollideMask().getWord()
         into_mask = node.getIntoCollideMask().getWord()
         owner = self._next_uid()
@@ -386,24 +465,68 @@ class ContinuousCollision:
             if type(solid) is CollisionSphere:
                 kind = response if solid.isTangible() else "sensor"
                 center = tuple(solid.getCenter())
-                entries.append(
-                    self._make_sphere(
-                        owner,
-                        nodepath,
-                        solid.getRadius(),
-                        center,
-                        from_mask,
-                        into_mask,
-                        kind,
-                        False,
-                        solid,
-                    )
-                )
-            else:
+                radius = solid.getRadius()
+                if to_mover is not None:
+                    center = tuple(to_mover.getMat().xformPoint(LPoint3(*center)))
+                    radius *= max(abs(c) for c in to_mover.getScale())
+                sphere = self._make_sphere(
+                    owner, nodepath, radius, center, from_mask, into_mask, kind,
+                    static and kind != "sensor", solid,
+                )  # fmt: skip
+                sphere.mover = mover
+                entries.append(sphere)
+            elif type(solid) is CollisionPlane:
                 entries.append(
                     self._make_plane(owner, nodepath, solid.getPlane(), into_mask, solid)
                 )
+        if shapes is not None:
+            entries.append(
+                PieceNode(
+                    uid=self._next_uid(),
+                    owner=owner,
+                    nodepath=nodepath,
+                    shapes=shapes,
+                    solids=solids,
+                    into_mask=into_mask,
+                    static=static,
+                    sensor=response == "sensor" or not all(x.isTangible() for _i, x in pieces),
+                )
+            )
         self._commit(nodepath, handle, owner, entries)
+
+    def add_collision_nodes(
+        self,
+        root: NodePath,
+        *,
+        response: str | None = None,
+        static: bool = False,
+        two_sided: bool = False,
+    ) -> list[NodePath]:
+        """Register every CollisionNode at or under ``root`` (a loaded level, say), each as
+        its own collider with :meth:`add_collision_node`'s rules, so events name each node.
+        Returns the NodePaths registered. A node that is refused refuses the whole call
+        (ValueError naming it), and then nothing is registered."""
+        self._check_alive()
+        root = _nodepath(root)
+        found = root.findAllMatches("**/+CollisionNode")
+        nodes = [root] if isinstance(root.node(), CollisionNode) else []
+        nodes += [found.getPath(i) for i in range(found.getNumPaths())]
+        nodes = [n for n in nodes if n.node().getNumSolids()]
+        done: list[NodePath] = []
+        try:
+            for nodepath in nodes:
+                self.add_collision_node(
+                    nodepath, response=response, static=static, two_sided=two_sided
+                )
+                done.append(nodepath)
+        except ValueError:
+            for nodepath in done:
+                entries = self._by_node.pop(NodePath(nodepath), None)
+                if entries is not None:
+                    self._dynamic.pop(NodePath(nodepath), None)
+                    self._forget({e.owner for e in entries})
+            raise
+        return done
 
     def _new_node(self, nodepath: Any) -> NodePath:
         """Validate a node for registration; returns the plugin's own copy of the NodePath
@@ -413,9 +536,7 @@ class ContinuousCollision:
             raise ValueError(f"nodepath {nodepath} is already registered")
         return NodePath(nodepath)
 
-    def _commit(
-        self, nodepath: NodePath, handle: NodePath, owner: int, entries: list[Any]
-    ) -> None:
+    def _commit(self, nodepath: NodePath, handle: NodePath, owner: int, entries: list[Any]) -> None:
         """Register a node's validated colliders, all at once. A sphere's first pass starts
         at Panda3D's previous transform, where the game last placed it (setPos), so a spawn
         placed after registration is not swept from where it was built, while a setFluidPos
@@ -429,12 +550,14 @@ class ContinuousCollision:
                 self._new.add(entry.uid)
                 self._read_sphere(entry)
                 self._state.spheres.add(entry)
+            elif isinstance(entry, PieceNode):
+                self._pieces.add(entry)
             else:
                 self._teleported.add(entry.uid)
                 entry.prev_world = self._world_plane(entry)
                 self._state.planes.append(entry)
         self._by_node[nodepath] = entries
-        if not all(isinstance(e, SphereRecord) and e.static for e in entries):
+        if not all(getattr(e, "static", False) for e in entries):
             self._dynamic[nodepath] = None
         self._owner_of[nodepath] = owner
         self._node_of[owner] = nodepath
@@ -513,6 +636,7 @@ class ContinuousCollision:
         if entries is None:
             raise ValueError(f"nodepath {nodepath} is not registered")
         self._teleported.update(e.uid for e in entries)
+        self._pieces.reread({e.owner for e in entries if isinstance(e, PieceNode)})
         if nodepath not in self._dynamic:
             self._statics.reread.update(e.uid for e in entries)
 
@@ -523,6 +647,7 @@ class ContinuousCollision:
             self._statics.index = None
         self._statics.inactive -= {self._node_of.get(owner) for owner in owners}
         self._state.planes = [p for p in self._state.planes if p.owner not in owners]
+        self._pieces.drop(owners)
         if self._teleported:
             alive = self._state.spheres.uids() | {p.uid for p in self._state.planes}
             self._teleported &= alive
@@ -608,6 +733,7 @@ class ContinuousCollision:
         _collect["Read"].start()
         frame = self._read_all(spheres)
         planes, plane_n, off0, off1 = self._read_planes(planes)
+        tables = self._piece_tables()
         self._teleported.clear()
         _collect["Read"].stop()
 
@@ -618,10 +744,11 @@ class ContinuousCollision:
         moving_planes = Planes(*(x[off0 != off1] for x in (plane_n, off0, off1, plane_mask)))
         self._held = []
         try:
-            near = self._near_statics(spheres, frame, moving_planes)
+            near = self._near_statics(spheres, frame, [moving_planes, *tables])
         finally:
             held, self._held = self._held, None
         valid = row_all(np.isfinite(frame.end)) & row_all(np.isfinite(frame.start))
+
         # The dynamic spheres, then the static ones near them: statics never move.
         def rows(dynamic: np.ndarray, static: np.ndarray) -> np.ndarray:
             return np.concatenate([dynamic, static[near]]) if len(near) else dynamic
@@ -645,6 +772,7 @@ class ContinuousCollision:
             plane_group=np.array([p.owner for p in planes], np.int64),
             radius0=radius0,
             static=np.arange(len(p0)) >= len(frame.start) if len(near) else None,
+            obstacles=tables,
         )
         _collect["Broad and narrow phase"].stop()
         if result.capped:
@@ -663,7 +791,11 @@ class ContinuousCollision:
         _collect["Write back"].stop()
 
         touches = self._touches(
-            _Bodies.of(spheres, statics, near, planes), radius, result.hits, radius0, result.t_stop
+            _Bodies.of(spheres, statics, near, planes, self._pieces.columns()),
+            radius,
+            result.hits,
+            radius0,
+            result.t_stop,
         )
         self._contacts = [enter for _key, enter, _exit in touches]
         events = self._pairs.advance(touches)
@@ -738,6 +870,7 @@ class ContinuousCollision:
                 # each where it is then, as if teleported (a pool may attach it again).
                 for nodepath in left:
                     self._teleported.update(e.uid for e in by_node[nodepath])
+                    self._pieces.reread({self._owner_of[nodepath]})
                 try:
                     self._close({e.owner for nodepath in left for e in by_node[nodepath]})
                 except Exception as exc:  # noqa: BLE001 - re-raised below
@@ -751,14 +884,13 @@ class ContinuousCollision:
             _collect["Events"].stop()
         return contacts
 
-    def _near_statics(
-        self, spheres: SphereTable, frame: _Frame, moving_planes: Planes
-    ) -> np.ndarray:
+    def _near_statics(self, spheres: SphereTable, frame: _Frame, movers: list[Any]) -> np.ndarray:
         """Rows of the static spheres this pass's solver could pair with the dynamic ones
         (the same boxes as its broad phase, from the static index) or with the planes that
         move (the solver's own plane candidates). Static nodes are looked at only here:
         those near something, and a few more in turn; one found removed is dropped, one
         out of the scene is inactive until it is back."""
+        moving_planes = movers[0]
         statics, cache = self._state.statics, self._statics
         if not len(statics) and not cache.inactive:
             return np.zeros(0, np.int64)
@@ -801,6 +933,12 @@ class ContinuousCollision:
                 group=spheres.owner,
             )
             n = len(size)
+            # Carried by what moves by itself, a body may go further (as the solver's own
+            # broad phase allows).
+            with np.errstate(invalid="ignore", over="ignore"):
+                own = length(frame.end - frame.start)
+            kinematic = (spheres.response == _solver.KINEMATIC) & np.isfinite(own)
+            margin = margin + _solver.carry_margin(own, kinematic, movers)
             _i, k = cache.index._sphere_pairs(
                 frame.start, frame.end, size + margin, np.full(n, -1), np.ones(n, bool), split
             )
@@ -837,10 +975,44 @@ class ContinuousCollision:
         if left or len(self._by_node) != count:
             # Dropping a node shifts the rows: find the near ones that are left by uid.
             out = [self._owner_of[nodepath] for nodepath in left]
-            near = np.flatnonzero(
-                np.isin(statics.uid, near_uid) & ~np.isin(statics.owner, out)
-            )
+            near = np.flatnonzero(np.isin(statics.uid, near_uid) & ~np.isin(statics.owner, out))
         return near
+
+    def _piece_tables(self) -> list[Any]:
+        """This pass's tables of level pieces. Static piece nodes are looked at a few at a
+        time (as static spheres are): one found removed is dropped, one out of the scene is
+        left out until it is back, and then read again."""
+        pieces = self._pieces
+        if not len(pieces):
+            return []
+        top = self._render.getTop()
+        inactive = self._statics.inactive
+        mine = {id(n.nodepath): n for n in pieces.nodes if n.static}
+        for nodepath in [np_ for np_ in inactive if id(np_) in mine]:
+            if nodepath.getTop() == top:
+                inactive.discard(nodepath)
+                pieces.reread({self._owner_of[nodepath]})
+                pieces.active_changed()
+        statics = [n for n in pieces.nodes if n.static]
+        if statics:
+            count = min(len(statics), _STATIC_CHECKS)
+            turn = [statics[(self._piece_cursor + i) % len(statics)] for i in range(count)]
+            self._piece_cursor = (self._piece_cursor + count) % len(statics)
+            unread = [n for n in statics if n.world is None and not n.bad]
+            looked = {n.nodepath: None for n in turn + unread}
+            self._drop_removed([np_ for np_ in looked if np_ in self._by_node])
+            left = [
+                np_
+                for np_ in looked
+                if np_ in self._by_node and np_ not in inactive and np_.getTop() != top
+            ]
+            if left:
+                inactive.update(left)
+                pieces.active_changed()
+                self._close({self._owner_of[np_] for np_ in left})
+        out = {self._owner_of[np_] for np_ in self._inactive | inactive if np_ in self._owner_of}
+        active = {n.owner for n in pieces.nodes} - out
+        return pieces.tables(self._render, active, notify.warning)
 
     def _read_statics(self, rows: np.ndarray) -> None:
         """Read static spheres ``rows`` now (registered, teleported or back in the scene)."""
@@ -885,6 +1057,9 @@ class ContinuousCollision:
         self._inactive = inactive
         for nodepath in back & by_node.keys():
             self._teleported.update(e.uid for e in by_node[nodepath])
+            self._pieces.reread({self._owner_of[nodepath]})
+        if left or back:
+            self._pieces.active_changed()
         if left:
             self._close({e.owner for nodepath in left for e in by_node[nodepath]})
 
@@ -907,7 +1082,7 @@ class ContinuousCollision:
 
     def _read_sphere(self, sphere: SphereRecord) -> None:
         """Read a sphere's world centre (and radius) now; store it as its previous one."""
-        ts = self._net(sphere.nodepath)
+        ts = self._net(sphere.nodepath if sphere.mover is None else sphere.mover)
         try:
             if ts is None:
                 raise AssertionError
@@ -928,7 +1103,7 @@ class ContinuousCollision:
         previous transforms if ``previous``), with one call per node where all is well."""
         m = len(rows)
         get = NodePath.getPrevTransform if previous else NodePath.getTransform
-        nodepaths = spheres.nodepath[rows]
+        nodepaths = spheres.mover[rows]
         transform = np.full(m, None, object)
         center = np.full((m, 3), np.nan)
         world_radius = np.full(m, np.nan)
@@ -1099,7 +1274,7 @@ class ContinuousCollision:
         off_centre = row_any(spheres.center[order] != 0.0)
         for cur, nodepath, prev, t, end, off, center in zip(
             frame.transforms[order].tolist(),
-            spheres.nodepath[order].tolist(),
+            spheres.mover[order].tolist(),
             spheres.prev_transform[order].tolist(),
             result.t_stop[order].tolist(),
             result.end[order].tolist(),
@@ -1172,6 +1347,18 @@ class ContinuousCollision:
         n = len(radius)
         a = hits.a
         b = np.where(hits.kind == _solver.PLANE, n + hits.b, hits.b)
+        # Pieces: the row of their node, after the planes; and which solid, feature, part.
+        piece = hits.kind > _solver.PLANE
+        solid_of = np.full(k, -1, np.int64)
+        part_of = np.zeros(k, np.int64)
+        if piece.any():
+            after = len(bodies.owner) - len(self._pieces)
+            for code in np.unique(hits.kind[piece]).tolist():
+                rows = np.flatnonzero(hits.kind == code)
+                node, solid, part = self._pieces.locate(code, hits.b[rows])
+                b[rows] = after + node
+                solid_of[rows] = solid
+                part_of[rows] = part
         # Direction 2 * row is a -> b, 2 * row + 1 is b -> a (a plane's from mask is 0, so
         # a plane is never the from side).
         allowed = np.empty(2 * k, bool)
@@ -1230,6 +1417,18 @@ class ContinuousCollision:
             )
             for i, contact in zip(exits.tolist(), built):
                 leave[i] = contact
+        if piece.any():
+            nodes = self._pieces.nodes
+            for i in np.flatnonzero(piece[d.row]).tolist():
+                h = int(d.row[i])
+                node = nodes[int(b[h]) - after]
+                solid = node.solids[int(solid_of[h])]
+                feature = FEATURES[int(hits.feature[h])] if hits.feature[h] >= 0 else None
+                for contact in (enter[i], leave[i]):
+                    if contact is not None:
+                        contact._into_solid = solid
+                        contact._feature = feature
+                        contact._part = int(part_of[h])
         return list(zip(keys, enter, leave))
 
     def _contacts_at(

@@ -120,6 +120,9 @@ class Contact:
         "_from_tangible",
         "_into_tangible",
         "_world",
+        "_into_solid",
+        "_feature",
+        "_part",
     )
 
     def __init__(
@@ -161,6 +164,9 @@ class Contact:
         self._from_tangible = bool(from_tangible)
         self._into_tangible = bool(into_tangible)
         self._world = _check_np("world", world)
+        self._into_solid = None
+        self._feature = None
+        self._part = 0
 
     @classmethod
     def _unchecked(
@@ -200,6 +206,9 @@ class Contact:
         self._from_tangible = from_tangible
         self._into_tangible = into_tangible
         self._world = world
+        self._into_solid = None
+        self._feature = None
+        self._part = 0
         return self
 
     # -- plain attributes (read-only) ---------------------------------------------------
@@ -325,6 +334,30 @@ class Contact:
         """The into object's node."""
         return self._into_np.node()
 
+    @property
+    def into_solid(self) -> Any:
+        """The into CollisionSolid hit, for the solids of a level piece (a polygon, box,
+        capsule or inverse sphere); None for spheres and planes."""
+        return self._into_solid
+
+    @property
+    def feature(self) -> str | None:
+        """What of a level piece was touched: ``"face"``, ``"edge"`` or ``"vertex"`` (None
+        for spheres and planes). On a face the normal is the face's; on an edge or a vertex
+        it points from the contact point to the sphere's centre."""
+        return self._feature
+
+    @property
+    def part(self) -> int:
+        """Which part of the into solid: the triangle of a polygon (fanned from its first
+        vertex: triangle i is vertices 0, i + 1, i + 2), or of a turned static box's 12
+        faces; 0 otherwise."""
+        return self._part
+
+    def get_into_solid(self) -> Any:
+        """As ``CollisionEntry.getIntoSolid``: see :attr:`into_solid`."""
+        return self._into_solid
+
     def get_surface_point(self, space: NodePath) -> LPoint3:
         """The contact point, in the coordinate system of ``space``."""
         return self._to_space_point(space, self._point)
@@ -405,6 +438,7 @@ class Contact:
     getFromNodePath = get_from_node_path
     getIntoNodePath = get_into_node_path
     getFromNode = get_from_node
+    getIntoSolid = get_into_solid
     getIntoNode = get_into_node
     getSurfacePoint = get_surface_point
     getSurfaceNormal = get_surface_normal

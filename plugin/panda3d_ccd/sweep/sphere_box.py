@@ -187,9 +187,9 @@ def _sweep(c0: Float, c1: Float, r: Float, lo: Float, hi: Float) -> Sweep:
     face_normal[face_axis, rows] = np.where(index % 2 == 1, 1.0, -1.0)
     # A centre inside the box touches through its nearest face: project it there.
     inner = rows[from_start & buried]
-    point[face_axis[inner], inner] = face_normal[face_axis[inner], inner] * half[
-        face_axis[inner], inner
-    ]
+    point[face_axis[inner], inner] = (
+        face_normal[face_axis[inner], inner] * half[face_axis[inner], inner]
+    )
     normal = np.where(on_face, face_normal, F.unit(centre - point)).T
     point = point.T + mid
     point[~hit] = np.nan

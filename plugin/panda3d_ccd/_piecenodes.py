@@ -1,0 +1,311 @@
+"""The registered nodes that hold level pieces (polygons, boxes, capsules, inverse spheres),
+and the solver tables made of them.
+
+Static nodes are read once (when first seen in the scene, or teleported), baked into world
+coordinates and indexed once per change of the static set. Kinematic nodes keep their
+pieces in their own frame; each pass reads every active one's transform (one call per
+node) and hands the solver its motion since the last pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from panda3d.core import NodePath, TransformState
+
+from ._frames import Frames
+from ._level import Shapes, box_triangles
+from ._pieces import BOX, CAPSULE, INV_SPHERE, KINDS, TRIANGLE, Pieces
+
+#: ``Hits.kind`` of kinematic tables: their shape's plus this (static ones keep theirs).
+KINEMATIC_CODE = 4
+
+
+@dataclass(eq=False)
+class PieceNode:
+    """One registered node's pieces."""
+
+    uid: int
+    owner: int
+    nodepath: NodePath  # the component's copy of the CollisionNode's NodePath
+    shapes: Shapes
+    solids: list[Any]  # the node's solids, by index (Contact.getIntoSolid)
+    into_mask: int
+    static: bool
+    sensor: bool
+    handle: NodePath | None = None
+    #: World (quat (4,), pos (3,)) at the end of the last pass; None: not yet read.
+    prev: tuple[np.ndarray, np.ndarray] | None = None
+    #: The node's scale the local rows were baked at (kinematic).
+    scale: tuple[float, float, float] | None = None
+    #: Static: the world rows, per kind; None until read.
+    world: dict[int, tuple[np.ndarray, ...]] | None = None
+    world_solid: dict[int, np.ndarray] = field(default_factory=dict)
+    world_part: dict[int, np.ndarray] = field(default_factory=dict)
+    bad: bool = False
+
+
+class PieceNodes:
+    """Every registered piece node, and the tables of this pass."""
+
+    def __init__(self) -> None:
+        self.nodes: list[PieceNode] = []
+        self._static_tables: list[Pieces] | None = None
+        self._kinematic: tuple[tuple[int, ...], list[Pieces]] | None = None
+        self._columns: dict[str, np.ndarray] | None = None
+        #: Per table code: (m,) row in ``nodes``, solid index, part.
+        self._where: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def add(self, node: PieceNode) -> None:
+        self.nodes.append(node)
+        self._changed(node.static)
+
+    def drop(self, owners: set[int]) -> bool:
+        gone = [n for n in self.nodes if n.owner in owners]
+        if not gone:
+            return False
+        self.nodes = [n for n in self.nodes if n.owner not in owners]
+        # Tables name their nodes by row: every row after the dropped ones moved.
+        self._columns = self._static_tables = self._kinematic = None
+        return True
+
+    def active_changed(self) -> None:
+        """Some node left or came back to the scene: tables are made again."""
+        self._columns = self._static_tables = self._kinematic = None
+
+    def reread(self, owners: set[int]) -> None:
+        """Read these nodes again at the next pass, without sweeping (teleported)."""
+        for node in self.nodes:
+            if node.owner in owners:
+                node.prev = None
+                if node.static:
+                    node.world = None
+                    self._static_tables = None
+
+    def _changed(self, static: bool) -> None:
+        self._columns = None
+        if static:
+            self._static_tables = None
+        else:
+            self._kinematic = None
+
+    # ------------------------------------------------------------------ per pass
+    def tables(self, render: NodePath, active: set[int], warn: Any) -> list[Pieces]:
+        """This pass's tables: the static ones, then the kinematic ones with their motion
+        since the last pass. ``active``: owners of nodes in the scene; ``warn(text)``."""
+        top = render.getTop()
+        tables: list[Pieces] = []
+        statics = [n for n in self.nodes if n.static]
+        if statics:
+            if self._static_tables is None:
+                for node in statics:
+                    if node.world is None and node.nodepath.getTop() == top:
+                        self._bake(node, render, warn)
+                self._static_tables = self._build(
+                    [n for n in statics if n.world is not None and n.owner in active], True
+                )
+            tables += self._static_tables
+        moving = [n for n in self.nodes if not n.static and n.owner in active]
+        if not moving:
+            return tables
+        quat1, pos1, scales = self._read(moving, render, warn)
+        ok = np.isfinite(quat1).all(axis=1) & np.isfinite(pos1).all(axis=1)
+        for node, scale, good in zip(moving, scales, ok.tolist()):
+            if good and node.scale is not None and scale != node.scale:
+                self._kinematic = None  # rebaked at its new scale
+            if good:
+                node.scale = scale
+        live = [n for n, good in zip(moving, ok.tolist()) if good]
+        key = tuple(n.uid for n in live)
+        if self._kinematic is None or self._kinematic[0] != key:
+            self._kinematic = (key, self._build(live, False))
+        keep = np.flatnonzero(ok)
+        quat1, pos1 = quat1[keep], pos1[keep]
+        quat0, pos0 = quat1.copy(), pos1.copy()
+        for f, node in enumerate(live):
+            if node.prev is not None:
+                quat0[f], pos0[f] = node.prev
+            node.prev = (quat1[f], pos1[f])
+        frames = Frames(quat0, pos0, quat1, pos1)
+        for table in self._kinematic[1]:
+            table.set_frames(frames)
+        return tables + self._kinematic[1]
+
+    def _read(
+        self, nodes: list[PieceNode], render: NodePath, warn: Any
+    ) -> tuple[np.ndarray, np.ndarray, list[tuple[float, float, float]]]:
+        m = len(nodes)
+        quat = np.full((m, 4), np.nan)
+        pos = np.full((m, 3), np.nan)
+        scales: list[tuple[float, float, float]] = []
+        for f, node in enumerate(nodes):
+            ts = _net(node.nodepath, render)
+            scale = (1.0, 1.0, 1.0)
+            if ts is not None:
+                q, p, s = ts.getQuat(), ts.getPos(), ts.getScale()
+                quat[f] = (q.getR(), q.getI(), q.getJ(), q.getK())
+                pos[f] = tuple(p)
+                scale = (s[0], s[1], s[2])
+            good = np.isfinite(quat[f]).all() and np.isfinite(pos[f]).all()
+            if not good and not node.bad:
+                warn(f"{node.nodepath} has a non-finite transform; skipped until it is finite")
+            node.bad = not good
+            scales.append(scale)
+        return quat, pos, scales
+
+    def _bake(self, node: PieceNode, render: NodePath, warn: Any) -> None:
+        """A static node's rows in world coordinates (its whole transform, scale too)."""
+        ts = _net(node.nodepath, render)
+        mat = None
+        if ts is not None:
+            mat = np.array([list(ts.getMat().getRow(i)) for i in range(4)], np.float64)
+        if mat is None or not np.isfinite(mat).all():
+            if not node.bad:
+                warn(f"{node.nodepath} has a non-finite transform; skipped until teleported")
+            node.bad = True
+            return
+        node.bad = False
+        lin, off = mat[:3, :3], mat[3, :3]  # Panda3D's row vectors: world = p @ lin + off
+
+        def point(p: np.ndarray) -> np.ndarray:
+            return p @ lin + off
+
+        scale = float(np.sqrt((lin**2).sum(axis=1)).max())
+        world: dict[int, tuple[np.ndarray, ...]] = {}
+        solid = dict(node.shapes.solid)
+        part = dict(node.shapes.part)
+        geometry = node.shapes.geometry
+        flip = np.linalg.det(lin) < 0  # a mirroring transform turns the winding over
+        if TRIANGLE in geometry:
+            a, b, c, two = geometry[TRIANGLE]
+            a, b, c = point(a), point(b), point(c)
+            world[TRIANGLE] = (a, c, b, two) if flip else (a, b, c, two)
+        if BOX in geometry:
+            lo, hi = geometry[BOX]
+            upright = np.allclose(lin - np.diag(np.diag(lin)), 0.0)
+            if upright:
+                ends = np.stack([point(lo), point(hi)])
+                world[BOX] = (ends.min(axis=0), ends.max(axis=0))
+            else:  # turned: its faces, as triangles facing out
+                tris = box_triangles(lo, hi).reshape(-1, 3)
+                tris = point(tris).reshape(-1, 3, 3)
+                if flip:
+                    tris = tris[:, [0, 2, 1]]
+                faces = (tris[:, 0], tris[:, 1], tris[:, 2], np.zeros(len(tris), bool))
+                face_solid = np.repeat(solid[BOX], 12)
+                face_part = np.tile(np.arange(12), len(lo))
+                if TRIANGLE in world:
+                    world[TRIANGLE] = tuple(
+                        np.concatenate([x, y]) for x, y in zip(world[TRIANGLE], faces)
+                    )
+                    face_solid = np.concatenate([solid[TRIANGLE], face_solid])
+                    face_part = np.concatenate([part[TRIANGLE], face_part])
+                else:
+                    world[TRIANGLE] = faces
+                solid[TRIANGLE], part[TRIANGLE] = face_solid, face_part
+                del solid[BOX], part[BOX]
+        if CAPSULE in geometry:
+            a, b, r = geometry[CAPSULE]
+            world[CAPSULE] = (point(a), point(b), r * scale)
+        if INV_SPHERE in geometry:
+            c, r = geometry[INV_SPHERE]
+            world[INV_SPHERE] = (point(c), r * scale)
+        node.world, node.world_solid, node.world_part = world, solid, part
+
+    def _build(self, nodes: list[PieceNode], static: bool) -> list[Pieces]:
+        """One table per kind over ``nodes`` (static: world rows; else local rows, scaled)."""
+        row_of = {id(n): i for i, n in enumerate(self.nodes)}
+        tables = []
+        for kind in KINDS:
+            parts, owner, rows, solid, part, frame = [], [], [], [], [], []
+            for f, node in enumerate(nodes):
+                source = node.world if static else node.shapes.geometry
+                if source is None or kind not in source:
+                    continue
+                geometry = source[kind] if static else _scaled(kind, source[kind], node.scale)
+                count = len(geometry[0])
+                parts.append(geometry)
+                owner.append(np.full(count, node.owner))
+                rows.append(np.full(count, row_of[id(node)]))
+                src_solid = node.world_solid if static else node.shapes.solid
+                src_part = node.world_part if static else node.shapes.part
+                solid.append(src_solid[kind])
+                part.append(src_part[kind])
+                frame.append(np.full(count, f))
+            if not parts:
+                continue
+            geometry = tuple(np.concatenate(col) for col in zip(*parts))
+            node_rows = np.concatenate(rows)
+            code = kind if static else kind + KINEMATIC_CODE
+            mask = np.array([self.nodes[r].into_mask for r in node_rows], np.int64)
+            sensor = np.array([self.nodes[r].sensor for r in node_rows], bool)
+            table = Pieces(
+                kind,
+                geometry,
+                mask,
+                group=np.concatenate(owner),
+                node=node_rows,
+                frame=None if static else np.concatenate(frame),
+                sensor=sensor,
+                code=code,
+            )
+            self._where[code] = (node_rows, np.concatenate(solid), np.concatenate(part))
+            tables.append(table)
+        return tables
+
+    # ------------------------------------------------------------------ contacts
+    def columns(self) -> dict[str, np.ndarray]:
+        """Per node: nodepath, handle, owner, into_mask, tangible (cached)."""
+        if self._columns is None:
+            nodes = self.nodes
+            m = len(nodes)
+            self._columns = {
+                "nodepath": np.fromiter((n.nodepath for n in nodes), object, m),
+                "handle": np.fromiter((n.handle for n in nodes), object, m),
+                "owner": np.fromiter((n.owner for n in nodes), np.int64, m),
+                "into_mask": np.fromiter((n.into_mask for n in nodes), np.int64, m),
+                "tangible": np.fromiter((not n.sensor for n in nodes), bool, m),
+            }
+        return self._columns
+
+    def locate(self, code: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(node row, solid index, part) of rows of the table with ``code``."""
+        node, solid, part = self._where[code]
+        return node[rows], solid[rows], part[rows]
+
+
+def _scaled(kind: int, geometry: tuple[np.ndarray, ...], scale: Any) -> tuple[np.ndarray, ...]:
+    """Node-local rows scaled by the node's own scale (its frame is then rigid)."""
+    if scale is None or scale == (1.0, 1.0, 1.0):
+        return geometry
+    s = np.array(scale, np.float64)
+    big = float(np.abs(s).max())
+    if kind == TRIANGLE:
+        a, b, c, two = geometry
+        if np.prod(np.sign(s)) < 0:
+            return (a * s, c * s, b * s, two)
+        return (a * s, b * s, c * s, two)
+    if kind == BOX:
+        lo, hi = geometry[0] * s, geometry[1] * s
+        return (np.minimum(lo, hi), np.maximum(lo, hi))
+    if kind == CAPSULE:
+        return (geometry[0] * s, geometry[1] * s, geometry[2] * big)
+    if kind == INV_SPHERE:
+        return (geometry[0] * s, geometry[1] * big)
+    return geometry
+
+
+def _net(nodepath: NodePath, render: NodePath) -> TransformState | None:
+    try:
+        ts = nodepath.getTransform(render)
+    except AssertionError:
+        return None
+    return None if ts.isInvalid() else ts
+
+
+__all__ = ["PieceNode", "PieceNodes", "KINEMATIC_CODE", "INV_SPHERE", "CAPSULE", "BOX"]
