@@ -114,9 +114,7 @@ def test_bounce_is_elastic_within_a_frame() -> None:
     slow = ~scene.fast
     inside = np.all((p0 > 1.0) & (p0 < scene.side - 1.0), axis=1) & slow
     assert inside.sum() > 10
-    np.testing.assert_allclose(
-        np.abs(p1 - p0)[inside], np.abs(scene.velocity[inside]), atol=1e-4
-    )
+    np.testing.assert_allclose(np.abs(p1 - p0)[inside], np.abs(scene.velocity[inside]), atol=1e-4)
     np.testing.assert_array_equal(scene.positions(3), p0)
     speeds = np.linalg.norm(scene.velocity, axis=1)
     assert np.all((speeds[scene.fast] >= 37.5) & (speeds[scene.fast] <= 62.5))
@@ -158,9 +156,7 @@ def test_phase_table_times_every_phase_including_the_broad_phase() -> None:
     from benchmarks.profiling import phase_table
     from benchmarks.systems import PluginOptions
 
-    table = phase_table(
-        150, frames=2, warmup=1, seed=1, plugin=PluginOptions(), walls=True
-    )
+    table = phase_table(150, frames=2, warmup=1, seed=1, plugin=PluginOptions(), walls=True)
     for label in (
         "read every sphere's transforms",
         "solve: broad phase, times of impact, resolution",

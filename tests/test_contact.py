@@ -157,8 +157,7 @@ def test_getters_relative_to_transformed_nodes(scene):
 def test_world_other_than_the_root(scene):
     root, ball, wall, a, b = scene
     # The same physical contact, stored relative to ``a`` instead of the root.
-    c = make(root, ball, wall, world=a, point=(1, -1, 1), normal=(0, 0, 0.5),
-             from_pos=(1, -1, 1.5))
+    c = make(root, ball, wall, world=a, point=(1, -1, 1), normal=(0, 0, 0.5), from_pos=(1, -1, 1.5))
     assert c.getSurfacePoint(root) == LPoint3(3, 4, 5)
     assert c.getContactPos(root) == LPoint3(3, 4, 6)
     assert c.getSurfaceNormal(root) == LVector3(0, 0, 1)
@@ -278,8 +277,12 @@ def test_getters_match_a_real_collision_entry():
         world=render,
     )
     for space in (render, parent, into, ball, other, NodePath()):
-        for name in ("get_surface_point", "get_surface_normal", "get_contact_pos",
-                     "get_contact_normal"):
+        for name in (
+            "get_surface_point",
+            "get_surface_normal",
+            "get_contact_pos",
+            "get_contact_normal",
+        ):
             ours, theirs = getattr(c, name)(space), getattr(entry, name)(space)
             assert type(ours) is type(theirs)
             assert tuple(ours) == pytest.approx(tuple(theirs), abs=1e-5), (name, space)

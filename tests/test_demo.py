@@ -33,7 +33,7 @@ def run_demo(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 def summary(proc: subprocess.CompletedProcess) -> dict[str, str]:
     lines = [line for line in proc.stdout.splitlines() if line.startswith("summary: ")]
     assert len(lines) == 1, proc.stdout + proc.stderr
-    return dict(field.split("=", 1) for field in lines[0][len("summary: "):].split())
+    return dict(field.split("=", 1) for field in lines[0][len("summary: ") :].split())
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +91,7 @@ def test_screenshot_is_written_at_size_and_not_blank(tmp_path):
     image = PNMImage()
     assert image.read(Filename.fromOsSpecific(str(path)))
     assert (image.getXSize(), image.getYSize()) == (320, 240)
-    colours = {
-        image.getXelVal(x, y) for x in range(0, 320, 2) for y in range(0, 240, 2)
-    }
+    colours = {image.getXelVal(x, y) for x in range(0, 320, 2) for y in range(0, 240, 2)}
     assert len(colours) > 300
 
 
@@ -123,19 +121,30 @@ def _truth(m0, m1, radius, m_from, m_into, s=(), planes=()):
     s0 = np.array([o[0] for o in s], float).reshape(-1, 3)
     s1 = np.array([o[1] for o in s], float).reshape(-1, 3)
     return expected_hits(
-        np.array(m0, float), np.array(m1, float), np.array(radius, float),
-        np.array(m_from, np.int64), np.array(m_into, np.int64),
-        s0, s1, np.array([o[2] for o in s], float), np.array([o[3] for o in s], np.int64),
+        np.array(m0, float),
+        np.array(m1, float),
+        np.array(radius, float),
+        np.array(m_from, np.int64),
+        np.array(m_into, np.int64),
+        s0,
+        s1,
+        np.array([o[2] for o in s], float),
+        np.array([o[3] for o in s], np.int64),
         np.array([o[4] for o in s], bool),
         np.array([p[0] for p in planes], float).reshape(-1, 3),
-        np.array([p[1] for p in planes], float), np.array([p[2] for p in planes], np.int64),
+        np.array([p[1] for p in planes], float),
+        np.array([p[2] for p in planes], np.int64),
     )
 
 
 def test_truth_takes_the_earliest_solid_hit_and_every_sensor():
     # A projectile along +x: a pickup at x = 3, a pillar at x = 6, the wall x = 10 behind it.
     exp = _truth(
-        [[0, 0, 1]], [[20, 0, 1]], [0.5], [WALL | PILLAR | PICKUP], [0],
+        [[0, 0, 1]],
+        [[20, 0, 1]],
+        [0.5],
+        [WALL | PILLAR | PICKUP],
+        [0],
         s=[((3, 0, 1), (3, 0, 1), 1.0, PICKUP, True), ((6, 0, 1), (6, 0, 1), 1.0, PILLAR, False)],
         planes=[((-1, 0, 0), 10.0, WALL)],
     )
@@ -147,17 +156,28 @@ def test_truth_takes_the_earliest_solid_hit_and_every_sensor():
 
 def test_truth_respects_masks_and_grazes():
     # Mask says no: nothing. A path reaching only 1e-4 (< GRAZE) into a sphere: a graze.
-    none = _truth([[0, 0, 1]], [[20, 0, 1]], [0.5], [WALL], [0],
-                  s=[((6, 0, 1), (6, 0, 1), 1.0, PILLAR, False),
-                     ((12, 1.5 - 1e-4, 1), (12, 1.5 - 1e-4, 1), 1.0, WALL, False)])
+    none = _truth(
+        [[0, 0, 1]],
+        [[20, 0, 1]],
+        [0.5],
+        [WALL],
+        [0],
+        s=[
+            ((6, 0, 1), (6, 0, 1), 1.0, PILLAR, False),
+            ((12, 1.5 - 1e-4, 1), (12, 1.5 - 1e-4, 1), 1.0, WALL, False),
+        ],
+    )
     assert len(none.t) == 0
 
 
 def test_truth_pairs_of_movers_count_for_both():
-    exp = _truth([[0, 0, 1], [4, 0, 1]], [[2, 0, 1], [2, 0, 1]], [0.5, 0.5],
-                 [BALL, BALL], [BALL, BALL])
+    exp = _truth(
+        [[0, 0, 1], [4, 0, 1]], [[2, 0, 1], [2, 0, 1]], [0.5, 0.5], [BALL, BALL], [BALL, BALL]
+    )
     assert sorted(zip(exp.mover.tolist(), exp.other.tolist(), exp.kind.tolist())) == [
-        (0, 1, 2), (1, 0, 2)]
+        (0, 1, 2),
+        (1, 0, 2),
+    ]
     assert exp.t == pytest.approx([0.75, 0.75], abs=1e-3)
 
 
@@ -171,6 +191,11 @@ def test_truth_pairs_of_movers_count_for_both():
     ],
 )
 def test_went_into(q, expected):
-    got = went_into(np.array([[0.0, 0.0, 0.0]]), np.array([q]), np.array([1.0]),
-                    np.array([[4.0, 0.0, 0.0]]), np.array([1.0]))
+    got = went_into(
+        np.array([[0.0, 0.0, 0.0]]),
+        np.array([q]),
+        np.array([1.0]),
+        np.array([[4.0, 0.0, 0.0]]),
+        np.array([1.0]),
+    )
     assert got.tolist() == [expected]

@@ -149,9 +149,15 @@ def test_invalid_code_warns_once_per_pattern():
         assert expand_pattern("x%zz", c) == "x"
 
 
-@pytest.mark.parametrize("from_tangible, into_tangible, expected", [
-    (True, True, "tt"), (True, False, "ti"), (False, True, "it"), (False, False, "ii"),
-])
+@pytest.mark.parametrize(
+    "from_tangible, into_tangible, expected",
+    [
+        (True, True, "tt"),
+        (True, False, "ti"),
+        (False, True, "it"),
+        (False, False, "ii"),
+    ],
+)
 def test_tangibility_codes(from_tangible, into_tangible, expected):
     render, ball, wall = tagged_scene()
     assert expand_pattern("%fs%is", contact(ball, wall, 0.5, from_tangible, into_tangible)) == (
@@ -250,8 +256,11 @@ def test_parity_with_collision_handler_event(from_tangible, into_tangible):
     assert "ball-into-wall" in flat and "ball-again-wall" in flat and "ball-out-wall" in flat
     assert "team-red-vs-blue" in flat and "-wall" in flat and "wall-again-blue" in flat
     assert not any("never" in n for n in flat)
-    assert theirs[3] == ["ball-out-wall", "enemy-out", f"{'ti'[not from_tangible]}"
-                         f"{'ti'[not into_tangible]}c-out"]
+    assert theirs[3] == [
+        "ball-out-wall",
+        "enemy-out",
+        f"{'ti'[not from_tangible]}{'ti'[not into_tangible]}c-out",
+    ]
     assert theirs[4] == []
 
 
@@ -269,6 +278,7 @@ def test_parity_ig_into_visible_geometry():
 
 
 # -- EventPatterns ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_event_patterns_api(kind):
@@ -325,12 +335,29 @@ def test_event_patterns_warn_about_invalid_codes_when_added():
     assert ev.get_in_patterns() == ["%fn-%q1"]  # still accepted, as Panda3D does
 
 
-@pytest.mark.parametrize("camel", [
-    "addInPattern", "setInPattern", "clearInPatterns", "getInPattern", "getNumInPatterns",
-    "getInPatterns", "addAgainPattern", "setAgainPattern", "clearAgainPatterns",
-    "getAgainPattern", "getNumAgainPatterns", "getAgainPatterns", "addOutPattern",
-    "setOutPattern", "clearOutPatterns", "getOutPattern", "getNumOutPatterns", "getOutPatterns",
-])
+@pytest.mark.parametrize(
+    "camel",
+    [
+        "addInPattern",
+        "setInPattern",
+        "clearInPatterns",
+        "getInPattern",
+        "getNumInPatterns",
+        "getInPatterns",
+        "addAgainPattern",
+        "setAgainPattern",
+        "clearAgainPatterns",
+        "getAgainPattern",
+        "getNumAgainPatterns",
+        "getAgainPatterns",
+        "addOutPattern",
+        "setOutPattern",
+        "clearOutPatterns",
+        "getOutPattern",
+        "getNumOutPatterns",
+        "getOutPatterns",
+    ],
+)
 def test_event_patterns_names_match_collision_handler_event(camel):
     snake = re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), camel)
     assert getattr(EventPatterns, camel) is getattr(EventPatterns, snake)
@@ -338,6 +365,7 @@ def test_event_patterns_names_match_collision_handler_event(camel):
 
 
 # -- send_events --------------------------------------------------------------------------
+
 
 def test_send_events_order_and_arguments():
     render, ball, wall = tagged_scene()
@@ -382,6 +410,7 @@ def test_send_events_through_a_real_messenger():
 
 
 # -- PairTracker --------------------------------------------------------------------------
+
 
 @pytest.fixture
 def nodes():
@@ -432,7 +461,10 @@ def test_tracker_ties_keep_the_given_order(nodes):
     b, a, a_exit, c = (contact(ball, wall, 0.5) for _ in range(4))
     events = tr.advance([("B", b, None), ("A", a, a_exit), ("C", c, None)])
     assert [(k, x is y) for (k, x), y in zip(events, [b, a, a_exit, c])] == [
-        ("in", True), ("in", True), ("out", True), ("in", True)
+        ("in", True),
+        ("in", True),
+        ("out", True),
+        ("in", True),
     ]
 
 
@@ -448,7 +480,8 @@ def test_tracker_close_and_close_all(nodes):
     # A closed pair that touches again starts over with 'in'.
     again = contact(ball, wall, 0.6)
     assert tr.advance([((1, 2), again, None), ((1, 3), cs[(1, 3)], None)]) == [
-        ("again", cs[(1, 3)]), ("in", again)
+        ("again", cs[(1, 3)]),
+        ("in", again),
     ]
     assert tr.close_all() == [("out", cs[(1, 3)]), ("out", again)]
     assert tr.close_all() == [] and len(tr) == 0

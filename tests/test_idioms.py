@@ -242,9 +242,7 @@ def test_only_remove_node_drops_a_node(base, ccd, recorder, warnings_seen):
     assert ccd.colliders == 1 and warnings_seen == []
 
 
-def test_a_handler_that_detaches_a_node_closes_its_pairs_in_the_pass(
-    base, ccd, recorder, listener
-):
+def test_a_handler_that_detaches_a_node_closes_its_pairs_in_the_pass(base, ccd, recorder, listener):
     """Pooled by a handler: its other event of the pass is not sent, its open pairs close
     at the end of the pass, and it resumes where it is attached next."""
     render = base.render

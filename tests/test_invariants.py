@@ -285,8 +285,7 @@ def _place(rng, radii, half):
     return placed
 
 
-MIXES = {"rewind+sensor": [0.7, 0.0, 0.3], "rewind+slide": [0.5, 0.5, 0.0],
-         "all": [0.4, 0.4, 0.2]}
+MIXES = {"rewind+sensor": [0.7, 0.0, 0.3], "rewind+slide": [0.5, 0.5, 0.0], "all": [0.4, 0.4, 0.2]}
 
 
 @pytest.mark.parametrize(
@@ -357,7 +356,8 @@ def test_random_scene_invariants_on_every_frame(base, recorder, seed, count, fra
         pair_tol = np.maximum(body_tol[:, None], body_tol[None])
         signed = p[solid] @ planes[:, :3].T + planes[:, 3]
         assert np.all(signed >= radii[solid, None] - body_tol[solid, None]), (
-            signed - radii[solid, None]).min()
+            signed - radii[solid, None]
+        ).min()
         # No overlap created.
         d0 = np.linalg.norm(p0[:, None] - p0[None], axis=2)
         d = np.linalg.norm(p[:, None] - p[None], axis=2)
@@ -367,12 +367,17 @@ def test_random_scene_invariants_on_every_frame(base, recorder, seed, count, fra
         rewind = np.flatnonzero(kinds == "rewind")
         seg = p1[rewind] - p0[rewind]
         length2 = np.einsum("ij,ij->i", seg, seg)
-        s_end = np.divide(np.einsum("ij,ij->i", p[rewind] - p0[rewind], seg), length2,
-                          out=np.ones(len(rewind)), where=length2 > 0)
+        s_end = np.divide(
+            np.einsum("ij,ij->i", p[rewind] - p0[rewind], seg),
+            length2,
+            out=np.ones(len(rewind)),
+            where=length2 > 0,
+        )
         assert np.all((s_end >= -1e-6) & (s_end <= 1 + 1e-6))
         on_path = p0[rewind] + s_end[:, None] * seg
-        assert np.allclose(p[rewind], on_path, atol=REL * np.maximum(scale, np.sqrt(length2))[
-            :, None])
+        assert np.allclose(
+            p[rewind], on_path, atol=REL * np.maximum(scale, np.sqrt(length2))[:, None]
+        )
         s_stop = dict(zip(rewind, s_end))
 
         # Every contact is real, in time order, on the frame's paths.
@@ -408,15 +413,21 @@ def test_random_scene_invariants_on_every_frame(base, recorder, seed, count, fra
                     reach = c.t * np.linalg.norm(p1[b] - p0[b])
                     assert np.linalg.norm(bp - p0[b]) <= reach + ctol
                     continue
-                assert np.allclose(bp, expect, atol=REL * max(scale, np.linalg.norm(
-                    p1[b] - p0[b]))), (c, b)
+                assert np.allclose(
+                    bp, expect, atol=REL * max(scale, np.linalg.norm(p1[b] - p0[b]))
+                ), (c, b)
         # The plugin moves a collider only for a contact: every other one ends where the
         # game put it, to the bit (also in frames where the solver hits its round cap).
-        touched = {index[n.getName()] for c in contacts for n in (c.from_np, c.into_np)
-                   if n.getName() in index}
+        touched = {
+            index[n.getName()]
+            for c in contacts
+            for n in (c.from_np, c.into_np)
+            if n.getName() in index
+        }
         untouched = np.array([k not in touched for k in range(count)])
         assert np.array_equal(p[untouched], p1[untouched]), np.flatnonzero(
-            untouched & np.any(p != p1, axis=1))
+            untouched & np.any(p != p1, axis=1)
+        )
         log.check_frame(recorder.sent, contacts)
 
         # Sensors that flew off are brought back without a sweep.
@@ -432,10 +443,13 @@ def test_random_scene_invariants_on_every_frame(base, recorder, seed, count, fra
     log.check_destroy(recorder.sent)
 
 
-@pytest.mark.parametrize("responses", [
-    ["rewind"],
-    ["rewind", "slide"],
-])
+@pytest.mark.parametrize(
+    "responses",
+    [
+        ["rewind"],
+        ["rewind", "slide"],
+    ],
+)
 def test_random_scene_of_collision_nodes_with_several_solids(base, recorder, responses):
     """Bodies made of one to three spheres (CollisionNodes, rigid), in a box: nothing leaves
     the box, no two bodies come to overlap, events stay balanced and keyed by node."""
@@ -463,7 +477,8 @@ def test_random_scene_of_collision_nodes_with_several_solids(base, recorder, res
             clear = all(
                 np.linalg.norm(world[q] - (np.array(bodies[owner[m]].getPos()) + local[m]))
                 > radii[q] + radius[m] + 1e-3
-                for q in range(parts) for m in range(len(owner))
+                for q in range(parts)
+                for m in range(len(owner))
             )
             if clear:
                 break
@@ -499,7 +514,8 @@ def test_random_scene_of_collision_nodes_with_several_solids(base, recorder, res
         pair_tol = np.maximum(body_tol[:, None], body_tol[None])
         signed = c @ planes[:, :3].T + planes[:, 3]
         assert np.all(signed >= radius[:, None] - body_tol[:, None]), (
-            signed - radius[:, None]).min()
+            signed - radius[:, None]
+        ).min()
         d0 = np.linalg.norm(c0[:, None] - c0[None], axis=2)
         d = np.linalg.norm(c[:, None] - c[None], axis=2)
         created = other & (d0 >= big_r - pair_tol) & (d < big_r - pair_tol)
@@ -528,8 +544,7 @@ def test_events_balanced_with_removals_over_a_long_run(base, recorder, responses
     log = EventLog()
     half = 8.0
     for k, (normal, point) in enumerate(box_planes(half)):
-        ccd.add_plane(render.attachNewNode(f"wall{k}"), LPlane(LVector3(*normal),
-                                                              LPoint3(*point)))
+        ccd.add_plane(render.attachNewNode(f"wall{k}"), LPlane(LVector3(*normal), LPoint3(*point)))
     live = {}
     serial = 0
     for _frame in range(120):
@@ -542,8 +557,7 @@ def test_events_balanced_with_removals_over_a_long_run(base, recorder, responses
             n = render.attachNewNode(f"b{serial}")
             serial += 1
             n.setPos(*rng.uniform(-half + 1, half - 1, 3))
-            ccd.add_sphere(n, float(rng.uniform(0.3, 1.0)),
-                           response=str(rng.choice(responses)))
+            ccd.add_sphere(n, float(rng.uniform(0.3, 1.0)), response=str(rng.choice(responses)))
             live[n.getName()] = n
         removal = list(recorder.sent)
         for name, c in removal:
@@ -577,8 +591,9 @@ RESPONSES_B = ["rewind", "slide", "sensor", "static"]
 
 @pytest.mark.parametrize("resp_b", RESPONSES_B)
 @pytest.mark.parametrize("resp_a", RESPONSES_A)
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     b0=point,
     va=point,
@@ -612,8 +627,9 @@ def test_two_bodies_first_contact_is_exact_and_never_missed(
         a.setPos(*a0)
         b.setPos(*b0_)
         ccd.add_sphere(a, ra, response=resp_a)
-        ccd.add_sphere(b, rb, response="rewind" if resp_b == "static" else resp_b,
-                       static=resp_b == "static")
+        ccd.add_sphere(
+            b, rb, response="rewind" if resp_b == "static" else resp_b, static=resp_b == "static"
+        )
         ccd.step()  # first pass: sweeps nothing
         A0, B0 = np.array(a.getPos(render)), np.array(b.getPos(render))  # noqa: N806
         scale = max(1.0, np.abs(A0).max(), np.abs(B0).max())
@@ -629,8 +645,10 @@ def test_two_bodies_first_contact_is_exact_and_never_missed(
 
         # Dense sampling of the straight paths.
         s = np.linspace(0.0, 1.0, 20001)
-        gap = np.linalg.norm((A0 + s[:, None] * (A1 - A0)) - (B0 + s[:, None] * (B1 - B0)),
-                             axis=1) - big_r
+        gap = (
+            np.linalg.norm((A0 + s[:, None] * (A1 - A0)) - (B0 + s[:, None] * (B1 - B0)), axis=1)
+            - big_r
+        )
         tol = 1e-6 * scale
         inside = np.flatnonzero(gap < -tol)
         if len(contacts) == 0:
@@ -643,8 +661,9 @@ def test_two_bodies_first_contact_is_exact_and_never_missed(
             return
         # Both directions (default masks), at the first contact's time.
         first = min(ts)
-        assert sorted((c.from_np.getName(), c.into_np.getName()) for c in contacts
-                      if c.t == first) == [("a", "b"), ("b", "a")]
+        assert sorted(
+            (c.from_np.getName(), c.into_np.getName()) for c in contacts if c.t == first
+        ) == [("a", "b"), ("b", "a")]
         assert first == pytest.approx(analytic, abs=1e-9)
         if len(inside):
             assert first <= s[inside[0]] + 1e-9
@@ -671,8 +690,9 @@ def test_two_bodies_first_contact_is_exact_and_never_missed(
 
 
 @pytest.mark.parametrize("response", ["rewind", "slide", "sensor"])
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     normal=point,
     offset=st.floats(-5, 5),
@@ -802,7 +822,8 @@ def test_sphere_into_static_sphere_agrees_with_panda3d_traverser(base, make_ccd,
             theirs = tuple(getattr(entry_, getter)(render))
             assert ours == pytest.approx(theirs, abs=1e-5), getter
         assert tuple(mover.getPos(render)) == pytest.approx(
-            tuple(entry_.getContactPos(render)), abs=1e-5)
+            tuple(entry_.getContactPos(render)), abs=1e-5
+        )
     else:
         assert entry_.getT() == 0.0  # Panda3D's discrete fallback
 

@@ -68,9 +68,7 @@ def _plane_through_zone(base, make_ccd, recorder, static, mover):
 
 
 @pytest.mark.parametrize("mover", [None, "far"])
-def test_a_moving_plane_meets_a_static_as_a_still_dynamic_sphere(
-    base, make_ccd, recorder, mover
-):
+def test_a_moving_plane_meets_a_static_as_a_still_dynamic_sphere(base, make_ccd, recorder, mover):
     """A floor rising through a static sensor zone: the zone was handed to the solver only
     near a dynamic sphere's sweep, so without one nothing was reported."""
     dynamic = _plane_through_zone(base, make_ccd, recorder, False, mover)
@@ -164,13 +162,12 @@ def test_the_contact_point_on_a_growing_sphere_is_where_its_surface_was_then(
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_statics_match_still_dynamic_spheres_with_growth_groups_and_offsets(
-    base, make_ccd, seed
-):
+def test_statics_match_still_dynamic_spheres_with_growth_groups_and_offsets(base, make_ccd, seed):
     """tests/test_statics.py's oracle on a harder scene: movers that grow and shrink,
     CollisionNodes of two spheres (rewind and slide), off-centre static spheres, a floor
-    rising through them all. Every contact but those of two pillars (points included) and
-    the movers' ends, bit for bit."""
+    rising through them all. (A static sphere is a kinematic one that never moves: the
+    dynamic run's pillars are kinematic, which the rising floor does not carry.) Every
+    contact but those of two pillars (points included) and the movers' ends, bit for bit."""
     from panda3d.core import CollisionNode, CollisionSphere, LPlane, LVector3
 
     def run(as_static):
@@ -183,7 +180,8 @@ def test_statics_match_still_dynamic_spheres_with_growth_groups_and_offsets(
             ccd.add_sphere(node(root, f"p{k}", rng.uniform(-20, 20, 3)),
                            float(rng.uniform(0.3, 2)), static=as_static,
                            center=tuple(rng.uniform(-1, 1, 3)) if k % 3 == 0 else (0, 0, 0),
-                           response="sensor" if k % 5 == 0 else "rewind")  # fmt: skip
+                           response="sensor" if k % 5 == 0
+                           else "rewind" if as_static else "kinematic")  # fmt: skip
         movers = []
         for k in range(30):
             if k % 4 == 0:

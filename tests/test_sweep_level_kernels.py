@@ -96,15 +96,21 @@ TRIANGLE = [
     ("crossing inside the face", (1, 1, -1), (1, 1, 1), 1.0, False, INF, -1, -1),
     # Crossing at (2, -2, 0), 2 from the triangle, then meeting edge a-b in front:
     # (4t - 3)^2 + (2t - 0.5)^2 = 1, i.e. 20t^2 - 26t + 8.25 = 0, t = (26 - 4) / 40.
-    ("crossing far from it, then an edge", (2, -3, -0.5), (2, 1, 1.5), 1.0, False, 0.55, EDGE,
-     0),
-    ("far from it, then an edge, two-sided", (2, -3, -0.5), (2, 1, 1.5), 1.0, True, 0.55, EDGE,
-     0),
+    ("crossing far from it, then an edge", (2, -3, -0.5), (2, 1, 1.5), 1.0, False, 0.55, EDGE, 0),
+    ("far from it, then an edge, two-sided", (2, -3, -0.5), (2, 1, 1.5), 1.0, True, 0.55, EDGE, 0),
     # In front at first, the centre goes behind the plane (t = 0.25) beside the triangle
     # and then meets edge a-b from behind: one-sided no contact.
     ("edge met from behind", (2, -2, 0.5), (2, 0, -1.5), 1.2, False, INF, -1, -1),
-    ("edge met from behind, two-sided", (2, -2, 0.5), (2, 0, -1.5), 1.2, True, BEHIND_EDGE_T,
-     EDGE, 0),
+    (
+        "edge met from behind, two-sided",
+        (2, -2, 0.5),
+        (2, 0, -1.5),
+        1.2,
+        True,
+        BEHIND_EDGE_T,
+        EDGE,
+        0,
+    ),
     # Already overlapping: approaching gives 0, receding or sliding gives inf.
     ("overlapping, approaching", (1, 1, 0.5), (1, 1, -0.5), 1.0, False, 0.0, FACE, 0),
     ("overlapping, receding", (1, 1, 0.5), (1, 1, 2), 1.0, False, INF, -1, -1),
@@ -377,14 +383,21 @@ BOX = [
     ("face -y", (0.2, -5, 0.3), (0.2, 5, 0.3), 1.0, LO, HI, 0.3, FACE, 2),
     # Toward the edge along y at x = z = 1 from distance 3 to 0: distance 1 at t = 2/3.
     ("edge along y at +x +z", (1 + 3 * S, 0, 1 + 3 * S), (1, 0, 1), 1.0, LO, HI, 2 / 3, EDGE, 7),
-    ("edge along x at -y -z", (0.5, -1 - 3 * S, -1 - 3 * S), (0.5, -1, -1), 1.0, LO, HI, 2 / 3,
-     EDGE, 0),
-    ("edge along z at +x -y", (1 + 3 * S, -1 - 3 * S, 0), (1, -1, 0), 1.0, LO, HI, 2 / 3, EDGE,
-     10),
+    (
+        "edge along x at -y -z",
+        (0.5, -1 - 3 * S, -1 - 3 * S),
+        (0.5, -1, -1),
+        1.0,
+        LO,
+        HI,
+        2 / 3,
+        EDGE,
+        0,
+    ),
+    ("edge along z at +x -y", (1 + 3 * S, -1 - 3 * S, 0), (1, -1, 0), 1.0, LO, HI, 2 / 3, EDGE, 10),
     # Along the diagonal to a corner, from distance 2 sqrt(3) to 0: 1 at 1 - 1 / (2 sqrt 3).
     ("corner hi", (3, 3, 3), (1, 1, 1), 1.0, LO, HI, 1 - 1 / (2 * math.sqrt(3)), VERTEX, 7),
-    ("corner lo", (-3, -3, -3), (-1, -1, -1), 1.0, LO, HI, 1 - 1 / (2 * math.sqrt(3)), VERTEX,
-     0),
+    ("corner lo", (-3, -3, -3), (-1, -1, -1), 1.0, LO, HI, 1 - 1 / (2 * math.sqrt(3)), VERTEX, 0),
     ("point through the box", (0, 0, 5), (0, 0, -5), 0.0, LO, HI, 0.4, FACE, 5),
     # Grazes: sliding on the top face at height r; parallel to an edge at distance r.
     ("graze on a face", (-5, 0, 2), (5, 0, 2), 1.0, LO, HI, INF, -1, -1),
@@ -407,8 +420,7 @@ BOX = [
     # A box of no size is a point; its faces are offered first.
     ("point box", (0, 0, 5), (0, 0, -5), 1.0, (0, 0, 0), (0, 0, 0), 0.4, FACE, 5),
     # A box away from the origin: translated answers.
-    ("offset box, face", (10, 20, 35), (10, 20, 25), 1.0, (9, 19, 29), (11, 21, 31), 0.3, FACE,
-     5),
+    ("offset box, face", (10, 20, 35), (10, 20, 25), 1.0, (9, 19, 29), (11, 21, 31), 0.3, FACE, 5),
 ]
 
 
@@ -640,37 +652,92 @@ P1 = [(0.0, 0.0, 1.0)]
 P2 = [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0)]
 
 ERRORS = [
-    ("negative r", sphere_triangle_toi, (P1, P1, -1.0, TA, TB, TC),
-     "r must be finite and >= 0, got -1.0"),
+    (
+        "negative r",
+        sphere_triangle_toi,
+        (P1, P1, -1.0, TA, TB, TC),
+        "r must be finite and >= 0, got -1.0",
+    ),
     ("nan r", sphere_box_toi, (P1, P1, np.nan, LO, HI), "r must be finite and >= 0, got nan"),
-    ("inf r", sphere_capsule_toi, (P1, P1, [np.inf], CA, CB, 0.5),
-     "r must be finite and >= 0, got inf"),
-    ("negative capsule radius", sphere_capsule_toi, (P1, P1, 1.0, CA, CB, -0.5),
-     "radius must be finite and >= 0, got -0.5"),
-    ("nan room radius", sphere_inv_sphere_toi, (P1, P1, 1.0, CA, np.nan),
-     "radius must be finite and >= 0, got nan"),
-    ("triangle corner shape", sphere_triangle_toi, (P1, P1, 1.0, (0, 0), TB, TC),
-     "a must have shape (n, 3), got (2,)"),
-    ("centre shape", sphere_box_toi, ([[0, 0, 0, 0]], P1, 1.0, LO, HI),
-     "c0 must have shape (n, 3), got (1, 4)"),
-    ("row counts", sphere_triangle_toi, (P2, P1, 1.0, TA, TB, [TC] * 3),
-     "row counts do not match (c0: (2, 3), c1: (1, 3), r: (), a: (1, 3), b: (1, 3),"
-     " c: (3, 3))"),
-    ("radius rows", sphere_capsule_toi, (P2, P2, [1.0, 1.0, 1.0], CA, CB, 0.5),
-     "row counts do not match (c0: (2, 3), c1: (2, 3), r: (3,), a: (1, 3), b: (1, 3),"
-     " radius: ())"),
-    ("inf centre", sphere_triangle_toi, ([(np.inf, 0, 0)], P1, 1.0, TA, TB, TC),
-     "c0 must be finite, got [inf, 0.0, 0.0] in row 0"),
-    ("nan corner", sphere_triangle_toi, (P1, P1, 1.0, TA, [TB, (np.nan, 0, 0)], TC),
-     "b must be finite, got [nan, 0.0, 0.0] in row 1"),
-    ("nan box corner", sphere_box_toi, (P1, P1, 1.0, LO, (1, np.nan, 1)),
-     "hi must be finite, got [1.0, nan, 1.0] in row 0"),
-    ("inf room centre", sphere_inv_sphere_toi, (P1, P1, 1.0, (0, -np.inf, 0), 5.0),
-     "center must be finite, got [0.0, -inf, 0.0] in row 0"),
-    ("lo above hi", sphere_box_toi, (P1, P1, 1.0, (0, 2, 0), (1, 1, 1)),
-     "lo must be <= hi, got lo [0.0, 2.0, 0.0] and hi [1.0, 1.0, 1.0] in row 0"),
-    ("two_sided dtype", sphere_triangle_toi, (P1, P1, 1.0, TA, TB, TC),
-     "two_sided must be a boolean array, got dtype int64"),
+    (
+        "inf r",
+        sphere_capsule_toi,
+        (P1, P1, [np.inf], CA, CB, 0.5),
+        "r must be finite and >= 0, got inf",
+    ),
+    (
+        "negative capsule radius",
+        sphere_capsule_toi,
+        (P1, P1, 1.0, CA, CB, -0.5),
+        "radius must be finite and >= 0, got -0.5",
+    ),
+    (
+        "nan room radius",
+        sphere_inv_sphere_toi,
+        (P1, P1, 1.0, CA, np.nan),
+        "radius must be finite and >= 0, got nan",
+    ),
+    (
+        "triangle corner shape",
+        sphere_triangle_toi,
+        (P1, P1, 1.0, (0, 0), TB, TC),
+        "a must have shape (n, 3), got (2,)",
+    ),
+    (
+        "centre shape",
+        sphere_box_toi,
+        ([[0, 0, 0, 0]], P1, 1.0, LO, HI),
+        "c0 must have shape (n, 3), got (1, 4)",
+    ),
+    (
+        "row counts",
+        sphere_triangle_toi,
+        (P2, P1, 1.0, TA, TB, [TC] * 3),
+        "row counts do not match (c0: (2, 3), c1: (1, 3), r: (), a: (1, 3), b: (1, 3), c: (3, 3))",
+    ),
+    (
+        "radius rows",
+        sphere_capsule_toi,
+        (P2, P2, [1.0, 1.0, 1.0], CA, CB, 0.5),
+        "row counts do not match (c0: (2, 3), c1: (2, 3), r: (3,), a: (1, 3), b: (1, 3),"
+        " radius: ())",
+    ),
+    (
+        "inf centre",
+        sphere_triangle_toi,
+        ([(np.inf, 0, 0)], P1, 1.0, TA, TB, TC),
+        "c0 must be finite, got [inf, 0.0, 0.0] in row 0",
+    ),
+    (
+        "nan corner",
+        sphere_triangle_toi,
+        (P1, P1, 1.0, TA, [TB, (np.nan, 0, 0)], TC),
+        "b must be finite, got [nan, 0.0, 0.0] in row 1",
+    ),
+    (
+        "nan box corner",
+        sphere_box_toi,
+        (P1, P1, 1.0, LO, (1, np.nan, 1)),
+        "hi must be finite, got [1.0, nan, 1.0] in row 0",
+    ),
+    (
+        "inf room centre",
+        sphere_inv_sphere_toi,
+        (P1, P1, 1.0, (0, -np.inf, 0), 5.0),
+        "center must be finite, got [0.0, -inf, 0.0] in row 0",
+    ),
+    (
+        "lo above hi",
+        sphere_box_toi,
+        (P1, P1, 1.0, (0, 2, 0), (1, 1, 1)),
+        "lo must be <= hi, got lo [0.0, 2.0, 0.0] and hi [1.0, 1.0, 1.0] in row 0",
+    ),
+    (
+        "two_sided dtype",
+        sphere_triangle_toi,
+        (P1, P1, 1.0, TA, TB, TC),
+        "two_sided must be a boolean array, got dtype int64",
+    ),
 ]
 
 

@@ -40,6 +40,9 @@ class Response(NamedTuple):
 
     push: Float  # (k, 3) unit normal of the surface at the end of the pass
     carry: Float  # (k, 3) where the surface takes the body's contact point by then
+    #: (k,) what was touched stays where it is (a fixed surface: no sphere, no carry);
+    #: None: decided from ``carry``
+    fixed: Bool | None = None
 
 
 class Planes:

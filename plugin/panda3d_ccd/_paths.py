@@ -160,6 +160,10 @@ class Paths:
         self.held_n = np.zeros((len(p0), 3, 3))
         self.held_carry = np.zeros((len(p0), 3, 3))
         self.held_t = np.full((len(p0), 3), -1.0)
+        self.held_fixed = np.zeros((len(p0), 3), bool)
+        # Each body's own motion over the whole pass (a slide meeting a second fixed
+        # surface is deflected from what it meant to do, not from its first deflection).
+        self.motion = self.xe - self.xs
         self.crushed = np.zeros(len(p0), bool)
         # What last carried each body (kinematic contacts): its carry per unit of time left,
         # and the bodies squeezed against something that yielded to it (see _respond).

@@ -78,6 +78,7 @@ class PassResult(NamedTuple):
     candidates: int  # broad-phase pairs (sphere-sphere plus sphere-plane)
     rounds: int
     capped: bool  # MAX_ROUNDS reached: everything held at the earliest unresolved contact
+    squeezed: int = 0  # bodies squeezed against what carried them, which then won
 
 
 def _grown_segment_toi(
@@ -237,7 +238,17 @@ def solve(
         for table, (qi, qk) in zip(tables, found):
             carried[qi[table.moving[qk]]] = True
         carried = rigid.spread_any(carried & ~kin)
+        # A carried body pushes what it is squeezed against (it yields to its carrier and
+        # carries on whatever is in the way), so carrying passes along rows of bodies.
+        if carried.any():
+            solid_pairs = ~pair_sensor
+            carried = rigid.spread_any(
+                _reach(np.flatnonzero(carried), ci[solid_pairs], cj[solid_pairs], kin) & ~kin
+            )
         reach = np.where(carried, reach + carry, reach)
+        # A body at rest may still be carried into anything near it.
+        moving = moving | carried
+        pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
 
     t_stop = np.ones(n)
     paths = Paths(
@@ -256,7 +267,9 @@ def solve(
         _ObstaclePairs(table, paths, n, qi, qk, solid & ~kin, moving, group)
         for table, (qi, qk) in zip(tables, found)
     ]
-    still = ~rigid.spread_any(~paths.stationary()) | kin
+    # Still: never changed by a contact (kinematic, or at rest with nothing near that moves
+    # by itself and could carry it).
+    still = (~rigid.spread_any(~paths.stationary()) & ~carried) | kin
     slides = np.zeros(n, np.int64)
     pend_s = np.flatnonzero(np.isfinite(pairs.toi))
     first = np.full(n, np.inf)
@@ -313,20 +326,24 @@ def solve(
         body = np.concatenate([a_s, b_s, *(h.a for h in accepted)])
         when = np.concatenate([t_s, t_s, *(h.t for h in accepted)])
         push = np.concatenate([hs.normal, -hs.normal, *(r.push for _, r in taken)])
-        carry_a = np.where(kin[b_s][:, None], paths.xe[b_s] - hs.pos_b, 0.0)
-        carry_b = np.where(kin[a_s][:, None], paths.xe[a_s] - hs.pos_a, 0.0)
+        # A kinematic sphere, or a body that yielded to its carrier, carries what it meets.
+        pushing = kin | paths.yielded
+        carry_a = np.where(pushing[b_s][:, None], paths.xe[b_s] - hs.pos_b, 0.0)
+        carry_b = np.where(pushing[a_s][:, None], paths.xe[a_s] - hs.pos_a, 0.0)
         carry = np.concatenate([carry_a, carry_b, *(r.carry for _, r in taken)])
+        spheres = np.zeros(2 * len(a_s), bool)
+        fixed = np.concatenate([spheres, *(~_row_any(r.carry != 0.0) for _, r in taken)])
         # A squeezed body that yielded to its carrier gives way to everything else.
         keep = ~still[body] & ~(paths.yielded[body] & ~_row_any(carry != 0.0))
         keep &= ~paths.crushed[body]
         changed = _respond(
-            paths, rigid, body[keep], when[keep], Response(push[keep], carry[keep]), slide,
-            slides, t_stop,
+            paths, rigid, body[keep], when[keep], Response(push[keep], carry[keep], fixed[keep]),
+            slide, slides, t_stop,
         )  # fmt: skip
         # _respond changes whole groups: a group is still once every member is.
         moves = np.zeros(n, bool)
         moves[changed] = ~paths.stationary_of(changed)
-        still[changed] = ~rigid.spread_any(moves)[changed]
+        still[changed] = ~rigid.spread_any(moves)[changed] & ~carried[changed]
         dirty_s = pairs.pairs_of(changed)
         pairs.retest(dirty_s)
         pend_s = _unique(np.concatenate([pend_s, dirty_s]))
@@ -349,6 +366,7 @@ def solve(
         candidates=len(ci) + sum(len(o.qi) for o in struck),
         rounds=rounds,
         capped=capped,
+        squeezed=int(np.count_nonzero(paths.yielded)),
     )
 
 
@@ -736,7 +754,9 @@ def _respond(
     """
     if len(body) == 0:
         return np.zeros(0, np.int64)
-    push, carry = response
+    push, carry, fixed = response
+    if fixed is None:
+        fixed = ~_row_any(carry != 0.0)
     # All accepted contacts of one group share its time (each was its earliest).
     group = rigid.group[body]
     uniq, first_row = np.unique(group, return_index=True)
@@ -786,6 +806,23 @@ def _respond(
         remaining[s] -= nrm * np.minimum(away, 0.0)[:, None]
         latest[s] = nrm
         latest_carry[s] = carry[order][rows]
+    # A slide meeting a fixed surface after others this pass: deflected from the motion it
+    # meant to do (as Quake's slide move clips the original velocity by every plane it
+    # touched): into a corner it goes into the corner, not back along the first wall.
+    prior = paths.held_fixed[lead] & (paths.held_t[lead] >= 0.0) & (paths.held_t[lead] < t[:, None])
+    all_fixed = np.ones(len(uniq), bool)
+    all_fixed[slot[~fixed[order]]] = False
+    single = np.bincount(slot, minlength=len(uniq)) == 1
+    again = deflect & all_fixed & single & prior.any(axis=1) & ~held
+    if grown is not None:
+        again &= grown == 0
+    if again.any():
+        remaining[again] = _clip_by_all(
+            paths.motion[lead[again]] * (1.0 - t[again])[:, None],
+            latest[again],
+            paths.held_n[lead[again]],
+            prior[again],
+        )
     # Deflected twice at one instant and sent back into the first surface: a wedge. Keep
     # only the motion along the crease of the two surfaces (parallel ones: none at all),
     # as a fluid pusher does, instead of bouncing between them until MAX_SLIDES.
@@ -823,6 +860,7 @@ def _respond(
     paths.held_n[members, ring] = latest[slot]
     paths.held_carry[members, ring] = latest_carry[slot]
     paths.held_t[members, ring] = t_m
+    paths.held_fixed[members, ring] = all_fixed[slot]
     paths.normal_t[members] = t_m
     slides[members] = slides[lead][slot]
     stopped = ~deflect[slot]
@@ -832,6 +870,26 @@ def _respond(
     t_stop[gone] = np.minimum(t_stop[gone], t_m[stopped])
     paths.restart(members, t_m, at_m, at_m + displacement[slot])
     return members
+
+
+def _clip_by_all(motion: Float, normal: Float, planes: Float, on: Bool) -> Float:
+    """(k, 3) ``motion`` with what goes into ``normal`` removed; if that goes into one of
+    the earlier ``planes`` (k, 3, 3) that are ``on`` (k, 3), only the motion along the
+    crease of the two; into two or more of them (a corner), none."""
+    out = motion - normal * np.minimum(np.einsum("ij,ij->i", motion, normal), 0.0)[:, None]
+    eps = DIST_REL_EPS * _length(motion)
+    into = on & (np.einsum("ikj,ij->ik", planes, out) < -eps[:, None])
+    count = into.sum(axis=1)
+    one = np.flatnonzero(count == 1)
+    if len(one):
+        other = planes[one, np.argmax(into[one], axis=1)]
+        along = unit(np.cross(normal[one], other), np.zeros_like(other))
+        crease = along * np.einsum("ij,ij->i", motion[one], along)[:, None]
+        # The crease may still go into a third one: then a corner too.
+        third = on[one] & (np.einsum("ikj,ij->ik", planes[one], crease) < -eps[one, None])
+        out[one] = np.where(third.any(axis=1)[:, None], 0.0, crease)
+    out[count >= 2] = 0.0
+    return out
 
 
 class _Rigid:

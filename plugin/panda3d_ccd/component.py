@@ -342,6 +342,10 @@ class ContinuousCollision:
         self.rounds = 0
         #: Passes in which resolution hit its round cap (warned about once).
         self.capped_passes = 0
+        #: Bodies of the last pass squeezed between a kinematic piece carrying them and
+        #: something that would not give way: the piece won (they end touching it, and may
+        #: end inside the other).
+        self.squeezed = 0
 
     # ------------------------------------------------------------------ registration
     def add_sphere(
@@ -713,8 +717,9 @@ class ContinuousCollision:
 
     @property
     def colliders(self) -> int:
-        """Number of registered spheres and planes."""
-        return len(self._state.spheres) + len(self._state.statics) + len(self._state.planes)
+        """Number of registered spheres and planes, and nodes of level pieces."""
+        state = self._state
+        return len(state.spheres) + len(state.statics) + len(state.planes) + len(self._pieces)
 
     # ------------------------------------------------------------------ the pass
     def _task_step(self, task: Any) -> int:
@@ -756,7 +761,12 @@ class ContinuousCollision:
         p0, p1 = rows(frame.start, statics.prev_center), rows(frame.end, statics.prev_center)
         radius = rows(frame.radius, statics.world_radius)
         radius0 = rows(frame.radius0, statics.world_radius)
-        response = rows(spheres.response, statics.response)
+        # A static sphere is a kinematic one that never moves: never moved, and only
+        # reported against other kinematic things.
+        solid_static = np.where(
+            statics.response == _solver.SENSOR, _solver.SENSOR, _solver.KINEMATIC
+        ).astype(np.int8)
+        response = rows(spheres.response, solid_static)
         result = _solver.solve(
             p0,
             p1,
@@ -785,6 +795,7 @@ class ContinuousCollision:
             self.capped_passes += 1
         self.candidate_count = result.candidates
         self.rounds = result.rounds
+        self.squeezed = result.squeezed
 
         _collect["Write back"].start()
         self._write_back(spheres, frame, result, valid)

@@ -1,0 +1,425 @@
+"""Level geometry in the component: polygons, boxes, capsules and inverse spheres on
+CollisionNodes, static and kinematic, as a Panda3D game registers and moves them.
+
+Each test states its scene's exact answer (where a ball must end, which event with which
+feature), so any miss, overlap, stick or drift fails it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from event_checks import balanced
+from panda3d.core import (
+    CollisionBox,
+    CollisionCapsule,
+    CollisionInvSphere,
+    CollisionNode,
+    CollisionPolygon,
+    CollisionSphere,
+    LPoint3,
+    NodePath,
+)
+
+from panda3d_ccd._tolerance import SLOP_REL
+
+TOL = 1e-5
+
+
+def cnode(parent, name, *solids, pos=(0, 0, 0)):
+    node = CollisionNode(name)
+    for solid in solids:
+        node.addSolid(solid)
+    np_ = parent.attachNewNode(node)
+    np_.setPos(*pos)
+    return np_
+
+
+def quad(*corners):
+    return CollisionPolygon(*(LPoint3(*c) for c in corners))
+
+
+def ball(ccd, render, name, pos, radius=0.5, response="slide"):
+    np_ = cnode(render, name, CollisionSphere(0, 0, 0, radius), pos=pos)
+    ccd.add_collision_node(np_, response=response)
+    return np_
+
+
+def wall_x(render, name, x, facing=-1, size=50.0):
+    """A square wall in the plane x = ``x`` whose front faces ``facing`` * x."""
+    s = size
+    corners = [(x, -s, -s), (x, -s, s), (x, s, s), (x, s, -s)]
+    if facing > 0:
+        corners = corners[::-1]
+    return cnode(render, name, quad(*corners))
+
+
+# ----------------------------------------------------------------------------- registration
+def test_a_wall_polygon_stops_a_ball_at_any_speed_from_its_front_only(base, ccd, recorder):
+    render = base.render
+    wall = wall_x(render, "wall", 5.0)
+    assert tuple(wall.node().getSolid(0).getNormal()) == (-1, 0, 0)
+    ccd.add_collision_node(wall, static=True)
+    front = ball(ccd, render, "front", (0, 0, 0))
+    back = ball(ccd, render, "back", (10, 3, 0))
+    ccd.step()
+    front.setFluidPos(1e6, 0, 0)  # far through, in one frame
+    back.setFluidPos(-1e6, 3, 0)  # from behind: a one-sided polygon lets it through
+    contacts = ccd.step()
+    assert front.getX() == pytest.approx(4.5, abs=TOL)
+    assert back.getX() == -1e6
+    (c,) = contacts
+    assert c.into_np == wall and c.from_np == front
+    assert c.feature == "face" and c.getIntoSolid() == wall.node().getSolid(0)
+    assert tuple(c.getSurfaceNormal(render)) == pytest.approx((-1, 0, 0))
+    assert recorder.names() == ["front-into-wall"]
+
+
+def test_two_sided_polygons_stop_from_behind_too(base, ccd):
+    render = base.render
+    wall = wall_x(render, "wall", 5.0)
+    ccd.add_collision_node(wall, static=True, two_sided=True)
+    back = ball(ccd, render, "back", (10, 3, 0))
+    ccd.step()
+    back.setFluidPos(-100, 3, 0)
+    (c,) = ccd.step()
+    assert back.getX() == pytest.approx(5.5, abs=TOL)
+    assert tuple(c.getSurfaceNormal(render)) == pytest.approx((1, 0, 0))
+
+
+def test_an_edge_contact_names_the_edge_and_its_normal_points_at_the_centre(base, ccd):
+    render = base.render
+    # A floor square at z = 0 from x = 0 to 10; a ball rolling off its edge x = 10 at
+    # height 0.3 (below its radius) from outside hits the edge.
+    floor = cnode(render, "floor", quad((0, -5, 0), (10, -5, 0), (10, 5, 0), (0, 5, 0)))
+    ccd.add_collision_node(floor, static=True)
+    b = ball(ccd, render, "b", (20, 0, 0.3))
+    ccd.step()
+    b.setFluidPos(5, 0, 0.3)
+    (c,) = ccd.step()
+    assert c.feature == "edge"
+    x = 10 + math.sqrt(0.5**2 - 0.3**2)
+    assert c.getContactPos(render).x == pytest.approx(x, abs=TOL)
+    n = c.getSurfaceNormal(render)
+    assert tuple(n) == pytest.approx((0.8, 0, 0.6), abs=TOL)  # (centre - point) / r
+
+
+def test_polygons_are_fanned_and_bad_ones_refused_by_node_and_index(base, ccd):
+    render = base.render
+    # A quad is two triangles: (0, 1, 2) and (0, 2, 3); a ball falling onto the second.
+    ok = cnode(render, "quad", quad((0, 0, 0), (2, 0, 0), (2, 2, 0), (0, 2, 0)))
+    ccd.add_collision_node(ok, static=True)
+    b = ball(ccd, render, "b", (0.5, 1.5, 2), radius=0.25)
+    ccd.step()
+    b.setFluidPos(0.5, 1.5, -2)
+    (c,) = ccd.step()
+    assert (c.feature, c.part) == ("face", 1)
+    assert b.getZ() == pytest.approx(0.25, abs=TOL)
+    # Panda3D flattens a non-planar polygon itself, and leaves a degenerate one (no area)
+    # without points: that one is refused, naming the node and the solid.
+    flat = CollisionPolygon(LPoint3(0, 0, 0), LPoint3(1, 0, 0), LPoint3(2, 0, 0))
+    bad = cnode(render, "bad", CollisionSphere(0, 0, 0, 1), flat)
+    with pytest.raises(
+        ValueError, match=r"^render/bad: solid 1 is a polygon with fewer than 3 finite points$"
+    ):
+        ccd.add_collision_node(bad)
+    assert ccd.colliders == 2
+
+
+def test_a_level_registers_each_collision_node_as_its_own_collider(base, ccd, recorder):
+    render = base.render
+    level = render.attachNewNode("level")
+    left = wall_x(level, "left", -5.0, facing=1)
+    right = wall_x(level, "right", 5.0)
+    crate = cnode(level, "crate", CollisionBox(LPoint3(0, 0, 0), 1, 1, 1), pos=(0, 10, 0))
+    level.attachNewNode("plain")  # not a collision node: skipped
+    found = ccd.add_collision_nodes(level, static=True)
+    assert set(found) == {left, right, crate}
+    b = ball(ccd, render, "b", (0, 0, 0))
+    ccd.step()
+    b.setFluidPos(100, 0, 0)
+    ccd.step()
+    b.setFluidPos(-100, 0, 0)
+    ccd.step()
+    b.setFluidPos(-4.5, 100, 0)
+    ccd.step()
+    print(recorder.names())
+    assert b.getX() == pytest.approx(-4.5, abs=TOL)
+    assert b.getY() == pytest.approx(100, abs=TOL)  # the crate is at x in [-1, 1]
+
+
+def test_a_refused_node_in_a_level_registers_nothing(base, ccd):
+    render = base.render
+    level = render.attachNewNode("level")
+    wall_x(level, "good", 5.0)
+    cnode(level, "body", CollisionSphere(0, 0, 0, 1))  # a sphere node: fine as kinematic
+    with pytest.raises(ValueError, match=r"^response must be one of"):
+        ccd.add_collision_nodes(level, response="bounce")
+    assert ccd.colliders == 0
+
+
+# ----------------------------------------------------------------------------- responses
+def test_slides_along_a_crease_and_a_corridor_as_narrow_as_the_ball(base, ccd):
+    render = base.render
+    r = 0.5
+    # A corridor along +y exactly 2 r wide: walls at x = -r and x = r facing inward.
+    ccd.add_collision_node(wall_x(render, "left", -r, facing=1), static=True)
+    ccd.add_collision_node(wall_x(render, "right", r), static=True)
+    b = ball(ccd, render, "b", (0, 0, 0), radius=r)
+    ccd.step()
+    for k in range(1, 30):
+        # Pushed into the right wall and along the corridor each frame.
+        b.setFluidPos(b.getX() + 0.3, b.getY() + 1.0, 0)
+        ccd.step()
+        assert -r - TOL <= b.getX() <= r + TOL
+        assert b.getY() == pytest.approx(k, abs=TOL)  # never stuck
+
+
+@pytest.mark.parametrize("angle", [30, 60, 90, 120])
+def test_a_ball_pushed_into_a_crease_of_two_walls_ends_in_it_touching_both(base, ccd, angle):
+    render = base.render
+    # Two vertical walls through the z axis: one the plane y = 0 facing +y, the other
+    # turned by ``angle`` about z, facing into the wedge between them.
+    a = math.radians(angle)
+    s = 20.0
+    w1 = cnode(render, "w1", quad((0, 0, s), (s, 0, s), (s, 0, -s), (0, 0, -s)))
+    d = (math.cos(a), math.sin(a))
+    w2 = cnode(render, "w2", quad((s * d[0], s * d[1], -s), (s * d[0], s * d[1], s),
+                                  (0, 0, s), (0, 0, -s)))  # fmt: skip
+    for w in (w1, w2):
+        ccd.add_collision_node(w, static=True)
+    r = 0.5
+    bisector = np.array([math.cos(a / 2), math.sin(a / 2), 0.0])
+    start = bisector * 6
+    b = ball(ccd, render, "b", tuple(start), radius=r)
+    ccd.step()
+    for _ in range(5):
+        b.setFluidPos(*(np.array(b.getPos()) - bisector * 3 + [0, 0, 0]))
+        ccd.step()
+    p = np.array(b.getPos())
+    # The deepest place in the wedge: r from both walls, on the bisector.
+    deepest = bisector * r / math.sin(a / 2)
+    assert p == pytest.approx(deepest, abs=1e-4)
+
+
+# ----------------------------------------------------------------------------- kinematic
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+def test_a_ball_on_a_rising_lift_rides_it(base, ccd, response):
+    render = base.render
+    lift = cnode(render, "lift", CollisionBox(LPoint3(-2, -2, -1), LPoint3(2, 2, 0)))
+    ccd.add_collision_node(lift)
+    b = ball(ccd, render, "b", (0, 0, 0.5), response=response)
+    ccd.step()
+    for k in range(1, 11):
+        lift.setZ(0.1 * k)
+        b.setFluidZ(b.getZ() - 0.001)  # the game's gravity
+        ccd.step()
+        gap = b.getZ() - 0.5 - lift.getZ()
+        assert abs(gap) <= 1e-5, (k, gap)  # touching, never inside
+    assert lift.getZ() == pytest.approx(1.0)  # the plugin never moves a kinematic piece
+
+
+def test_a_tilting_board_carries_its_ball_and_a_swinging_door_pushes_one(base, ccd):
+    render = base.render
+    board = cnode(render, "board", CollisionBox(LPoint3(-5, -1, -0.2), LPoint3(5, 1, 0)))
+    ccd.add_collision_node(board)
+    on = ball(ccd, render, "on", (3, 0, 0.5), response="rewind")
+    door = cnode(render, "door", CollisionBox(LPoint3(0, -0.1, -2), LPoint3(4, 0.1, 2)),
+                 pos=(0, 20, 0))  # fmt: skip
+    ccd.add_collision_node(door)
+    hit = ball(ccd, render, "hit", (2, 21, 0), response="slide")
+    ccd.step()
+    for _ in range(10):
+        board.setR(board.getR() - 2)  # its +x end rises
+        door.setH(door.getH() + 9)  # swings toward +y, into the ball
+        ccd.step()
+        for body, piece in ((on, board), (hit, door)):
+            p = piece.getRelativePoint(render, body.getPos())
+            box = piece.node().getSolid(0)
+            lo, hi = box.getMin(), box.getMax()
+            near = [min(max(p[i], lo[i]), hi[i]) for i in range(3)]
+            dist = math.dist(near, tuple(p))
+            assert dist >= 0.5 - 1e-4, (body, dist)  # never inside
+    # The rewind ball rides the board: still where it was on it.
+    local = board.getRelativePoint(render, on.getPos())
+    assert tuple(local) == pytest.approx((3, 0, 0.5), abs=1e-4)
+    assert hit.getPos() != LPoint3(2, 21, 0)  # pushed ahead
+
+
+def test_a_gate_turning_30_degrees_a_frame_lets_nothing_through(base, ccd):
+    render = base.render
+    gate = cnode(render, "gate", CollisionBox(LPoint3(0, -0.05, -1), LPoint3(6, 0.05, 1)))
+    ccd.add_collision_node(gate)
+    balls = [ball(ccd, render, f"b{k}", (2 + k, -3, 0), radius=0.3, response="rewind")
+             for k in range(4)]  # fmt: skip
+    ccd.step()
+    for _ in range(6):
+        gate.setH(gate.getH() - 30)  # sweeps through y < 0 toward the balls
+        ccd.step()
+        for b in balls:
+            p = gate.getRelativePoint(render, b.getPos())
+            near = [min(max(p[0], 0), 6), min(max(p[1], -0.05), 0.05), min(max(p[2], -1), 1)]
+            assert math.dist(near, tuple(p)) >= 0.3 - 1e-4
+
+
+def test_a_ball_squeezed_between_a_lift_and_a_ceiling_ends_touching_the_lift(base, ccd):
+    render = base.render
+    lift = cnode(render, "lift", CollisionBox(LPoint3(-2, -2, -1), LPoint3(2, 2, 0)))
+    ccd.add_collision_node(lift)
+    ceiling = cnode(render, "ceiling", quad((-5, -5, 2), (-5, 5, 2), (5, 5, 2), (5, -5, 2)))
+    ccd.add_collision_node(ceiling, static=True)
+    b = ball(ccd, render, "b", (0, 0, 0.5), response="slide")
+    ccd.step()
+    squeezed = 0
+    for k in range(1, 16):
+        lift.setZ(0.1 * k)
+        ccd.step()
+        squeezed += ccd.squeezed
+        assert b.getZ() - 0.5 - lift.getZ() >= -1e-5  # never inside the lift
+    assert b.getZ() == pytest.approx(lift.getZ() + 0.5, abs=1e-5)
+    assert squeezed > 0
+
+
+def test_a_kinematic_target_is_never_moved_and_stops_a_bullet(base, ccd, recorder):
+    render = base.render
+    target = cnode(render, "target", CollisionSphere(0, 0, 0, 1), pos=(10, 0, 0))
+    ccd.add_collision_node(target, response="kinematic")
+    bullet = ball(ccd, render, "bullet", (0, 0, 0), radius=0.1, response="rewind")
+    ccd.step()
+    target.setFluidY(0.5)
+    bullet.setFluidPos(50, 0, 0)
+    ccd.step()
+    assert tuple(target.getPos()) == (10, 0.5, 0)  # where the game put it
+    assert "bullet-into-target" in recorder.names()
+    assert math.dist(tuple(bullet.getPos()), (10, 0.5, 0)) == pytest.approx(1.1, abs=1e-4)
+
+
+def test_a_sensor_box_crossed_in_one_frame_sends_in_then_out(base, ccd, recorder):
+    render = base.render
+    zone = cnode(render, "zone", CollisionBox(LPoint3(-1, -1, -1), LPoint3(1, 1, 1)))
+    ccd.add_collision_node(zone, response="sensor", static=True)
+    b = ball(ccd, render, "b", (-10, 0, 0), radius=0.2)
+    ccd.step()
+    b.setFluidPos(10, 0, 0)
+    ccd.step()
+    assert recorder.names() == ["b-into-zone", "b-out-zone"]
+    assert b.getX() == 10
+
+
+def test_target_moves_the_model_root_and_keeps_the_collision_node_relative(base, ccd):
+    render = base.render
+    model = render.attachNewNode("model")
+    model.setPos(0, 0, 0)
+    body = cnode(model, "body", CollisionSphere(0, 0, 0, 0.5), pos=(0, 0, 1))
+    ccd.add_collision_node(body, response="slide", target=model)
+    floor = cnode(render, "floor", quad((-9, -9, 0), (9, -9, 0), (9, 9, 0), (-9, 9, 0)))
+    ccd.add_collision_node(floor, static=True)
+    ccd.step()
+    model.setFluidPos(3, 0, -5)
+    (c,) = ccd.step()
+    assert c.from_np == body  # events name the collision node
+    assert tuple(model.getPos()) == pytest.approx((3, 0, -0.5), abs=TOL)
+    assert tuple(body.getPos()) == (0, 0, 1)  # the collision node kept its place
+    with pytest.raises(ValueError, match=r"^target render/floor is not an ancestor of "):
+        ccd.add_collision_node(cnode(render, "x", CollisionSphere(0, 0, 0, 1)), target=floor)
+
+
+def test_capsule_and_inverse_sphere_pieces(base, ccd):
+    render = base.render
+    pillar = cnode(render, "pillar", CollisionCapsule(0, 0, 0, 0, 0, 5, 1), pos=(5, 0, 0))
+    room = cnode(render, "room", CollisionInvSphere(0, 0, 0, 20))
+    ccd.add_collision_node(pillar, static=True)
+    ccd.add_collision_node(room, static=True)
+    b = ball(ccd, render, "b", (0, 0, 2), response="rewind")
+    c = ball(ccd, render, "c", (0, 10, 2), response="rewind")
+    ccd.step()
+    b.setFluidPos(10, 0, 2)
+    c.setFluidPos(0, 50, 2)
+    ccd.step()
+    assert b.getX() == pytest.approx(3.5, abs=TOL)
+    assert c.getY() == pytest.approx(math.sqrt(19.5**2 - 2**2), abs=TOL)  # |centre| + r = 20
+
+
+def test_a_mirrored_parent_keeps_the_polygon_front(base, ccd):
+    render = base.render
+    mirror = render.attachNewNode("mirror")
+    mirror.setScale(-1, 1, 1)  # x mirrored: the wall at local x = -5 faces world -x
+    wall = wall_x(mirror, "wall", -5.0, facing=1)
+    ccd.add_collision_node(wall, static=True)
+    b = ball(ccd, render, "b", (0, 0, 0))
+    ccd.step()
+    b.setFluidPos(100, 0, 0)
+    ccd.step()
+    # Panda3D's own answer for the polygon's world normal:
+    normal = render.getRelativeVector(wall, wall.node().getSolid(0).getNormal())
+    assert normal.x < 0 and b.getX() == pytest.approx(4.5, abs=TOL)
+
+
+# ----------------------------------------------------------------------------- seams
+def test_rolling_across_the_seams_of_a_large_terrain_mesh_never_stops_or_sends(base, ccd, recorder):
+    """A 72 x 72 grid of quads (10,368 triangles) of gentle slope; balls resting on it are
+    moved along it each frame (as a game moves them, float32 positions and all): none is
+    ever stopped and no event is sent."""
+    render = base.render
+    n, cell = 72, 1.0
+    node = CollisionNode("terrain")
+
+    def height(x, y):
+        return 0.05 * x + 0.02 * y
+
+    for i in range(n):
+        for j in range(n):
+            x0, y0 = i * cell - 36, j * cell - 36
+            corners = [(x0, y0), (x0 + cell, y0), (x0 + cell, y0 + cell), (x0, y0 + cell)]
+            node.addSolid(quad(*[(x, y, height(x, y)) for x, y in corners]))
+    terrain = render.attachNewNode(node)
+    ccd.add_collision_node(terrain, static=True)
+    assert ccd.colliders == 1
+    normal = np.array([-0.05, -0.02, 1.0])
+    normal /= np.linalg.norm(normal)
+    r = 0.5
+    starts = [(-30.3, -20.1), (-10.7, 5.2), (0.1, -30.0), (12.5, 12.5)]
+    balls = []
+    for k, (x, y) in enumerate(starts):
+        p = np.array([x, y, height(x, y)]) + normal * r
+        balls.append(ball(ccd, render, f"b{k}", tuple(p), radius=r))
+    ccd.step()
+    # Along, across and diagonally over the seams, tangent to the surface.
+    moves = [np.array(v, float) for v in [(0.37, 0, 0.37 * 0.05), (0, 0.41, 0.41 * 0.02),
+                                         (0.29, 0.31, 0.29 * 0.05 + 0.31 * 0.02),
+                                         (-0.33, 0.2, -0.33 * 0.05 + 0.2 * 0.02)]]  # fmt: skip
+    for _ in range(40):
+        wanted = []
+        for b, v in zip(balls, moves):
+            target = np.array(b.getPos()) + v
+            b.setFluidPos(*target)
+            wanted.append(np.array(b.getPos()))  # float32, as the scene holds it
+        ccd.step()
+        for b, w in zip(balls, wanted):
+            assert tuple(b.getPos()) == tuple(w)  # never stopped nor deflected
+    assert recorder.names() == []
+    slop = SLOP_REL * 100
+    for b in balls:
+        p = np.array(b.getPos())
+        assert abs(np.dot(p - [0, 0, 0], normal) - r) <= slop
+
+
+def test_events_stay_balanced_when_a_kinematic_piece_is_removed_under_a_ball(
+    base, ccd, recorder, listener
+):
+    render = base.render
+    lift = cnode(render, "lift", CollisionBox(LPoint3(-2, -2, -1), LPoint3(2, 2, 0)))
+    ccd.add_collision_node(lift)
+    b = ball(ccd, render, "b", (0, 0, 0.5), response="slide")
+    ccd.step()
+    listener.accept("b-into-lift", lambda c: c.into_np.removeNode())
+    lift.setZ(0.1)
+    ccd.step()
+    b.setFluidZ(b.getZ() - 1)
+    ccd.step()
+    ccd.step()
+    assert balanced(recorder.names()) == []
+    assert recorder.names()[:2] == ["b-into-lift", "b-out-lift"]
+    assert NodePath(lift).isEmpty()
