@@ -23,8 +23,8 @@ import numpy as np
 
 __all__ = [
     "HALF", "WALL_HEIGHT", "LEVEL", "PILLAR", "Face", "Piece", "PIECES", "TILES", "LIFT",
-    "GATE", "LIFT_LOW", "LIFT_RISE", "LIFT_PERIOD", "GATE_PIVOT", "GATE_SPIN", "lift_height",
-    "gate_heading", "triangles", "footprint_clearance",
+    "GATE", "LIFT_LOW", "LIFT_RISE", "LIFT_PERIOD", "LIFT_DOWN", "GATE_PIVOT", "GATE_SPIN",
+    "lift_height", "lift_speed", "gate_heading", "triangles", "footprint_clearance",
 ]
 
 Point = tuple[float, float, float]
@@ -153,11 +153,28 @@ DIVIDE_Y = (8.0, 9.0)
 DOOR_HEIGHT = 2.4
 DOORS = ((-22.0, -17.0), (17.0, 22.0))
 _y0, _y1 = DIVIDE_Y
+
+
+def _jamb(x: float, facing: float) -> Face:
+    """A doorway's side, at x, up to the lintel, facing +x (facing 1) or -x (-1)."""
+    y0, y1 = (_y0, _y1) if facing > 0 else (_y1, _y0)
+    return _face((x, y0, 0), (x, y1, 0), (x, y1, DOOR_HEIGHT), (x, y0, DOOR_HEIGHT))
+
+
+def _beside_doors(lo: Point, hi: Point, skip: tuple[str, ...]) -> Piece:
+    """A stretch of the dividing wall; an end at a doorway is a jamb up to the lintel
+    (above it the lintel joins on: no face hidden inside the wall)."""
+    jambs = tuple(_jamb(x, facing) for x, facing, side in ((lo[0], -1.0, "-x"),
+                                                         (hi[0], 1.0, "+x"))
+                  if side in skip and any(x in d for d in DOORS))
+    return Piece("wall", "polyset", _box_faces(lo, hi, skip) + jambs, COLOURS["wall"])
+
+
 INNER = [
-    _wall((-HALF, _y0, 0), (-22, _y1, H), ("-z", "-x")),
-    _wall((-17, _y0, 0), (-8, _y1, H)),
-    _wall((8, _y0, 0), (17, _y1, H)),
-    _wall((22, _y0, 0), (HALF, _y1, H), ("-z", "+x")),
+    _beside_doors((-HALF, _y0, 0), (-22, _y1, H), ("-z", "-x", "+x")),
+    _beside_doors((-17, _y0, 0), (-8, _y1, H), ("-z", "-x")),
+    _beside_doors((8, _y0, 0), (17, _y1, H), ("-z", "+x")),
+    _beside_doors((22, _y0, 0), (HALF, _y1, H), ("-z", "-x", "+x")),
     # The lintels over the doorways, their undersides facing down into them.
     *(_wall((x0, _y0, DOOR_HEIGHT), (x1, _y1, H), ("-x", "+x")) for x0, x1 in DOORS),
 ]
@@ -169,19 +186,6 @@ LIFT_XY = ((21.0, -23.0), (25.0, -19.0))
 (_px0, _py0), (_px1, _py1) = PLATFORM
 (_lx0, _ly0), (_lx1, _ly1) = LIFT_XY
 _top = PLATFORM_TOP
-PLATFORM_PIECE = Piece(
-    "platform", "polyset",
-    (
-        # The top, in four convex strips around the lift's hole.
-        _face((_px0, _py0, _top), (_px1, _py0, _top), (_px1, _ly0, _top), (_px0, _ly0, _top)),
-        _face((_px0, _ly1, _top), (_px1, _ly1, _top), (_px1, _py1, _top), (_px0, _py1, _top)),
-        _face((_px0, _ly0, _top), (_lx0, _ly0, _top), (_lx0, _ly1, _top), (_px0, _ly1, _top)),
-        _face((_lx1, _ly0, _top), (_px1, _ly0, _top), (_px1, _ly1, _top), (_lx1, _ly1, _top)),
-        *_box_faces((_px0, _py0, 0), (_px1, _py1, _top), ("+z", "-z")),
-    ),
-    COLOURS["platform"],
-)
-
 #: Ramps up to the platform: one from the west, one from the north.
 RAMP_W = ((7.0, -22.0), (14.0, -18.0))  # rises toward +x
 RAMP_N = ((19.0, -14.0), (23.0, -7.0))  # rises toward -y
@@ -199,6 +203,24 @@ RAMPS = [
         _face((_nx1, _ny1, 0), (_nx1, _ny0, _top), (_nx1, _ny0, 0)),
     ), COLOURS["ramp"]),
 ]
+
+PLATFORM_PIECE = Piece(
+    "platform", "polyset",
+    (
+        # The top, in four convex strips around the lift's hole.
+        _face((_px0, _py0, _top), (_px1, _py0, _top), (_px1, _ly0, _top), (_px0, _ly0, _top)),
+        _face((_px0, _ly1, _top), (_px1, _ly1, _top), (_px1, _py1, _top), (_px0, _py1, _top)),
+        _face((_px0, _ly0, _top), (_lx0, _ly0, _top), (_lx0, _ly1, _top), (_px0, _ly1, _top)),
+        _face((_lx1, _ly0, _top), (_px1, _ly0, _top), (_px1, _ly1, _top), (_lx1, _ly1, _top)),
+        # The sides; where a ramp joins one, the ramp is the side.
+        *_box_faces((_px0, _py0, 0), (_px1, _py1, _top), ("+z", "-z", "-x", "+y")),
+        _face((_px0, _wy0, 0), (_px0, _py0, 0), (_px0, _py0, _top), (_px0, _wy0, _top)),
+        _face((_px0, _py1, 0), (_px0, _wy1, 0), (_px0, _wy1, _top), (_px0, _py1, _top)),
+        _face((_px1, _py1, 0), (_nx1, _py1, 0), (_nx1, _py1, _top), (_px1, _py1, _top)),
+        _face((_nx0, _py1, 0), (_px0, _py1, 0), (_px0, _py1, _top), (_nx0, _py1, _top)),
+    ),
+    COLOURS["platform"],
+)
 
 FLOOR = Piece("floor", "polyset",
               (_face((-HALF, -HALF, 0), (HALF, -HALF, 0), (HALF, HALF, 0), (-HALF, HALF, 0)),),
@@ -266,11 +288,12 @@ PILLARS = [
 
 # ---------------------------------------------------------------- the kinematic pieces
 #: The lift: a piston filling the platform's hole, its top from LIFT_LOW (flush with the
-#: platform) up by LIFT_RISE and back, every LIFT_PERIOD seconds. Tall enough that its
-#: bottom never comes above the floor, so no pit ever opens.
+#: platform) up by LIFT_RISE and back, every LIFT_PERIOD seconds, first down at LIFT_DOWN
+#: seconds. Tall enough that its bottom never comes above the floor, so no pit ever opens.
 LIFT_LOW = PLATFORM_TOP
 LIFT_RISE = 3.5
 LIFT_PERIOD = 8.0
+LIFT_DOWN = 2.0
 _lift_h = LIFT_RISE + PLATFORM_TOP + 0.5
 LIFT = Piece(
     "lift", "box",
@@ -292,7 +315,14 @@ GATE = Piece(
 
 def lift_height(time: float) -> float:
     """The lift's top (its frame's z) at ``time`` seconds: a smooth rise and fall."""
-    return LIFT_LOW + LIFT_RISE * 0.5 * (1.0 - math.cos(2 * math.pi * time / LIFT_PERIOD))
+    phase = 2 * math.pi * (time - LIFT_DOWN) / LIFT_PERIOD
+    return LIFT_LOW + LIFT_RISE * 0.5 * (1.0 - math.cos(phase))
+
+
+def lift_speed(time: float) -> float:
+    """d/dt of :func:`lift_height`, units per second."""
+    phase = 2 * math.pi * (time - LIFT_DOWN) / LIFT_PERIOD
+    return LIFT_RISE * math.pi / LIFT_PERIOD * math.sin(phase)
 
 
 def gate_heading(time: float) -> float:

@@ -117,6 +117,11 @@ CANNON = (0.0, -HALF + 2.5)
 MUZZLE = 2.2  # distance of the muzzle from the cannon's pivot
 FIRE_EVERY = 4  # frames between shots while firing
 
+# The scripted player's route: waypoints (x, y, not before this time in seconds). The lift
+# is down at arena.LIFT_DOWN and at its top LIFT_PERIOD / 2 later.
+ROUTE = [(5.0, -20.0, 0.0), (15.5, -20.0, 0.0), (23.0, -21.0, 5.0), (23.0, -15.5, 0.0),
+         (21.0, -4.0, 0.0)]
+LEG_LIMIT = 3.0  # seconds on one leg of the route before the player moves on
 # Targets: (centre x, centre y, radius x, radius y, angular speed, phase); an ellipse, or a
 # line when one radius is 0. Each path keeps 2 units clear of the level (a ball is at most
 # 1.6 wide), so a target never squeezes a ball against a wall.
@@ -357,13 +362,11 @@ class Level:
         keeps the previous transform too), so the traverser and the plugin both sweep the
         move, unless ``teleport``."""
         self.lift_rig.setFluidZ(arena.lift_height(time))
-        # Kept within a turn: a float32 angle of many turns would lose precision.
-        self.gate_rig.setH(math.degrees(arena.GATE_SPIN * time) % 360.0)
+        self.gate_rig.setH(arena.gate_heading(time))
         if teleport:
             for rig in (self.lift_rig, self.gate_rig):
                 rig.node().resetPrevTransform()
-        self.lift.velocity = np.array([0.0, 0.0, arena.LIFT_RISE * math.pi / arena.LIFT_PERIOD
-                                       * math.sin(2 * math.pi * time / arena.LIFT_PERIOD)])
+        self.lift.velocity = np.array([0.0, 0.0, arena.lift_speed(time)])
         return (_rows([tuple(self.lift_rig.getPos(self.render)),
                        tuple(self.gate_rig.getPos(self.render))]),
                 np.radians([self.lift_rig.getH(self.render), self.gate_rig.getH(self.render)]))
@@ -379,6 +382,8 @@ class Level:
         self._expected: list[tuple[Body, int, float, bool]] = []
         self._next_shot = 0
         self._cannon_heading = 0.0
+        self._leg = 0  # the player's place along ROUTE
+        self._leg_start = 0.0
         for spec in TARGETS:
             node = self.root.attachNewNode("target")
             node.setPos(*self._target_pos(spec, 0.0))
@@ -531,12 +536,29 @@ class Level:
 
     # ------------------------------------------------------------------ per frame
     def _script(self) -> None:
-        """The fixed script: the cannon sweeps and fires; the player drives figure eights."""
+        """The fixed script: the cannon sweeps and fires; the player walks up the ramp onto
+        the lift, rides it up, steps off onto the platform and down the other ramp, then
+        drives figure eights."""
         if self.autofire and self.aim is None:
             self._cannon_heading = 62.0 * math.sin(0.9 * self.time)
-        if self.autopilot:
-            t = self.time
-            self.steer = np.array([math.cos(0.45 * t), math.sin(0.9 * t), 0.0])
+        if not self.autopilot:
+            return
+        while self._leg < len(ROUTE):
+            x, y, leave = ROUTE[self._leg]
+            offset = np.array([x, y, 0.0]) - self.player.np.getPos(self.render)
+            offset[2] = 0.0
+            # A blocked player (a system that cannot climb the lift's edge, say) gives up.
+            stuck = self.time > max(leave, self._leg_start) + LEG_LIMIT
+            if float(np.linalg.norm(offset)) > 0.4 and not stuck:
+                self.steer = offset
+                return
+            if self.time < leave:
+                self.steer = np.zeros(3)
+                return
+            self._leg += 1
+            self._leg_start = self.time
+        t = self.time
+        self.steer = np.array([math.cos(0.45 * t), math.sin(0.9 * t), 0.0])
 
     def _update(self, task: Any) -> int:
         dt = self.clock.getDt()
