@@ -183,7 +183,7 @@ def test_every_kind_of_piece_is_hit_and_reported_and_the_run_is_deterministic(
     """In process, the same 300 frames: the truth expects hits on every kind of piece of
     the level (and on the moving lift, gate and targets), the plugin reports each of them,
     the scripted player rides the lift up, and the summary is the command line's."""
-    from demo.level import Level
+    from demo.level import PLAYER_RADIUS, Level
     from demo.run import summary_line
 
     level = Level(base, seed=7, balls=60, system="plugin")
@@ -216,10 +216,9 @@ def test_every_kind_of_piece_is_hit_and_reported_and_the_run_is_deterministic(
         theirs.pop(name)
     assert ours == theirs
     assert ours["missed"] == "0"
-    # Carried from the platform (its top at 1.5, the player's centre 0.95 above) to the
-    # lift's top (3.5 higher).
-    rise = arena.PLATFORM_TOP + arena.LIFT_RISE + 0.95
-    assert max(heights) > rise - 0.5
+    # Carried up by the lift: at the last frame (5 s) standing on its top, still rising.
+    assert max(heights) == pytest.approx(arena.lift_height(5.0) + PLAYER_RADIUS, abs=0.02)
+    assert max(heights) > arena.PLATFORM_TOP + PLAYER_RADIUS + 2.5
 
 
 def test_different_seed_different_run():
