@@ -29,6 +29,7 @@ from panda3d.core import (
     TransparencyAttrib,
 )
 
+from .arena import WALL_HEIGHT
 from .level import HALF, HEIGHT, Level
 
 __all__ = ["DemoApp", "KEYS_LINE"]
@@ -89,7 +90,7 @@ class DemoApp(DirectObject):
         direction = LVector3(0, math.cos(math.radians(pitch)), -math.sin(math.radians(pitch)))
         edge = HALF + 1.2
         corners = [LPoint3(x, y, z) for x in (-edge, edge) for y in (-edge, edge)
-                   for z in (0.0, 2.0)]
+                   for z in (0.0, WALL_HEIGHT)]
         camera = self.base.camera
         for distance in range(30, 400, 2):
             camera.setPos(look_at - direction * distance)

@@ -1,17 +1,26 @@
 """The demo level, shared by the windowed app, the screenshot and the headless run.
 
-The arena is a square room on the plane z = 0: four walls and the floor are planes, the
-pillars are static spheres, the targets move on fixed circles and lines, pickups are
-sensors, and every mover (the player ball, bouncing balls, the cannon's projectiles) keeps
-its centre at height :data:`HEIGHT`, so the game is planar while the collision is 3D.
+The arena is a model, ``arena.egg`` (written by :mod:`demo.make_arena` from
+:mod:`demo.arena`): polygon walls with doorways, a floor, ramps up to a raised platform,
+crates (boxes) and pillars (capsules), all ``<Collide>`` geometry, plus two kinematic pieces
+the level moves itself: a lift rising out of the platform and a gate turning in the
+dividing wall. Targets move on fixed circles and lines (kinematic too), pickups are sensors.
+Balls and projectiles keep their centres at height :data:`HEIGHT`, so the game is planar
+while the collision is 3D; the player walks: it sinks at :data:`PLAYER_SINK` and its
+``slide`` response keeps it on the floor, up the ramps, onto the platform and the lift.
+
+Both systems see the same level: Panda3D's traverser through the egg's own CollisionNodes,
+the plugin through ``add_collision_nodes(static_level, static=True)`` and
+``add_collision_node(..., response="kinematic")`` for the lift and the gate.
 
 Each frame, in task order:
 
 ==========  =====  =========================================================================
 task        sort   what it does
 ==========  =====  =========================================================================
-update      10     spawn, run the script, move every mover by its velocity (setFluidPos),
-                   compute the frame's expected hits (:mod:`demo.truth`)
+update      10     spawn, run the script, move the lift, the gate and the targets, move
+                   every mover by its velocity (setFluidPos), compute the frame's expected
+                   hits (:mod:`demo.truth`)
 timer       24     start the collision system's stopwatch
 collision   25     the system under test: its events reach the level's handlers, which
                    bounce balls (reflect the velocity about ``entry.getSurfaceNormal``),
@@ -25,13 +34,15 @@ How the audit counts, per system (``Level.stats[name]``):
 
 - *caught*: a hit the ground truth expects (each mover's earliest hit along its straight
   path, and every pickup it passes) for which the system sent an event;
-- *excused*: no event, but the straight path no longer applied by then: one of the two
-  bodies had already been stopped or deflected earlier in the frame (by a contact the truth
-  does not model, such as a chain of ball collisions, or by the system holding it);
+- *excused*: no event, but the straight path no longer applied by then: the mover or what
+  it hits had already been stopped, deflected or pushed earlier in the frame (by a contact
+  the truth does not model, such as a chain of ball collisions, or by the system holding
+  it);
 - *missed*: no event and no excuse;
-- *tunnelled*: objects that had a missed solid hit, ended a frame outside the walls, moved
-  deep into a pillar or ended deep inside a target (at least half inside), with or without
-  an event.
+- *tunnelled*: objects that had a missed solid hit, ended a frame outside the room or
+  under the floor, or whose real move went at least half their radius behind a wall's
+  front face or into a crate or pillar, or that end it at least half inside the lift, the
+  gate or a target, with or without an event.
 """
 
 from __future__ import annotations
@@ -49,43 +60,56 @@ from panda3d.core import (
     AmbientLight,
     ClockObject,
     DirectionalLight,
-    LPlane,
-    LPoint3,
-    LVector3,
+    Filename,
     NodePath,
     TransparencyAttrib,
 )
 
-from . import geometry
+from . import arena, geometry
+from .arena import HALF, LEVEL, PILLAR
+from .make_arena import EGG_PATH
 from .systems import SYSTEMS, TASK_SORT, CollisionSystem
-from .truth import expected_hits, went_into
+from .truth import (
+    Boxes,
+    Capsules,
+    Movers,
+    Scene,
+    Spheres,
+    Triangles,
+    expected_hits,
+    went_into,
+)
 
 __all__ = ["Body", "Level", "Stats", "HALF", "HEIGHT", "PATTERN"]
 
-#: Half the side of the square arena (the walls are at x, y = +-HALF).
-HALF = 30.0
-#: Height of every sphere centre above the floor.
+#: Height of the balls' and projectiles' centres above the floor.
 HEIGHT = 1.0
 #: Event name pattern of both systems: e.g. ``ball-into-wall``.
 PATTERN = "%fn-into-%in"
 
-# Collide-mask bits, by what a body is (into) and what it hits (from).
-WALL, PILLAR, TARGET, BALL, PICKUP = 1, 2, 4, 8, 16
-INTO = {"wall": WALL, "floor": WALL, "pillar": PILLAR, "target": TARGET, "ball": BALL,
-        "player": BALL, "pickup": PICKUP, "projectile": 0}
-FROM = {"projectile": WALL | PILLAR | TARGET | PICKUP,
-        "ball": WALL | PILLAR | TARGET | BALL,
-        "player": WALL | PILLAR | TARGET | BALL | PICKUP}
+# Collide-mask bits, by what a body is (into) and what it hits (from). Every piece of the
+# level but the pillars is LEVEL (the egg says so too).
+TARGET, BALL, PICKUP = 4, 8, 16
+PIECE_KINDS = ("wall", "floor", "ramp", "platform", "crate", "pillar", "lift", "gate")
+INTO = {**{kind: LEVEL for kind in PIECE_KINDS}, "pillar": PILLAR, "target": TARGET,
+        "ball": BALL, "player": BALL, "pickup": PICKUP, "projectile": 0}
+FROM = {"projectile": LEVEL | PILLAR | TARGET | PICKUP,
+        "ball": LEVEL | PILLAR | TARGET | BALL,
+        "player": LEVEL | PILLAR | TARGET | BALL | PICKUP}
 MOVERS = ("player", "ball", "projectile")
+SOLID_INTO = (*PIECE_KINDS, "target", "ball", "player")
 
 PROJECTILE_SPEED = 420.0  # units per second: 7 units a frame at 60 Hz
 PROJECTILE_RADIUS = 0.3
 PROJECTILE_LIFE = 1.6  # seconds
 MAX_PROJECTILES = 120
 PLAYER_SPEED = 16.0
+#: The player's steady fall (units per second): not gravity, a walker's pull to the
+#: ground; the slide response turns it into walking along whatever it stands on.
+PLAYER_SINK = 5.0
+PLAYER_START = (0.0, -20.0, 1.0)
 BALL_MAX_SPEED = 60.0
 PLAYER_RADIUS = 0.95
-PILLAR_RADIUS = 1.6
 TARGET_RADIUS = 1.3
 PICKUP_RADIUS = 0.8
 PICKUPS = 8
@@ -93,19 +117,18 @@ CANNON = (0.0, -HALF + 2.5)
 MUZZLE = 2.2  # distance of the muzzle from the cannon's pivot
 FIRE_EVERY = 4  # frames between shots while firing
 
-PILLARS = [(-20.0, -14.0), (20.0, -14.0), (-12.0, 13.0), (12.0, 13.0), (-22.0, 23.0),
-           (22.0, 23.0), (0.0, 25.0), (-6.0, -5.0), (6.0, -5.0)]
+# The scripted player's route: waypoints (x, y, not before this time in seconds). The lift
+# is down at arena.LIFT_DOWN and at its top LIFT_PERIOD / 2 later.
+ROUTE = [(5.0, -20.0, 0.0), (15.5, -20.0, 0.0), (23.0, -21.0, 5.0), (23.0, -15.5, 0.0),
+         (21.0, -4.0, 0.0)]
+LEG_LIMIT = 3.0  # seconds on one leg of the route before the player moves on
 # Targets: (centre x, centre y, radius x, radius y, angular speed, phase); an ellipse, or a
-# line when one radius is 0.
-TARGETS = [(0.0, 4.0, 6.0, 6.0, 2.4, 0.0), (-19.0, 1.0, 4.5, 6.5, -3.0, 1.0),
-           (19.0, 1.0, 4.5, 6.5, 3.0, 2.0), (0.0, -15.0, 13.0, 0.0, 2.0, 0.5),
-           (0.0, 19.0, 9.0, 0.0, 9.0, 1.5), (-13.0, 24.0, 0.0, 3.5, 14.0, 0.0),
-           (13.0, 24.0, 0.0, 3.5, -14.0, 0.0)]
+# line when one radius is 0. Each path keeps 2 units clear of the level (a ball is at most
+# 1.6 wide), so a target never squeezes a ball against a wall.
+TARGETS = [(0.0, 21.5, 3.0, 3.0, 2.4, 0.0), (-20.0, 17.0, 4.0, 3.0, -2.4, 1.0),
+           (20.0, 17.0, 4.0, 3.0, 2.4, 2.0), (0.0, -14.0, 5.0, 0.0, 2.0, 0.5),
+           (-16.0, -1.0, 3.0, 4.0, 3.0, 1.5), (12.0, -1.0, 0.0, 4.0, 2.6, 0.0)]
 PALETTE = {
-    "floor_light": (0.36, 0.40, 0.48, 1.0),
-    "floor_dark": (0.28, 0.31, 0.38, 1.0),
-    "wall": (0.62, 0.70, 0.78, 1.0),
-    "pillar": (0.93, 0.86, 0.70, 1.0),
     "target": (0.95, 0.28, 0.25, 1.0),
     "target_ring": (0.98, 0.96, 0.92, 1.0),
     "player": (0.15, 0.55, 1.0, 1.0),
@@ -119,14 +142,21 @@ PALETTE = {
 
 @dataclass(eq=False)
 class Body:
-    """One object of the level: its node, its collider, and the game's state for it."""
+    """One object of the level: its node, its collider, and the game's state for it.
+
+    A piece of the arena (``piece`` is its index in :data:`demo.arena.PIECES`) has the
+    CollisionNode the egg made as ``np``; every other body is a node the level made.
+    """
 
     uid: int
     kind: str
     np: NodePath
     radius: float = 0.0
-    plane: LPlane | None = None
+    piece: int | None = None
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    # The gate's turning: radians per second about the vertical axis through pivot.
+    spin: float = 0.0
+    pivot: np.ndarray = field(default_factory=lambda: np.zeros(3))
     # This frame's straight path (centre at its start and, by velocity, at its end).
     p0: np.ndarray = field(default_factory=lambda: np.zeros(3))
     p1: np.ndarray = field(default_factory=lambda: np.zeros(3))
@@ -136,7 +166,6 @@ class Body:
     collected: bool = False
     flash: float = 0.0
     path: tuple[float, ...] = ()
-    clock: float = 0.0  # a target's own time along its path: it stalls while blocked
     visual: NodePath | None = None
 
     @property
@@ -149,10 +178,13 @@ class Body:
 
     @property
     def static(self) -> bool:
-        return self.kind in ("pillar", "pickup")
+        return self.kind == "pickup" or (self.piece is not None
+                                         and not arena.PIECES[self.piece].moving)
 
     @property
     def response(self) -> str:
+        if self.kind in ("target", "lift", "gate"):
+            return "kinematic"
         return {"player": "slide", "pickup": "sensor"}.get(self.kind, "rewind")
 
     @property
@@ -162,6 +194,11 @@ class Body:
     @property
     def into_mask(self) -> int:
         return INTO[self.kind]
+
+    def velocity_at(self, point: np.ndarray) -> np.ndarray:
+        """(3,) the body's velocity at ``point`` (world): its own plus its turning."""
+        arm = point - self.pivot
+        return self.velocity + self.spin * np.array([-arm[1], arm[0], 0.0])
 
 
 @dataclass
@@ -225,6 +262,7 @@ class Level:
         self.stats = {name: Stats() for name in SYSTEMS}
         self.on_frame: list[Callable[[], None]] = []  # called after each audit (the HUD)
         self._uid = 0
+        self.time = 0.0
         self._templates = {
             "sphere": geometry.sphere(1.0),
             "small": geometry.sphere(1.0, rings=6, segments=10),
@@ -241,6 +279,7 @@ class Level:
         self._build_scenery()
         self.system: CollisionSystem = SYSTEMS[system](base, PATTERN)
         self.debug = False
+        self._register_arena()
         self._populate()
         self._events = DirectObject()
         self._accept_events()
@@ -253,7 +292,7 @@ class Level:
 
     # ------------------------------------------------------------------ building
     def _build_scenery(self) -> None:
-        """Lights, floor, wall blocks and the cannon: what never changes."""
+        """Lights, the arena model and the cannon: what the level never rebuilds."""
         ambient = AmbientLight("ambient")
         ambient.setColor((0.42, 0.42, 0.48, 1))
         sun = DirectionalLight("sun")
@@ -262,15 +301,11 @@ class Level:
         self._lights[1].setHpr(35, -62, 0)
         for light in self._lights:
             self.root.setLight(light)
-        floor = geometry.tiled_floor(HALF, 4.0, PALETTE["floor_light"], PALETTE["floor_dark"])
-        floor.reparentTo(self.root)
-        for x, y, sx, sy in ((HALF + 0.6, 0, 1.2, 2 * HALF + 2.4), (-HALF - 0.6, 0, 1.2,
-                             2 * HALF + 2.4), (0, HALF + 0.6, 2 * HALF, 1.2),
-                             (0, -HALF - 0.6, 2 * HALF, 1.2)):
-            block = geometry.box(sx, sy, 2.0)
-            block.reparentTo(self.root)
-            block.setPos(x, y, 1.0)
-            block.setColor(PALETTE["wall"])
+        self.arena = self.base.loader.loadModel(Filename.fromOsSpecific(str(EGG_PATH)))
+        self.arena.reparentTo(self.root)
+        self.static_level = self.arena.find("**/static")
+        self.lift_rig = self.arena.find("**/lift-rig")
+        self.gate_rig = self.arena.find("**/gate-rig")
         self.cannon = self.root.attachNewNode("cannon")
         self.cannon.setPos(CANNON[0], CANNON[1], 0)
         base_block = geometry.cylinder(1.5, 1.2)
@@ -282,6 +317,60 @@ class Level:
         self.barrel.setP(-90)  # the cylinder's axis from +z to +y
         self.barrel.setColor(PALETTE["barrel"])
 
+    def _register_arena(self) -> None:
+        """A body for each of the egg's CollisionNodes (its ``piece`` tag says which piece
+        of :mod:`demo.arena` it is), and the truth's arrays of the fixed ones."""
+        self.pieces: dict[int, Body] = {}  # by piece index
+        for path in self.arena.findAllMatches("**/+CollisionNode"):
+            index = int(path.getNetTag("piece"))
+            self.pieces[index] = self._body(path.getName(), path, piece=index)
+        self.lift = self.pieces[arena.PIECES.index(arena.LIFT)]
+        self.gate = self.pieces[arena.PIECES.index(arena.GATE)]
+        self.gate.pivot = np.array(arena.GATE_PIVOT)
+        self.gate.spin = arena.GATE_SPIN
+        self._poses = self._place_movers(0.0, teleport=True)
+        self._moving_boxes = (*self._poses, *self._poses)
+        self.system.add_level(self.static_level, [b for b in self.pieces.values() if b.static])
+        for body in (self.lift, self.gate):
+            self.system.add(body)
+        a, b, c, owner = arena.triangles()
+        uid = np.array([self.pieces[i].uid for i in owner], np.int64)
+        self._triangles = Triangles(
+            a, b, c, np.array([arena.PIECES[i].mask for i in owner], np.int64), uid)
+        capsules = [i for i, p in enumerate(arena.PIECES) if p.solid == "tube"]
+        self._capsules = Capsules(
+            _rows([arena.PIECES[i].a for i in capsules]),
+            _rows([arena.PIECES[i].b for i in capsules]),
+            np.array([arena.PIECES[i].radius for i in capsules]),
+            np.array([arena.PIECES[i].mask for i in capsules], np.int64),
+            np.array([self.pieces[i].uid for i in capsules], np.int64),
+        )
+        boxes = [i for i, p in enumerate(arena.PIECES) if p.solid == "box"]
+        self._box_lo = _rows([arena.PIECES[i].lo for i in boxes])
+        self._box_hi = _rows([arena.PIECES[i].hi for i in boxes])
+        self._box_origin = _rows([arena.PIECES[i].origin for i in boxes])
+        self._box_heading = np.radians([arena.PIECES[i].heading for i in boxes])
+        self._box_mask = np.array([arena.PIECES[i].mask for i in boxes], np.int64)
+        self._box_uid = np.array([self.pieces[i].uid for i in boxes], np.int64)
+        # The rows of the lift and the gate, in the order _place_movers gives their poses.
+        self._box_moving = [boxes.index(self.lift.piece), boxes.index(self.gate.piece)]
+
+    def _place_movers(self, time: float, *, teleport: bool = False
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """Put the lift and the gate where they are at ``time``; (2, 3) origins and (2,)
+        headings (radians) of their frames, lift first. Moved fluidly (setFluidZ; setH
+        keeps the previous transform too), so the traverser and the plugin both sweep the
+        move, unless ``teleport``."""
+        self.lift_rig.setFluidZ(arena.lift_height(time))
+        self.gate_rig.setH(arena.gate_heading(time))
+        if teleport:
+            for rig in (self.lift_rig, self.gate_rig):
+                rig.node().resetPrevTransform()
+        self.lift.velocity = np.array([0.0, 0.0, arena.lift_speed(time)])
+        return (_rows([tuple(self.lift_rig.getPos(self.render)),
+                       tuple(self.gate_rig.getPos(self.render))]),
+                np.radians([self.lift_rig.getH(self.render), self.gate_rig.getH(self.render)]))
+
     def _populate(self) -> None:
         """Every body of a fresh level, registered with the current system."""
         self.rng = np.random.default_rng(self.seed)
@@ -290,23 +379,11 @@ class Level:
         self.bodies: dict[int, Body] = {}
         self._by_kind: dict[str, list[Body]] = {k: [] for k in INTO}
         self._contacts: list[tuple[int, int, float, bool]] = []
-        self._expected: list[tuple[Body, Body, float, bool]] = []
+        self._expected: list[tuple[Body, int, float, bool]] = []
         self._next_shot = 0
         self._cannon_heading = 0.0
-        for normal in ((1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0)):
-            point = LPoint3(*(-HALF * c for c in normal))
-            self._add(self._body("wall", self.root.attachNewNode("wall"),
-                                 plane=LPlane(LVector3(*normal), point)))
-        self._add(self._body("floor", self.root.attachNewNode("floor"),
-                             plane=LPlane(LVector3(0, 0, 1), LPoint3(0, 0, 0))))
-        for x, y in PILLARS:
-            node = self.root.attachNewNode("pillar")
-            node.setPos(x, y, HEIGHT)
-            column = geometry.cylinder(PILLAR_RADIUS, 4.5, segments=24)
-            column.reparentTo(node)
-            column.setZ(-HEIGHT)
-            column.setColor(PALETTE["pillar"])
-            self._add(self._body("pillar", node, radius=PILLAR_RADIUS))
+        self._leg = 0  # the player's place along ROUTE
+        self._leg_start = 0.0
         for spec in TARGETS:
             node = self.root.attachNewNode("target")
             node.setPos(*self._target_pos(spec, 0.0))
@@ -322,13 +399,13 @@ class Level:
             body.path = spec
             self._add(body)
         player = self.root.attachNewNode("player")
-        player.setPos(0, -20, HEIGHT)
+        player.setPos(*PLAYER_START)
         visual = self._templates["sphere"].copyTo(player)
         visual.setScale(PLAYER_RADIUS)
         visual.setColor(PALETTE["player"])
         halo = geometry.disc(PLAYER_RADIUS * 1.6, segments=28)
         halo.reparentTo(player)
-        halo.setPos(0, 0, 0.03 - HEIGHT)
+        halo.setPos(0, 0, 0.03 - PLAYER_RADIUS)  # at its feet, wherever it stands
         halo.setColor(PALETTE["halo"])
         halo.setLightOff(1)
         self.player = self._add(self._body("player", player, radius=PLAYER_RADIUS, visual=visual))
@@ -388,8 +465,6 @@ class Level:
         """(k, 3) centres and (k,) clearance radii of everything a new body must avoid."""
         centres, radii = [], []
         for body in self.bodies.values():
-            if body.plane is not None:
-                continue
             centres.append(tuple(body.np.getPos(self.render)))
             radii.append(body.radius)
         for spec in TARGETS:  # keep clear of the targets' whole paths, sampled
@@ -406,7 +481,8 @@ class Level:
         for _ in range(1000):
             x, y = self.rng.uniform(-HALF + radius + 0.5, HALF - radius - 0.5, 2)
             p = np.array([x, y, HEIGHT])
-            if np.all(np.linalg.norm(centres - p, axis=1) > radii + radius + 0.05):
+            if (np.all(np.linalg.norm(centres - p, axis=1) > radii + radius + 0.05)
+                    and arena.footprint_clearance(p[None])[0] > radius + 0.3):
                 return (float(x), float(y), HEIGHT)
         raise RuntimeError("the arena is full: no free spot for another ball")
 
@@ -423,7 +499,8 @@ class Level:
             radius = float(self.rng.uniform(0.45, 0.8))
             x, y = self.rng.uniform(-HALF + radius + 0.2, HALF - radius - 0.2, 2)
             p = np.array([x, y, HEIGHT])
-            if not np.all(np.linalg.norm(centres - p, axis=1) > radii + radius + 0.05):
+            if not (np.all(np.linalg.norm(centres - p, axis=1) > radii + radius + 0.05)
+                    and arena.footprint_clearance(p[None])[0] > radius + 0.3):
                 continue
             centres = np.vstack([centres, p])
             radii = np.append(radii, radius)
@@ -459,12 +536,29 @@ class Level:
 
     # ------------------------------------------------------------------ per frame
     def _script(self) -> None:
-        """The fixed script: the cannon sweeps and fires; the player drives figure eights."""
+        """The fixed script: the cannon sweeps and fires; the player walks up the ramp onto
+        the lift, rides it up, steps off onto the platform and down the other ramp, then
+        drives figure eights."""
         if self.autofire and self.aim is None:
             self._cannon_heading = 62.0 * math.sin(0.9 * self.time)
-        if self.autopilot:
-            t = self.time
-            self.steer = np.array([math.cos(0.45 * t), math.sin(0.9 * t), 0.0])
+        if not self.autopilot:
+            return
+        while self._leg < len(ROUTE):
+            x, y, leave = ROUTE[self._leg]
+            offset = np.array([x, y, 0.0]) - self.player.np.getPos(self.render)
+            offset[2] = 0.0
+            # A blocked player (a system that cannot climb the lift's edge, say) gives up.
+            stuck = self.time > max(leave, self._leg_start) + LEG_LIMIT
+            if float(np.linalg.norm(offset)) > 0.4 and not stuck:
+                self.steer = offset
+                return
+            if self.time < leave:
+                self.steer = np.zeros(3)
+                return
+            self._leg += 1
+            self._leg_start = self.time
+        t = self.time
+        self.steer = np.array([math.cos(0.45 * t), math.sin(0.9 * t), 0.0])
 
     def _update(self, task: Any) -> int:
         dt = self.clock.getDt()
@@ -487,11 +581,16 @@ class Level:
             self._fire()
             self._next_shot = self.frame + FIRE_EVERY
 
+        origin0, heading0 = self._poses
+        origin1, heading1 = self._place_movers(self.time)
+        # Headings read back come in (-pi, pi]: unwrap, the gate turns a little a frame.
+        heading1 = heading0 + (heading1 - heading0 + math.pi) % (2 * math.pi) - math.pi
+        self._poses = (origin1, heading1)
+        self._moving_boxes = (origin0, heading0, origin1, heading1)
         for target in self._by_kind["target"]:
             target.p0 = np.array(target.np.getPos(self.render), float)
-            target.clock += dt
-            target.p1 = _f32(np.array(self._target_pos(target.path, target.clock)))
-            target.velocity = self._target_velocity(target.path, target.clock)
+            target.p1 = _f32(np.array(self._target_pos(target.path, self.time)))
+            target.velocity = self._target_velocity(target.path, self.time)
             target.np.setFluidPos(*target.p1)
             if target.flash > 0 and target.visual is not None:
                 target.flash -= dt
@@ -500,7 +599,8 @@ class Level:
 
         steer = self.steer.copy()
         length = float(np.linalg.norm(steer))
-        self.player.velocity = steer / length * PLAYER_SPEED if length > 0 else np.zeros(3)
+        walk = steer / length * PLAYER_SPEED if length > 0 else np.zeros(3)
+        self.player.velocity = walk + np.array([0.0, 0.0, -PLAYER_SINK])
         movers = self._movers()
         for body in movers:
             body.t_hit = 2.0
@@ -514,31 +614,44 @@ class Level:
     def _movers(self) -> list[Body]:
         return [*self._by_kind["player"], *self._by_kind["ball"], *self._by_kind["projectile"]]
 
-    def _compute_expected(self, movers: list[Body]) -> None:
-        obstacles = [*self._by_kind["pillar"], *self._by_kind["target"], *self._by_kind["pickup"]]
-        planes = [*self._by_kind["wall"], *self._by_kind["floor"]]
-        for body in obstacles:
-            if body.kind != "target":
-                body.p0 = body.p1 = np.array(body.np.getPos(self.render), float)
-        exp = expected_hits(
-            _rows([b.p0 for b in movers]),
-            _rows([b.p1 for b in movers]),
-            np.array([b.radius for b in movers]),
-            np.array([b.from_mask for b in movers], np.int64),
-            np.array([b.into_mask for b in movers], np.int64),
-            _rows([b.p0 for b in obstacles]),
-            _rows([b.p1 for b in obstacles]),
-            np.array([b.radius for b in obstacles]),
-            np.array([b.into_mask for b in obstacles], np.int64),
-            np.array([b.sensor for b in obstacles], bool),
-            _rows([list(p.plane.getNormal()) for p in planes]),
-            np.array([p.plane[3] for p in planes]),
-            np.array([p.into_mask for p in planes], np.int64),
+    def _scene(self, *, end: bool = False) -> Scene:
+        """The truth's view of everything but the movers: the arena's fixed triangles and
+        capsules, its boxes (crates fixed; the lift and the gate over this frame's move),
+        and the targets and pickups (targets over their move; ``end``: where they are)."""
+        spheres = [*self._by_kind["target"], *self._by_kind["pickup"]]
+        for body in spheres:
+            if body.kind != "target" or end:
+                body.p1 = np.array(body.np.getPos(self.render), float)
+                if body.kind != "target":
+                    body.p0 = body.p1
+        origin0, heading0 = self._box_origin.copy(), self._box_heading.copy()
+        origin1, heading1 = origin0.copy(), heading0.copy()
+        rows = self._box_moving
+        origin0[rows], heading0[rows], origin1[rows], heading1[rows] = self._moving_boxes
+        return Scene(
+            Spheres(_rows([b.p0 for b in spheres]), _rows([b.p1 for b in spheres]),
+                    np.array([b.radius for b in spheres]),
+                    np.array([b.into_mask for b in spheres], np.int64),
+                    np.array([b.sensor for b in spheres], bool),
+                    np.array([b.uid for b in spheres], np.int64)),
+            self._triangles,
+            Boxes(self._box_lo, self._box_hi, origin0, heading0, origin1, heading1,
+                  self._box_mask, self._box_uid),
+            self._capsules,
         )
-        tables = (obstacles, planes, movers)
+
+    def _compute_expected(self, movers: list[Body]) -> None:
+        exp = expected_hits(
+            Movers(_rows([b.p0 for b in movers]), _rows([b.p1 for b in movers]),
+                   np.array([b.radius for b in movers]),
+                   np.array([b.from_mask for b in movers], np.int64),
+                   np.array([b.into_mask for b in movers], np.int64),
+                   np.array([b.uid for b in movers], np.int64)),
+            self._scene(),
+        )
         self._expected = [
-            (movers[m], tables[kind][o], float(t), bool(sensor))
-            for m, o, kind, t, sensor in zip(exp.mover, exp.other, exp.kind, exp.t, exp.sensor)
+            (movers[m], int(o), float(t), bool(sensor))
+            for m, o, t, sensor in zip(exp.mover, exp.other, exp.t, exp.sensor)
         ]
 
     def _timer_start(self, task: Any) -> int:
@@ -568,73 +681,48 @@ class Level:
             reported.add((b, a))
             if not sensor:
                 changed[a] = min(changed.get(a, 2.0), min(t, 1.0))
-        moved = [*self._movers(), *self._by_kind["target"]]
+        movers = self._movers()
         covered = _covered(
-            _rows([b.p0 for b in moved]),
-            _rows([b.p1 for b in moved]),
-            _rows([tuple(b.np.getPos(self.render)) for b in moved]),
+            _rows([b.p0 for b in movers]),
+            _rows([b.p1 for b in movers]),
+            _rows([tuple(b.np.getPos(self.render)) for b in movers]),
         )
-        for body, part in zip(moved, covered):
+        for body, part in zip(movers, covered):
             if part < 1.0:
                 changed[body.uid] = min(changed.get(body.uid, 2.0), float(part))
-            if body.kind == "target":  # it only went that far along its path
-                body.clock -= (1.0 - float(part)) * self.clock.getDt()
         for mover, other, t, sensor in self._expected:
-            if (mover.uid, other.uid) in reported:
+            if (mover.uid, other) in reported:
                 stats.caught += 1
-            elif min(changed.get(mover.uid, 2.0), changed.get(other.uid, 2.0)) < t - 1e-9:
+            elif min(changed.get(mover.uid, 2.0), changed.get(other, 2.0)) < t - 1e-9:
                 stats.excused += 1
             else:
                 stats.missed += 1
                 if not sensor:
                     stats.tunnelled.add(mover.uid)
-        movers = self._movers()
-        for body in self._went_through(movers):
-            stats.tunnelled.add(body.uid)
-        for body in movers:
-            pos = body.np.getPos(self.render)
+        ends = _rows([tuple(b.np.getPos(self.render)) for b in movers])
+        through = went_into(_rows([b.p0 for b in movers]), ends,
+                            np.array([b.radius for b in movers]), self._scene(end=True))
+        for body, flag, pos in zip(movers, through, ends):
             outside = abs(pos[0]) > HALF or abs(pos[1]) > HALF or pos[2] < 0
-            if outside:
+            if outside or flag:
                 stats.tunnelled.add(body.uid)
             expired = body.kind == "projectile" and self.time - body.born > PROJECTILE_LIFE
             if body.kind != "player" and (outside or body.dead or expired):
                 self._retire(body)
-            elif outside:  # the player is put back in the middle
-                body.np.setPos(0, -20, HEIGHT)
+            elif outside:  # the player is put back at the start
+                body.np.setPos(*PLAYER_START)
                 self.system.teleport(body)
         for callback in self.on_frame:
             callback()
         return task.cont
 
-    def _went_through(self, movers: list[Body]) -> list[Body]:
-        """Balls and projectiles whose real move this frame went deep into a pillar, or
-        that end it deep inside a target (at least half inside): they tunnelled, whether or
-        not an event was sent."""
-        movers = [b for b in movers if b.kind != "player"]
-        if not movers:
-            return []
-        p0 = _rows([b.p0 for b in movers])
-        q = _rows([tuple(b.np.getPos(self.render)) for b in movers])
-        radius = np.array([b.radius for b in movers])
-        pillars = self._by_kind["pillar"]
-        bad = went_into(p0, q, radius, _rows([b.p0 for b in pillars]),
-                        np.array([b.radius for b in pillars]))
-        targets = self._by_kind["target"]
-        if targets:
-            centres = _rows([tuple(b.np.getPos(self.render)) for b in targets])
-            reach = radius[:, None] / 2 + np.array([b.radius for b in targets])[None, :]
-            gap = np.linalg.norm(q[:, None, :] - centres[None, :, :], axis=2)
-            bad |= np.any(gap < reach, axis=1)
-        return [b for b, flag in zip(movers, bad) if flag]
-
     # ------------------------------------------------------------------ event handlers
     def _accept_events(self) -> None:
         accept = self._events.accept
         for mover in MOVERS:
-            for into in ("wall", "pillar", "ball", "player"):
-                accept(f"{mover}-into-{into}", self._on_bounce)
-        accept("ball-into-target", self._on_bounce)
-        accept("player-into-target", self._on_bounce)
+            for into in SOLID_INTO:
+                if mover != "projectile" or into != "target":
+                    accept(f"{mover}-into-{into}", self._on_bounce)
         accept("projectile-into-target", self._on_target_hit)
         accept("projectile-into-pickup", self._on_pickup)
         accept("player-into-pickup", self._on_pickup)
@@ -663,6 +751,7 @@ class Level:
         if length == 0:
             return
         normal /= length
+        other = b.velocity_at(np.array(entry.getSurfacePoint(self.render), float))
         if b.kind == "ball":
             # Equal masses: swap the velocity components along the normal, once per pair
             # (the b-into-a event that follows finds them already separating).
@@ -671,9 +760,9 @@ class Level:
                 a.velocity = a.velocity - closing * normal
                 b.velocity = b.velocity + closing * normal
             return
-        # Walls, pillars, targets and the player do not give way: reflect the velocity
-        # relative to theirs.
-        closing = float(np.dot(a.velocity - b.velocity, normal))
+        # The level, the targets and the player do not give way: reflect the velocity
+        # relative to theirs (the gate's where it was hit).
+        closing = float(np.dot(a.velocity - other, normal))
         if closing < 0:
             a.velocity = a.velocity - 2.0 * closing * normal
             # Keep balls lively but bounded, unless slowing it down would let the (moving)
@@ -681,7 +770,7 @@ class Level:
             speed = float(np.linalg.norm(a.velocity))
             if a.kind == "ball" and speed > BALL_MAX_SPEED:
                 slower = a.velocity * (BALL_MAX_SPEED / speed)
-                if float(np.dot(slower - b.velocity, normal)) > 0:
+                if float(np.dot(slower - other, normal)) > 0:
                     a.velocity = slower
 
     def _on_target_hit(self, entry: Any) -> None:
@@ -710,7 +799,8 @@ class Level:
         name = "traverser" if self.system.name == "plugin" else "plugin"
         self.system.destroy()
         self.system = SYSTEMS[name](self.base, PATTERN)
-        for body in self.bodies.values():
+        self.system.add_level(self.static_level, [b for b in self.pieces.values() if b.static])
+        for body in (self.lift, self.gate, *self.bodies.values()):
             self.system.add(body)
         self.system.set_debug(self.debug)
         return name
@@ -724,6 +814,10 @@ class Level:
         for body in list(self.bodies.values()):
             self._retire(body)
         self.stats = {name: Stats() for name in SYSTEMS}
+        self._poses = self._place_movers(0.0, teleport=True)
+        self._moving_boxes = (*self._poses, *self._poses)
+        for body in (self.lift, self.gate):
+            self.system.teleport(body)
         self._populate()
 
     @property
@@ -743,8 +837,11 @@ class Level:
             self.base.taskMgr.remove(task)
         self._events.ignoreAll()
         self.system.destroy()
+        for body in self.pieces.values():
+            body.np.clearPythonTag("body")
         self.root.removeNode()
         self.bodies.clear()
+        self.pieces.clear()
 
 
 def _covered(p0: np.ndarray, p1: np.ndarray, q: np.ndarray) -> np.ndarray:

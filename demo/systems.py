@@ -1,10 +1,14 @@
 """The two collision systems the demo can run on the same scene.
 
-:class:`PluginSystem` is panda3d-ccd's :class:`~panda3d_ccd.ContinuousCollision`.
+:class:`PluginSystem` is panda3d-ccd's :class:`~panda3d_ccd.ContinuousCollision`: the
+arena's static CollisionNodes through ``add_collision_nodes(..., static=True)``, the lift,
+the gate and the targets as kinematic colliders the game moves.
 :class:`TraverserSystem` is the best Panda3D offers on its own: a ``CollisionTraverser``
-with ``setRespectPrevTransform(True)`` (movers are moved with ``setFluidPos``) and a
-``CollisionHandlerEvent`` with the same event patterns. Both send the same event names with
-an argument answering to the same getters, so the level's handlers serve both.
+with ``setRespectPrevTransform(True)`` (movers are moved with ``setFluidPos``), the arena's
+CollisionNodes as they came from the egg, a ``CollisionHandlerEvent`` with the same event
+patterns for balls and projectiles and a ``CollisionHandlerFluidPusher`` for the walking
+player. Both send the same event names with an argument answering to the same getters, so
+the level's handlers serve both.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ import numpy as np
 from panda3d.core import (
     BitMask32,
     CollisionHandlerEvent,
+    CollisionHandlerFluidPusher,
     CollisionNode,
-    CollisionPlane,
     CollisionSphere,
     CollisionTraverser,
     NodePath,
@@ -37,8 +41,9 @@ class CollisionSystem(Protocol):
     """What the level needs from a collision system."""
 
     name: str
-    #: True if a contact also changes the into body's path (the plugin rewinds both).
-    moves_into: bool
+
+    def add_level(self, root: NodePath, pieces: list[Body]) -> None:
+        """The arena's static CollisionNodes, all under ``root``."""
 
     def add(self, body: Body) -> None: ...
 
@@ -60,25 +65,27 @@ class PluginSystem:
     """panda3d-ccd: sweeps every sphere, puts movers back at the contact, then sends events."""
 
     name = "plugin"
-    moves_into = True
 
     def __init__(self, base: Any, pattern: str) -> None:
         self.ccd = ContinuousCollision(base, task_sort=TASK_SORT, task_name="demo-ccd")
         self.ccd.add_in_pattern(pattern)
         self.ccd.add_again_pattern(pattern)
 
+    def add_level(self, root: NodePath, pieces: list[Body]) -> None:
+        self.ccd.add_collision_nodes(root, static=True)
+
     def add(self, body: Body) -> None:
-        if body.plane is not None:
-            self.ccd.add_plane(body.np, body.plane, into_mask=body.into_mask)
-        else:
-            self.ccd.add_sphere(
-                body.np,
-                body.radius,
-                from_mask=body.from_mask,
-                into_mask=body.into_mask,
-                response=body.response,
-                static=body.static,
-            )
+        if body.piece is not None:  # the lift or the gate: the egg's CollisionNode
+            self.ccd.add_collision_node(body.np, response="kinematic")
+            return
+        self.ccd.add_sphere(
+            body.np,
+            body.radius,
+            from_mask=body.from_mask,
+            into_mask=body.into_mask,
+            response=body.response,
+            static=body.static,
+        )
 
     def remove(self, body: Body) -> None:
         self.ccd.remove(body.np)
@@ -104,14 +111,16 @@ class PluginSystem:
 
 
 class TraverserSystem:
-    """Panda3D's CollisionTraverser + CollisionHandlerEvent, respecting previous transforms.
+    """Panda3D's CollisionTraverser, respecting previous transforms.
 
-    Panda3D only reports; it moves nothing. So, as a game using it must, the level's
-    handlers call :meth:`place_at_contact` to put a mover back where it touched.
+    Balls and projectiles go to a CollisionHandlerEvent: Panda3D only reports, it moves
+    nothing, so, as a game using it must, the level's handlers call
+    :meth:`place_at_contact` to put them back where they touched. The walking player goes
+    to a CollisionHandlerFluidPusher, Panda3D's own sliding response, which sends the same
+    events. The arena's CollisionNodes are in the scene graph already: nothing to add.
     """
 
     name = "traverser"
-    moves_into = False
 
     def __init__(self, base: Any, pattern: str) -> None:
         self._render: NodePath = base.render
@@ -120,9 +129,12 @@ class TraverserSystem:
         self.traverser = CollisionTraverser("demo-traverser")
         self.traverser.setRespectPrevTransform(True)
         self.handler = CollisionHandlerEvent()
-        self.handler.addInPattern(pattern)
-        self.handler.addAgainPattern(pattern)
+        self.pusher = CollisionHandlerFluidPusher()
+        for handler in (self.handler, self.pusher):
+            handler.addInPattern(pattern)
+            handler.addAgainPattern(pattern)
         self._nodes: dict[int, NodePath] = {}
+        self._level: list[NodePath] = []
         self._debug = False
         self._task = self._taskmgr.add(self._step, "demo-traverser", sort=TASK_SORT)
 
@@ -133,26 +145,37 @@ class TraverserSystem:
         self._event_mgr.doEvents()
         return task.cont
 
+    def add_level(self, root: NodePath, pieces: list[Body]) -> None:
+        self._level.extend(body.np for body in pieces)
+
     def add(self, body: Body) -> None:
+        if body.piece is not None:  # the lift or the gate: already in the scene graph
+            self._level.append(body.np)
+            if self._debug:
+                body.np.show()
+            return
         node = CollisionNode(body.np.getName())
-        if body.plane is not None:
-            node.addSolid(CollisionPlane(body.plane))
-        else:
-            solid = CollisionSphere(0, 0, 0, body.radius)
-            solid.setTangible(not body.sensor)
-            node.addSolid(solid)
+        solid = CollisionSphere(0, 0, 0, body.radius)
+        solid.setTangible(not body.sensor)
+        node.addSolid(solid)
         node.setFromCollideMask(BitMask32(body.from_mask))
         node.setIntoCollideMask(BitMask32(body.into_mask))
         path = body.np.attachNewNode(node)
         if self._debug:
             path.show()
         self._nodes[body.uid] = path
-        if body.is_mover:
+        if body.response == "slide":
+            self.pusher.addCollider(path, body.np)
+            self.traverser.addCollider(path, self.pusher)
+        elif body.is_mover:
             self.traverser.addCollider(path, self.handler)
 
     def remove(self, body: Body) -> None:
+        if body.piece is not None:
+            return
         path = self._nodes.pop(body.uid)
         self.traverser.removeCollider(path)
+        self.pusher.removeCollider(path)
         path.removeNode()
 
     def teleport(self, body: Body) -> None:
@@ -160,6 +183,8 @@ class TraverserSystem:
 
     def place_at_contact(self, body: Body, entry: Any) -> None:
         """Put a mover back where it touched: the earliest contact of the frame wins."""
+        if body.response == "slide":
+            return  # the fluid pusher has placed it
         t = entry.getT()
         if 0.0 < t <= 1.0:
             if t < body.t_hit:
@@ -167,9 +192,9 @@ class TraverserSystem:
                 pos = body.p0 + t * (body.p1 - body.p0)
                 body.np.setFluidPos(*pos)
             return
-        # No usable time: a CollisionPlane is only tested where the sphere ends (t unset),
-        # and a sphere that ends overlapping a sphere is not swept (t = 0). All a game can
-        # do is push it out along the normal, as CollisionHandlerPusher would.
+        # No usable time: a sphere that ends overlapping a sphere is not swept (t = 0),
+        # nor is anything hit by a moving into node. All a game can do is push it out
+        # along the normal, as CollisionHandlerPusher would.
         normal = np.array(entry.getSurfaceNormal(self._render), float)
         point = np.array(entry.getSurfacePoint(self._render), float)
         pos = np.array(body.np.getPos(self._render), float)
@@ -179,11 +204,11 @@ class TraverserSystem:
 
     @property
     def colliders(self) -> int:
-        return len(self._nodes)
+        return len(self._nodes) + len(self._level)
 
     def set_debug(self, on: bool) -> None:
         self._debug = on
-        for path in self._nodes.values():
+        for path in [*self._nodes.values(), *self._level]:
             if on:
                 path.show()
             else:
@@ -197,9 +222,11 @@ class TraverserSystem:
         self._taskmgr.remove(self._task)
         self.set_debug(False)
         self.traverser.clearColliders()
+        self.pusher.clearColliders()
         for path in self._nodes.values():
             path.removeNode()
         self._nodes.clear()
+        self._level.clear()
 
 
 SYSTEMS: dict[str, type] = {"plugin": PluginSystem, "traverser": TraverserSystem}

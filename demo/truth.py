@@ -1,10 +1,19 @@
 """The demo's own ground truth: which hits *should* happen this frame, and who went through.
 
 Independent of the collision system under test: every mover's straight path for the frame
-(where it starts, where the game's velocity takes it) is checked analytically against the
-walls, pillars, targets, pickups and the other movers with the exact kernels of
-``panda3d_ccd.sweep``. The level then compares these expected hits with the events the
-system actually sent, and checks where the movers really ended up.
+(where it starts, where the game's velocity takes it) is tested against the level as
+:mod:`demo.arena` describes it (not as either system read it from the egg) and against the
+other bodies, with the exact kernels of ``panda3d_ccd.sweep``: ``sphere_triangle_toi``
+(walls, floor, ramps, platform: one-sided, as ``CollisionPolygon``), ``sphere_box_toi``
+(crates, lift, gate), ``sphere_capsule_toi`` (pillars), ``sphere_sphere_toi`` (targets,
+pickups, movers). Those kernels are themselves checked against Bullet and dense sampling in
+the plugin's tests; what the truth does not share with the plugin is everything else: the
+reading of the scene, the broad phase, the solver, the responses, the kinematic motion.
+
+Moving boxes: the lift only translates, so a mover's path relative to it is straight and
+one kernel call is exact. The gate turns; relative to it a straight path is a curve, which
+the truth follows as :data:`TURN_STEPS` straight pieces (for the demo's gate the pieces
+stray from the curve by well under :data:`GRAZE`).
 
 Radii are shrunk by :data:`GRAZE` for these checks: a hit the truth expects goes at least
 that deep, so float32 node positions and a system's own tolerances cannot turn a mere graze
@@ -18,16 +27,90 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from panda3d_ccd.sweep import sphere_plane_toi, sphere_sphere_toi
+from panda3d_ccd.sweep import (
+    sphere_box_toi,
+    sphere_capsule_toi,
+    sphere_sphere_toi,
+    sphere_triangle_toi,
+)
 
-__all__ = ["GRAZE", "Expected", "expected_hits", "went_into"]
+__all__ = ["GRAZE", "TURN_STEPS", "Movers", "Spheres", "Triangles", "Boxes", "Capsules",
+           "Scene", "Expected", "expected_hits", "went_into", "to_box_frame"]
 
 #: How far (world units) two shapes must overlap to count as a true hit.
 GRAZE = 1e-3
+#: Straight pieces a frame's path is cut into relative to a turning box.
+TURN_STEPS = 8
 
 Float = NDArray[np.float64]
 Int = NDArray[np.int64]
 Bool = NDArray[np.bool_]
+
+
+class Movers(NamedTuple):
+    """The spheres the game moves by velocity; one row each."""
+
+    c0: Float  # (n, 3) centre at the start of the frame
+    c1: Float  # (n, 3) centre where the velocity takes it
+    radius: Float  # (n,)
+    from_mask: Int  # (n,)
+    into_mask: Int  # (n,) two movers meet if either's from meets the other's into
+    uid: Int  # (n,)
+
+
+class Spheres(NamedTuple):
+    """Obstacle spheres, moving straight over the frame (targets) or not (pickups)."""
+
+    c0: Float  # (k, 3)
+    c1: Float  # (k, 3)
+    radius: Float  # (k,)
+    into_mask: Int  # (k,)
+    sensor: Bool  # (k,) touched, never stopped at (pickups)
+    uid: Int  # (k,)
+
+
+class Triangles(NamedTuple):
+    """Fixed one-sided triangles, counter-clockwise seen from the solid front."""
+
+    a: Float  # (k, 3)
+    b: Float  # (k, 3)
+    c: Float  # (k, 3)
+    into_mask: Int  # (k,)
+    uid: Int  # (k,)
+
+
+class Boxes(NamedTuple):
+    """Boxes lo..hi in their own frame, which is turned by ``heading`` (radians, about z)
+    and moved to ``origin``; the frame goes from pose 0 to pose 1 over the frame, heading
+    and origin linearly (equal poses: a fixed box)."""
+
+    lo: Float  # (k, 3)
+    hi: Float  # (k, 3)
+    origin0: Float  # (k, 3)
+    heading0: Float  # (k,)
+    origin1: Float  # (k, 3)
+    heading1: Float  # (k,)
+    into_mask: Int  # (k,)
+    uid: Int  # (k,)
+
+
+class Capsules(NamedTuple):
+    """Fixed capsules: the segment a-b inflated by ``radius``."""
+
+    a: Float  # (k, 3)
+    b: Float  # (k, 3)
+    radius: Float  # (k,)
+    into_mask: Int  # (k,)
+    uid: Int  # (k,)
+
+
+class Scene(NamedTuple):
+    """Everything a mover can hit besides the other movers."""
+
+    spheres: Spheres
+    triangles: Triangles
+    boxes: Boxes
+    capsules: Capsules
 
 
 class Expected(NamedTuple):
@@ -35,24 +118,71 @@ class Expected(NamedTuple):
 
     ``solid`` rows (``sensor`` False) are each mover's earliest hit with anything solid: it
     is stopped or deflected there, so later hits along the straight path are not owed.
-    ``sensor`` rows are every pickup a path touches. ``kind`` says what ``other`` indexes:
-    0 an obstacle sphere, 1 a plane, 2 another mover.
+    ``sensor`` rows are every pickup a path touches.
     """
 
-    mover: Int  # (k,)
-    other: Int  # (k,)
-    kind: Int  # (k,)
+    mover: Int  # (k,) row of Movers
+    other: Int  # (k,) uid of what it hits (an obstacle or another mover)
     t: Float  # (k,) time of impact, fraction of the frame
     sensor: Bool  # (k,)
 
 
-def _shrunk_toi(a0: Float, a1: Float, ra: Float, b0: Float, b1: Float, rb: Float) -> Float:
-    """sphere_sphere_toi with each radius reduced by GRAZE / 2 (never below zero)."""
-    if len(a0) == 0:
-        return np.zeros(0)
-    half = GRAZE / 2
-    return sphere_sphere_toi(a0, a1, np.maximum(ra - half, 0.0), b0, b1,
-                             np.maximum(rb - half, 0.0))
+def to_box_frame(points: Float, origin: Float, heading: Float) -> Float:
+    """(n, 3) points in their boxes' frames. points, origin : (n, 3); heading : (n,)
+    radians about z."""
+    d = points - origin
+    cos, sin = np.cos(heading), np.sin(heading)
+    return np.stack([cos * d[:, 0] + sin * d[:, 1], -sin * d[:, 0] + cos * d[:, 1], d[:, 2]],
+                    axis=1)
+
+
+def _near(m_lo: Float, m_hi: Float, o_lo: Float, o_hi: Float) -> Bool:
+    """(n, k) whether mover n's bounding box overlaps obstacle k's."""
+    return np.all((m_lo[:, None, :] <= o_hi[None, :, :])
+                  & (o_lo[None, :, :] <= m_hi[:, None, :]), axis=2)
+
+
+def _candidates(m_lo: Float, m_hi: Float, m_from: Int, o_lo: Float, o_hi: Float, o_into: Int
+                ) -> tuple[Int, Int]:
+    """(mover, obstacle) pairs whose masks meet and whose bounding boxes overlap."""
+    meet = (m_from[:, None] & o_into[None, :]) != 0
+    return np.nonzero(meet & _near(m_lo, m_hi, o_lo, o_hi))
+
+
+def _box_bounds(boxes: Boxes) -> tuple[Float, Float]:
+    """(k, 3) world bounds of each box over both its poses (by its bounding sphere)."""
+    centre = (boxes.lo + boxes.hi) / 2
+    reach = np.linalg.norm(boxes.hi - boxes.lo, axis=1)[:, None] / 2
+    ends = []
+    for origin, heading in ((boxes.origin0, boxes.heading0), (boxes.origin1, boxes.heading1)):
+        cos, sin = np.cos(heading), np.sin(heading)
+        world = origin + np.stack([cos * centre[:, 0] - sin * centre[:, 1],
+                                   sin * centre[:, 0] + cos * centre[:, 1], centre[:, 2]], 1)
+        ends.append(world)
+    return np.minimum(*ends) - reach, np.maximum(*ends) + reach
+
+
+def _box_toi(c0: Float, c1: Float, r: Float, boxes: Boxes, j: Int) -> Float:
+    """Times of first contact of paths c0 -> c1 (rows) with boxes j, following each box's
+    frame: straight where it only translates, in TURN_STEPS pieces where it turns (all
+    pieces of all rows in one kernel call)."""
+    steps = np.where(boxes.heading0[j] != boxes.heading1[j], TURN_STEPS, 1)
+    row = np.repeat(np.arange(len(j)), steps)
+    k = np.arange(len(row)) - np.repeat(np.cumsum(steps) - steps, steps)
+    n = steps[row]
+    jr = j[row]
+
+    def local(s: Float) -> Float:
+        point = c0[row] + s[:, None] * (c1[row] - c0[row])
+        origin = boxes.origin0[jr] + s[:, None] * (boxes.origin1[jr] - boxes.origin0[jr])
+        heading = boxes.heading0[jr] + s * (boxes.heading1[jr] - boxes.heading0[jr])
+        return to_box_frame(point, origin, heading)
+
+    part = sphere_box_toi(local(k / n), local((k + 1) / n), r[row], boxes.lo[jr],
+                          boxes.hi[jr])
+    t = np.full(len(j), np.inf)
+    np.minimum.at(t, row, (k + part) / n)
+    return t
 
 
 def _mover_pairs(m0: Float, m1: Float, radius: Float, m_from: Int, m_into: Int
@@ -84,111 +214,133 @@ def _mover_pairs(m0: Float, m1: Float, radius: Float, m_from: Int, m_into: Int
     return np.minimum(a, b), np.maximum(a, b)
 
 
-def expected_hits(
-    m0: Float,
-    m1: Float,
-    m_radius: Float,
-    m_from: Int,
-    m_into: Int,
-    s0: Float,
-    s1: Float,
-    s_radius: Float,
-    s_into: Int,
-    s_sensor: Bool,
-    plane_normal: Float,
-    plane_offset: Float,
-    plane_into: Int,
-) -> Expected:
-    """Expected hits of movers against obstacle spheres, planes and each other, one frame.
+def _shrunk(radius: Float, by: float) -> Float:
+    return np.maximum(radius - by, 0.0)
 
-    Parameters
-    ----------
-    m0, m1 : (n, 3) float64
-        Mover centres at the start and (by the game's velocity) the end of the frame.
-    m_radius : (n,) float64
-    m_from, m_into : (n,) int64
-        Movers' from- and into-masks (two movers meet if either's from meets the other's into).
-    s0, s1 : (k, 3) float64
-        Obstacle sphere centres at the start and end of the frame.
-    s_radius : (k,) float64
-    s_into : (k,) int64
-        Obstacles' into-masks (obstacles are never "from").
-    s_sensor : (k,) bool
-        Obstacles that are sensors (pickups).
-    plane_normal : (p, 3) float64, unit
-    plane_offset : (p,) float64
-        Planes ``normal . x + offset = 0``, solid behind.
-    plane_into : (p,) int64
+
+def expected_hits(movers: Movers, scene: Scene) -> Expected:
+    """Expected hits of the movers against the scene and each other, one frame.
+
+    Returns each mover's earliest solid hit (if any) and every sensor its path touches.
     """
-    mi, sj = np.nonzero((m_from[:, None] & s_into[None, :]) != 0)
-    ts = _shrunk_toi(m0[mi], m1[mi], m_radius[mi], s0[sj], s1[sj], s_radius[sj])
-    mp, pk = np.nonzero((m_from[:, None] & plane_into[None, :]) != 0)
-    tp = (
-        sphere_plane_toi(m0[mp], m1[mp], np.maximum(m_radius[mp] - GRAZE, 0.0),
-                         plane_normal[pk], plane_offset[pk])
-        if len(mp) else np.zeros(0)
-    )
-    ua, ub = _mover_pairs(m0, m1, m_radius, m_from, m_into)
-    tm = _shrunk_toi(m0[ua], m1[ua], m_radius[ua], m0[ub], m1[ub], m_radius[ub])
+    m0, m1, r = movers.c0, movers.c1, movers.radius
+    m_lo, m_hi = np.minimum(m0, m1) - r[:, None], np.maximum(m0, m1) + r[:, None]
+    found: list[tuple[Int, Int, Float, Bool]] = []  # (mover row, other uid, t, sensor)
 
-    sensor_rows = np.isfinite(ts) & s_sensor[sj]
-    solid_rows = np.isfinite(ts) & ~s_sensor[sj]
-    hit_p = np.isfinite(tp)
-    hit_m = np.isfinite(tm)
+    s = scene.spheres
+    i, j = _candidates(m_lo, m_hi, movers.from_mask,
+                       np.minimum(s.c0, s.c1) - s.radius[:, None],
+                       np.maximum(s.c0, s.c1) + s.radius[:, None], s.into_mask)
+    if len(i):
+        t = sphere_sphere_toi(m0[i], m1[i], _shrunk(r[i], GRAZE / 2), s.c0[j], s.c1[j],
+                              _shrunk(s.radius[j], GRAZE / 2))
+        found.append((i, s.uid[j], t, s.sensor[j]))
 
-    # Earliest solid hit per mover over every kind of obstacle; a pair of movers is a
-    # candidate for both of them.
-    mover = np.concatenate([mi[solid_rows], mp[hit_p], ua[hit_m], ub[hit_m]])
-    other = np.concatenate([sj[solid_rows], pk[hit_p], ub[hit_m], ua[hit_m]])
-    kind = np.concatenate([
-        np.zeros(solid_rows.sum(), np.int64),
-        np.ones(hit_p.sum(), np.int64),
-        np.full(2 * hit_m.sum(), 2, np.int64),
-    ])
-    t = np.concatenate([ts[solid_rows], tp[hit_p], tm[hit_m], tm[hit_m]])
-    order = np.lexsort((t, mover))
+    tri = scene.triangles
+    i, j = _candidates(m_lo, m_hi, movers.from_mask,
+                       np.minimum(np.minimum(tri.a, tri.b), tri.c),
+                       np.maximum(np.maximum(tri.a, tri.b), tri.c), tri.into_mask)
+    if len(i):
+        t = sphere_triangle_toi(m0[i], m1[i], _shrunk(r[i], GRAZE), tri.a[j], tri.b[j],
+                                tri.c[j])
+        found.append((i, tri.uid[j], t, np.zeros(len(i), bool)))
+
+    box = scene.boxes
+    i, j = _candidates(m_lo, m_hi, movers.from_mask, *_box_bounds(box), box.into_mask)
+    if len(i):
+        t = _box_toi(m0[i], m1[i], _shrunk(r[i], GRAZE), box, j)
+        found.append((i, box.uid[j], t, np.zeros(len(i), bool)))
+
+    cap = scene.capsules
+    i, j = _candidates(m_lo, m_hi, movers.from_mask,
+                       np.minimum(cap.a, cap.b) - cap.radius[:, None],
+                       np.maximum(cap.a, cap.b) + cap.radius[:, None], cap.into_mask)
+    if len(i):
+        t = sphere_capsule_toi(m0[i], m1[i], _shrunk(r[i], GRAZE), cap.a[j], cap.b[j],
+                               cap.radius[j])
+        found.append((i, cap.uid[j], t, np.zeros(len(i), bool)))
+
+    ua, ub = _mover_pairs(m0, m1, r, movers.from_mask, movers.into_mask)
+    if len(ua):
+        t = sphere_sphere_toi(m0[ua], m1[ua], _shrunk(r[ua], GRAZE / 2), m0[ub], m1[ub],
+                              _shrunk(r[ub], GRAZE / 2))
+        # A pair of movers is a candidate hit for both of them.
+        found.append((np.concatenate([ua, ub]), movers.uid[np.concatenate([ub, ua])],
+                      np.concatenate([t, t]), np.zeros(2 * len(ua), bool)))
+
+    if not found:
+        return Expected(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
+                        np.zeros(0, bool))
+    mover, other, t, sensor = (np.concatenate(column) for column in zip(*found))
+    hit = np.isfinite(t)
+    solid = np.flatnonzero(hit & ~sensor)
+    order = solid[np.lexsort((t[solid], mover[solid]))]
     first = np.ones(len(order), bool)
     first[1:] = mover[order][1:] != mover[order][:-1]
-    pick = order[first]
-
-    count = int(sensor_rows.sum())
-    return Expected(
-        mover=np.concatenate([mover[pick], mi[sensor_rows]]),
-        other=np.concatenate([other[pick], sj[sensor_rows]]),
-        kind=np.concatenate([kind[pick], np.zeros(count, np.int64)]),
-        t=np.concatenate([t[pick], ts[sensor_rows]]),
-        sensor=np.concatenate([np.zeros(len(pick), bool), np.ones(count, bool)]),
-    )
+    pick = np.concatenate([order[first], np.flatnonzero(hit & sensor)])
+    return Expected(mover[pick], other[pick], t[pick], sensor[pick])
 
 
-def went_into(p0: Float, q: Float, radius: Float, centre: Float, c_radius: Float) -> Bool:
-    """Which straight moves p0 -> q took a mover's centre deep into a fixed sphere.
+def went_into(p0: Float, q: Float, radius: Float, scene: Scene) -> Bool:
+    """Which movers went through something: their real move p0 -> q this frame took the
+    centre deep into a fixed solid, or they end it deep inside a moving one.
 
-    "Deep" is within ``c_radius + radius / 2`` of the sphere's centre: at least half the
-    mover inside it. A system that stops a mover at the contact never gets there; one that
-    lets it through, or pushes it out on the far side, does.
+    "Deep" is closer than ``radius / 2`` to a solid's surface, or behind a polygon's front
+    face by that much: at least half the mover inside. A system that stops a mover at the
+    contact never gets there; one that lets it through, or pushes it out on the far side,
+    does. Fixed solids (triangles, capsules, boxes whose two poses are equal) are swept
+    along p0 -> q; moving ones (boxes that move, spheres) are checked where they and the
+    mover end the frame (pose 1, ``c1``). Sensors are skipped.
 
     Parameters
     ----------
     p0, q : (n, 3) float64
         Where each mover started the frame and where it really ended it.
     radius : (n,) float64
-    centre : (k, 3) float64
-        Centres of fixed spheres (pillars).
-    c_radius : (k,) float64
+    scene : Scene
 
     Returns
     -------
     (n,) bool
     """
-    n, k = len(p0), len(centre)
-    if n == 0 or k == 0:
-        return np.zeros(n, bool)
-    step = (q - p0)[:, None, :]  # (n, 1, 3)
-    rel = centre[None, :, :] - p0[:, None, :]  # (n, k, 3)
-    length2 = np.einsum("nij,nij->ni", step, step)
-    along = np.divide(np.einsum("nkj,nij->nk", rel, step), length2,
-                      out=np.zeros((n, k)), where=length2 > 0)
-    closest = p0[:, None, :] + np.clip(along, 0.0, 1.0)[:, :, None] * step
-    dist = np.linalg.norm(centre[None, :, :] - closest, axis=2)
-    return np.any(dist < c_radius[None, :] + radius[:, None] / 2, axis=1)
+    n = len(p0)
+    bad = np.zeros(n, bool)
+    if n == 0:
+        return bad
+    half = radius / 2
+    lo, hi = np.minimum(p0, q) - half[:, None], np.maximum(p0, q) + half[:, None]
+
+    tri = scene.triangles
+    i, j = np.nonzero(_near(lo, hi, np.minimum(np.minimum(tri.a, tri.b), tri.c),
+                            np.maximum(np.maximum(tri.a, tri.b), tri.c)))
+    if len(i):
+        t = sphere_triangle_toi(p0[i], q[i], half[i], tri.a[j], tri.b[j], tri.c[j])
+        bad[i[np.isfinite(t)]] = True
+
+    cap = scene.capsules
+    i, j = np.nonzero(_near(lo, hi, np.minimum(cap.a, cap.b) - cap.radius[:, None],
+                            np.maximum(cap.a, cap.b) + cap.radius[:, None]))
+    if len(i):
+        t = sphere_capsule_toi(p0[i], q[i], half[i], cap.a[j], cap.b[j], cap.radius[j])
+        bad[i[np.isfinite(t)]] = True
+
+    box = scene.boxes
+    i, j = np.nonzero(_near(lo, hi, *_box_bounds(box)))
+    if len(i):
+        fixed = np.all(box.origin0[j] == box.origin1[j], axis=1) & (
+            box.heading0[j] == box.heading1[j])
+        f = np.flatnonzero(fixed)
+        t = sphere_box_toi(to_box_frame(p0[i[f]], box.origin1[j[f]], box.heading1[j[f]]),
+                           to_box_frame(q[i[f]], box.origin1[j[f]], box.heading1[j[f]]),
+                           half[i[f]], box.lo[j[f]], box.hi[j[f]])
+        bad[i[f][np.isfinite(t)]] = True
+        end = to_box_frame(q[i], box.origin1[j], box.heading1[j])
+        gap = np.linalg.norm(end - np.clip(end, box.lo[j], box.hi[j]), axis=1)
+        bad[i[gap < half[i]]] = True
+
+    s = scene.spheres
+    solid = np.flatnonzero(~s.sensor)
+    if len(solid):
+        gap = np.linalg.norm(q[:, None, :] - s.c1[solid][None, :, :], axis=2)
+        bad |= np.any(gap < s.radius[solid][None, :] + half[:, None], axis=1)
+    return bad
