@@ -207,6 +207,10 @@ def test_every_kind_of_piece_is_hit_and_reported_and_the_run_is_deterministic(
             base.taskMgr.step()
         line = summary_line(level)
     finally:
+        # The task manager outlives this ShowBase: tasks left behind would run in the
+        # next test.
+        base.taskMgr.remove("count")
+        base.taskMgr.remove("watch")
         level.destroy()
     assert set(expected) >= {"wall", "floor", "ramp", "platform", "crate", "pillar", "lift",
                              "gate", "target", "ball", "pickup"}

@@ -42,7 +42,9 @@ class Shapes:
 
 
 def read_solids(name: str, solids: list[tuple[int, Any]], two_sided: bool) -> Shapes:
-    """The pieces of ``solids`` ((index in the node, solid) pairs) of the node ``name``;
+    """The pieces of ``solids`` ((index in the node, solid) pairs) of the node ``name``
+    (a box as its 12 faces: triangles 0-5 and 6-11 are the two halves of faces -x, +x,
+    -y, +y, -z, +z);
     ValueError naming the node and the index of a degenerate or non-planar polygon."""
     rows: dict[int, list[Any]] = {TRIANGLE: [], BOX: [], CAPSULE: [], INV_SPHERE: []}
     owner: dict[int, list[int]] = {kind: [] for kind in rows}
@@ -56,9 +58,16 @@ def read_solids(name: str, solids: list[tuple[int, Any]], two_sided: bool) -> Sh
                 owner[TRIANGLE].append(index)
                 part[TRIANGLE].append(j)
         elif kind is CollisionBox:
-            rows[BOX].append((tuple(solid.getMin()), tuple(solid.getMax())))
-            owner[BOX].append(index)
-            part[BOX].append(0)
+            # A box is its 12 faces, facing out. The triangle kernel culls the many pairs
+            # that cannot touch before its exact stage (the box kernel has no such cull
+            # and costs some 2 ms a call in the demo), and one table for all polygons and
+            # boxes is one kernel call a round, not two.
+            lo = np.array([tuple(solid.getMin())], np.float64)
+            hi = np.array([tuple(solid.getMax())], np.float64)
+            for j, tri in enumerate(box_triangles(lo, hi)):
+                rows[TRIANGLE].append(tri)
+                owner[TRIANGLE].append(index)
+                part[TRIANGLE].append(j)
         elif kind is CollisionCapsule:
             a, b = tuple(solid.getPointA()), tuple(solid.getPointB())
             rows[CAPSULE].append((a, b, solid.getRadius()))

@@ -16,8 +16,8 @@ import numpy as np
 from panda3d.core import NodePath, TransformState
 
 from ._frames import Frames
-from ._level import Shapes, box_triangles
-from ._pieces import BOX, CAPSULE, INV_SPHERE, KINDS, TRIANGLE, Pieces
+from ._level import Shapes
+from ._pieces import CAPSULE, INV_SPHERE, KINDS, TRIANGLE, Pieces
 
 #: ``Hits.kind`` of kinematic tables: their shape's plus this (static ones keep theirs).
 KINEMATIC_CODE = 4
@@ -185,30 +185,6 @@ class PieceNodes:
             a, b, c, two = geometry[TRIANGLE]
             a, b, c = point(a), point(b), point(c)
             world[TRIANGLE] = (a, c, b, two) if flip else (a, b, c, two)
-        if BOX in geometry:
-            lo, hi = geometry[BOX]
-            upright = np.allclose(lin - np.diag(np.diag(lin)), 0.0)
-            if upright:
-                ends = np.stack([point(lo), point(hi)])
-                world[BOX] = (ends.min(axis=0), ends.max(axis=0))
-            else:  # turned: its faces, as triangles facing out
-                tris = box_triangles(lo, hi).reshape(-1, 3)
-                tris = point(tris).reshape(-1, 3, 3)
-                if flip:
-                    tris = tris[:, [0, 2, 1]]
-                faces = (tris[:, 0], tris[:, 1], tris[:, 2], np.zeros(len(tris), bool))
-                face_solid = np.repeat(solid[BOX], 12)
-                face_part = np.tile(np.arange(12), len(lo))
-                if TRIANGLE in world:
-                    world[TRIANGLE] = tuple(
-                        np.concatenate([x, y]) for x, y in zip(world[TRIANGLE], faces)
-                    )
-                    face_solid = np.concatenate([solid[TRIANGLE], face_solid])
-                    face_part = np.concatenate([part[TRIANGLE], face_part])
-                else:
-                    world[TRIANGLE] = faces
-                solid[TRIANGLE], part[TRIANGLE] = face_solid, face_part
-                del solid[BOX], part[BOX]
         if CAPSULE in geometry:
             a, b, r = geometry[CAPSULE]
             world[CAPSULE] = (point(a), point(b), r * scale)
@@ -290,9 +266,6 @@ def _scaled(kind: int, geometry: tuple[np.ndarray, ...], scale: Any) -> tuple[np
         if np.prod(np.sign(s)) < 0:
             return (a * s, c * s, b * s, two)
         return (a * s, b * s, c * s, two)
-    if kind == BOX:
-        lo, hi = geometry[0] * s, geometry[1] * s
-        return (np.minimum(lo, hi), np.maximum(lo, hi))
     if kind == CAPSULE:
         return (geometry[0] * s, geometry[1] * s, geometry[2] * big)
     if kind == INV_SPHERE:
@@ -308,4 +281,4 @@ def _net(nodepath: NodePath, render: NodePath) -> TransformState | None:
     return None if ts.isInvalid() else ts
 
 
-__all__ = ["PieceNode", "PieceNodes", "KINEMATIC_CODE", "INV_SPHERE", "CAPSULE", "BOX"]
+__all__ = ["PieceNode", "PieceNodes", "KINEMATIC_CODE"]

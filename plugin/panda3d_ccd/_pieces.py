@@ -290,17 +290,18 @@ class Pieces:
         overlap exactly where there is one."""
         geometry = self.rows(k)
         reach = r + dev
-        found = self.spec.sweep(c0, c1, reach, *geometry)
-        t = found.t
-        hit = np.flatnonzero(np.isfinite(t))
-        if len(hit):
-            sl = np.minimum(slop(c0[hit], c1[hit]), 0.5 * reach[hit])
-            shrunk = np.maximum(reach[hit] - sl, 0.0)
-            deep = np.isfinite(
-                self.spec.sweep(c0[hit], c1[hit], shrunk, *(g[hit] for g in geometry)).t
-            )
-            t = t.copy()
-            t[hit[~deep]] = np.inf
+        # Both sweeps in one kernel call (its cost is mostly per call): the rows at full
+        # radius, then at the radius less the slop.
+        sl = np.minimum(slop(c0, c1), 0.5 * reach)
+        both = self.spec.sweep(
+            np.concatenate([c0, c0]),
+            np.concatenate([c1, c1]),
+            np.concatenate([reach, np.maximum(reach - sl, 0.0)]),
+            *(np.concatenate([g, g]) for g in geometry),
+        )
+        p = len(c0)
+        found = Sweep(*(col[:p] for col in both))
+        t = np.where(np.isfinite(both.t[p:]), found.t, np.inf)
         ok = np.isfinite(t)
         extra[ok, 0:3] = found.point[ok]
         extra[ok, 3:6] = found.normal[ok]
