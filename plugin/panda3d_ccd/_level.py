@@ -9,11 +9,18 @@ frame).
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from panda3d.core import CollisionBox, CollisionCapsule, CollisionInvSphere, CollisionPolygon
+from panda3d.core import (
+    CollisionBox,
+    CollisionCapsule,
+    CollisionInvSphere,
+    CollisionPolygon,
+    PTA_LVecBase3f,
+)
 
 from ._pieces import BOX, CAPSULE, INV_SPHERE, TRIANGLE
 from ._tolerance import DEGENERATE_REL
@@ -44,20 +51,20 @@ class Shapes:
 def read_solids(name: str, solids: list[tuple[int, Any]], two_sided: bool) -> Shapes:
     """The pieces of ``solids`` ((index in the node, solid) pairs) of the node ``name``
     (a box as its 12 faces: triangles 0-5 and 6-11 are the two halves of faces -x, +x,
-    -y, +y, -z, +z);
-    ValueError naming the node and the index of a degenerate or non-planar polygon."""
+    -y, +y, -z, +z); ValueError naming the node and the index of a degenerate or
+    non-planar polygon."""
     rows: dict[int, list[Any]] = {TRIANGLE: [], BOX: [], CAPSULE: [], INV_SPHERE: []}
     owner: dict[int, list[int]] = {kind: [] for kind in rows}
     part: dict[int, list[int]] = {kind: [] for kind in rows}
+    polygons = [(index, solid) for index, solid in solids if type(solid) is CollisionPolygon]
+    if polygons:
+        tri, owner[TRIANGLE], part[TRIANGLE] = _fan_all(name, polygons)
+        rows[TRIANGLE].extend(tri)
     for index, solid in solids:
         kind = type(solid)
         if kind is CollisionPolygon:
-            points = np.array([tuple(p) for p in solid.getPoints()], np.float64)
-            for j, tri in enumerate(_fan(name, index, points)):
-                rows[TRIANGLE].append(tri)
-                owner[TRIANGLE].append(index)
-                part[TRIANGLE].append(j)
-        elif kind is CollisionBox:
+            continue
+        if kind is CollisionBox:
             # A box is its 12 faces, facing out. The triangle kernel culls the many pairs
             # that cannot touch before its exact stage (the box kernel has no such cull
             # and costs some 2 ms a call in the demo), and one table for all polygons and
@@ -100,25 +107,57 @@ def read_solids(name: str, solids: list[tuple[int, Any]], two_sided: bool) -> Sh
     return shapes
 
 
-def _fan(name: str, index: int, points: np.ndarray) -> list[np.ndarray]:
-    """Triangles (p0, p_i, p_i+1) of a convex polygon, in its winding."""
-    if len(points) < 3 or not np.isfinite(points).all():
-        raise ValueError(f"{name}: solid {index} is a polygon with fewer than 3 finite points")
-    edge = points - points[0]
-    normal = np.zeros(3)
-    for i in range(1, len(points) - 1):
-        normal += np.cross(edge[i], edge[i + 1])
-    size = np.abs(edge).max()
-    area2 = float(np.linalg.norm(normal))
-    if area2 <= DEGENERATE_REL * size * size:
-        raise ValueError(f"{name}: solid {index} is a degenerate polygon (no area)")
-    off = np.abs(edge @ (normal / area2))
-    if off.max() > _PLANAR_REL * size:
+def _fan_all(name: str, polygons: list[tuple[int, Any]]) -> tuple[np.ndarray, list[int], list[int]]:
+    """(t, 3, 3) triangles (p0, p_i, p_i+1) of convex polygons in their winding, with each
+    one's solid index and part, in solid order; polygons of one vertex count at a time
+    (registering a level reads 30,000 of them)."""
+    counts = np.fromiter((s.getNumPoints() for _i, s in polygons), np.int64, len(polygons))
+    pta = PTA_LVecBase3f()
+    deque(map(pta.pushBack, (p for _i, s in polygons for p in s.getPoints())), maxlen=0)
+    flat = np.frombuffer(pta, np.float32).reshape(-1, 3).astype(np.float64)
+    index = np.fromiter((i for i, _s in polygons), np.int64, len(polygons))
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    few = np.flatnonzero(counts < 3)
+    if len(few):
         raise ValueError(
-            f"{name}: solid {index} is a non-planar polygon (a vertex {off.max():.3g} off "
-            "its plane)"
+            f"{name}: solid {index[few[0]]} is a polygon with fewer than 3 finite points"
         )
-    return [np.stack([points[0], points[i], points[i + 1]]) for i in range(1, len(points) - 1)]
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for c in np.unique(counts).tolist():
+        rows = np.flatnonzero(counts == c)
+        pts = flat[start[rows][:, None] + np.arange(c)]  # (k, c, 3)
+        bad = ~np.isfinite(pts).all(axis=(1, 2))
+        edge = pts - pts[:, :1]
+        normal = np.cross(edge[:, 1:-1], edge[:, 2:]).sum(axis=1)
+        size = np.abs(edge).max(axis=(1, 2))
+        area2 = np.linalg.norm(normal, axis=1)
+        bad |= area2 <= DEGENERATE_REL * size * size
+        if bad.any():
+            raise ValueError(
+                f"{name}: solid {index[rows[np.argmax(bad)]]} is a degenerate polygon (no area)"
+            )
+        off = np.abs(np.einsum("kcj,kj->kc", edge, normal / area2[:, None])).max(axis=1)
+        warped = off > _PLANAR_REL * size
+        if warped.any():
+            k = int(np.argmax(warped))
+            raise ValueError(
+                f"{name}: solid {index[rows[k]]} is a non-planar polygon (a vertex "
+                f"{off[k]:.3g} off its plane)"
+            )
+        fan = np.stack(
+            [np.stack([pts[:, 0], pts[:, i], pts[:, i + 1]], axis=1) for i in range(1, c - 1)],
+            axis=1,
+        )  # (k, c - 2, 3, 3)
+        parts.append(
+            (
+                fan.reshape(-1, 3, 3),
+                np.repeat(index[rows], c - 2),
+                np.tile(np.arange(c - 2), len(rows)),
+            )
+        )
+    tri, owner, part = (np.concatenate(col) for col in zip(*parts))
+    order = np.lexsort((part, owner))
+    return tri[order], owner[order].tolist(), part[order].tolist()
 
 
 def box_triangles(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
