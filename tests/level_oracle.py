@@ -13,14 +13,14 @@ pass, in each piece's own frame:
   closer than ``r - tol`` (the distance to a convex solid is convex along a segment, so a
   ternary search finds its minimum).
 
-The oracle does not know a body's path within the frame, only its ends; it reads it two
-ways and counts a tunnel only where both readings pass through the piece. A free body
-moves on the straight line from where it was to where it is, in the world (a stop or a
-slide bends its path away from what it touched, so the line stays on the free side); a
-body a piece carries is fixed in the piece's frame, so its path there is the straight line
-between its two local positions. A piece moves between Panda3D's transforms at the two
-ends, turning by slerp and its origin linearly (the motion the plugin documents), sampled
-in ``steps`` sub-steps. For a piece that does not turn the two readings are one.
+A body's path within the frame is read from where it was, where it touched something (the
+plugin's contacts: their ``t`` and ``from_pos``) and where it is, straight between them in
+the world: a stop or a slide bends the path only there. Straight in the world is not how a
+body a piece carries moves: it is fixed in the piece's frame. So against a turning piece
+the path is read both ways (straight in the world, and straight between the same knots in
+the piece's frame), and a tunnel counts only where both readings pass through the piece. A
+piece moves between Panda3D's transforms at the two ends, turning by slerp and its origin
+linearly (the motion the plugin documents), sampled in ``steps`` sub-steps.
 """
 
 from __future__ import annotations
@@ -155,14 +155,70 @@ class Frame:
         return cls(np.array([1.0, 0.0, 0.0, 0.0]), np.zeros(3))
 
 
-def local_paths(x0: np.ndarray, x1: np.ndarray, start: Frame, end: Frame, steps: int) -> np.ndarray:
-    """(steps + 1, n, 3) bodies moving straight from x0 to x1 ((n, 3) world), seen in a
-    frame moving from ``start`` to ``end``."""
-    t = np.linspace(0.0, 1.0, steps + 1)
-    rot = quat_matrix(slerp(start.quat, end.quat, t))
-    origin = start.pos[None] + t[:, None] * (end.pos - start.pos)[None]
-    world = x0[None] + t[:, None, None] * (x1 - x0)[None]
-    return np.einsum("sji,snj->sni", rot, world - origin[:, None, :])
+@dataclass
+class Knots:
+    """Bodies' paths over a frame: (n, K) times from 0 to 1 and (n, K, 3) world positions,
+    straight between (a body's row padded at its end by repeating its last knot)."""
+
+    t: np.ndarray
+    x: np.ndarray
+
+    @classmethod
+    def straight(cls, x0: np.ndarray, x1: np.ndarray) -> Knots:
+        n = len(x0)
+        return cls(np.tile([0.0, 1.0], (n, 1)), np.stack([x0, x1], axis=1))
+
+    @classmethod
+    def through(cls, x0: np.ndarray, x1: np.ndarray, stops: list[list]) -> Knots:
+        """From x0 to x1 ((n, 3)) through ``stops[i]``: (t, (3,) position) where body i
+        touched something, as the plugin reports them (Contact.t and from_pos)."""
+        n = len(x0)
+        k = 2 + max((len(s) for s in stops), default=0)
+        t = np.ones((n, k))
+        x = np.repeat(x1[:, None], k, axis=1)
+        t[:, 0], x[:, 0] = 0.0, x0
+        for i, row in enumerate(stops):
+            for j, (when, where) in enumerate(sorted(row, key=lambda s: s[0])):
+                t[i, j + 1], x[i, j + 1] = when, where
+        return cls(t, x)
+
+    def at(self, s: np.ndarray, x: np.ndarray | None = None) -> np.ndarray:
+        """(n, M, 3) positions at times s (n, M), through these knots' times and the
+        positions x (n, K, 3) (default: the world ones)."""
+        x = self.x if x is None else x
+        kt = self.t
+        j = np.clip((kt[:, None, :] <= s[:, :, None]).sum(-1) - 1, 0, kt.shape[1] - 2)
+        t0, t1 = np.take_along_axis(kt, j, 1), np.take_along_axis(kt, j + 1, 1)
+        x0 = np.take_along_axis(x, j[..., None], 1)
+        x1 = np.take_along_axis(x, j[..., None] + 1, 1)
+        f = np.divide(s - t0, t1 - t0, out=np.zeros_like(s), where=t1 > t0)
+        return x0 + f[..., None] * (x1 - x0)
+
+
+def _frames_at(start: Frame, end: Frame, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(*s.shape, 3, 3) rotations and (*s.shape, 3) origins of a frame at times s."""
+    flat = s.reshape(-1)
+    rot = quat_matrix(slerp(start.quat, end.quat, flat)).reshape(*s.shape, 3, 3)
+    origin = start.pos + flat[:, None] * (end.pos - start.pos)
+    return rot, origin.reshape(*s.shape, 3)
+
+
+def local_paths(knots: Knots, start: Frame, end: Frame, steps: int) -> list[np.ndarray]:
+    """The readings of the bodies' paths in a frame moving from ``start`` to ``end``: each
+    (M, n, 3), sampled at every knot and at ``steps`` even sub-steps. The first: straight
+    between the knots in the world; the second (only if ``steps`` > 1, for a turning
+    frame): straight between the knots in the frame (carried by it)."""
+    n = len(knots.t)
+    grid = np.tile(np.linspace(0.0, 1.0, steps + 1), (n, 1))
+    s = np.sort(np.concatenate([grid, knots.t], axis=1), axis=1)
+    rot, origin = _frames_at(start, end, s)
+    world = np.einsum("nmji,nmj->nmi", rot, knots.at(s) - origin)
+    readings = [world.transpose(1, 0, 2)]
+    if steps > 1:
+        krot, korigin = _frames_at(start, end, knots.t)
+        local = np.einsum("nkji,nkj->nki", krot, knots.x - korigin)
+        readings.append(knots.at(s, local).transpose(1, 0, 2))
+    return readings
 
 
 # ---------------------------------------------------------------------------- solids
@@ -218,8 +274,7 @@ class Findings:
 
 def check(
     solid: Solid,
-    x0: np.ndarray,
-    x1: np.ndarray,
+    knots: Knots,
     r: np.ndarray,
     tol: np.ndarray,
     start: Frame,
@@ -228,18 +283,16 @@ def check(
     found: Findings,
     bodies: np.ndarray | None = None,
 ) -> None:
-    """Check bodies moving from x0 to x1 ((n, 3) world; radii r, tolerances tol (n,))
-    against ``solid`` moving from ``start`` to ``end``; failures go to ``found``, named by
+    """Check bodies on paths ``knots`` (n bodies; radii r, tolerances tol (n,)) against
+    ``solid`` moving from ``start`` to ``end``; failures go to ``found``, named by
     ``bodies`` (n,) (default 0..n-1)."""
-    n = len(x0)
+    n = len(knots.t)
     if n == 0:
         return
     names = np.arange(n) if bodies is None else bodies
-    readings = [local_paths(x0, x1, start, end, steps)]  # (s + 1, n, 3)
+    readings = local_paths(knots, start, end, steps)
     ends = readings[0][[0, -1]]
-    if steps > 1:  # carried: fixed in the piece's frame
-        t = np.linspace(0.0, 1.0, steps + 1)[:, None, None]
-        readings.append(ends[0][None] + t * (ends[1] - ends[0])[None])
+    segments = len(readings[0]) - 1
     lo_path = np.min([w.min(axis=0) for w in readings], axis=0)
     hi_path = np.max([w.max(axis=0) for w in readings], axis=0)
     reach = (r + np.abs(tol))[:, None]
@@ -268,7 +321,7 @@ def check(
         depth = np.full(len(i_), -np.inf)
         for paths in readings:
             crossed = np.zeros(len(i_), bool)
-            for s in range(steps):
+            for s in range(segments):
                 pa, pb = paths[s, i_], paths[s + 1, i_]
                 ha = side * triangle_distance(pa, a, b, c)[1]
                 hb = side * triangle_distance(pb, a, b, c)[1]
@@ -307,7 +360,7 @@ def check(
         closest = np.full(len(i_), -np.inf)
         for paths in readings:
             reading = np.full(len(i_), np.inf)
-            for s in range(steps):
+            for s in range(segments):
                 reading = np.minimum(reading, min_on_segment(dist, paths[s, i_], paths[s + 1, i_]))
             closest = np.maximum(closest, reading)
         tunnel = clear & ~overlap & (closest < rb - tb)
