@@ -910,6 +910,43 @@ def polygon_node(parent, name, corners):
     return parent.attachNewNode(cnode), (tris[:, 0], tris[:, 1], tris[:, 2])
 
 
+def static_level(rng, render, half):
+    """The level soak's static level under render: a rolling terrain of 3,200 one-sided
+    triangles in four nodes, eight boxes (six turned) and four capsules on it, from ``rng``.
+    Returns its root, and per node its oracle solid and (constant) frame."""
+    level = render.attachNewNode("level")
+    statics: list[level_oracle.Solid] = []
+    cells = 40
+    tris = terrain_triangles(cells, half)
+    for q in range(4):
+        part = tris[(q // 2) * cells // 2 : (q // 2 + 1) * cells // 2]
+        part = part[:, (q % 2) * cells // 2 : (q % 2 + 1) * cells // 2].reshape(-1, 3, 3)
+        _, (a, b, c) = polygon_node(level, f"terrain{q}", part)
+        statics.append(level_oracle.Solid(f"terrain{q}", tri=(a, b, c, np.zeros(len(a), bool))))
+    heights = tris.reshape(-1, 3, 3)[:, :, 2]
+    static_frames: list[level_oracle.Frame] = [level_oracle.Frame.identity()] * 4
+    for k in range(8):  # boxes half sunk in the terrain, most of them turned
+        x, y = rng.uniform(-half + 4, half - 4, 2)
+        size = rng.uniform(0.5, 2.0, 3)
+        holder = level.attachNewNode(f"boxholder{k}")
+        holder.setPosHpr((x, y, -20.0), tuple(rng.uniform(-40, 40, 3)) if k % 4 else (0, 0, 0))
+        box = holder.attachNewNode(CollisionNode(f"box{k}"))
+        box.node().addSolid(CollisionBox(LPoint3(0, 0, 0), *size))
+        statics.append(level_oracle.Solid(f"box{k}", box=(-size[None], size[None])))
+        static_frames.append(level_oracle.Frame.of(box, render))
+    for k in range(4):  # capsules lying on the terrain and leaning on it
+        x, y = rng.uniform(-half + 6, half - 6, 2)
+        ends = np.array([[x - 2, y, -19.0], [x + 2, y + rng.uniform(-2, 2), -16.0 + k]])
+        radius = float(rng.uniform(0.4, 1.2))
+        cap = level.attachNewNode(CollisionNode(f"cap{k}"))
+        cap.node().addSolid(CollisionCapsule(LPoint3(*ends[0]), LPoint3(*ends[1]), radius))
+        statics.append(level_oracle.Solid(f"cap{k}", cap=(ends[:1], ends[1:], np.array([radius]))))
+        static_frames.append(level_oracle.Frame.identity())
+    # The moving pieces stay above z = -7.5, more than a body's diameter above all that.
+    assert max(heights.max(), -16.0 + 3 + 1.2, -20 + 2 * math.sqrt(3)) < -7.5 - 2 * LEVEL_R_MAX
+    return level, statics, static_frames
+
+
 @dataclass
 class _Piece:
     """A kinematic piece the soak moves: its node, its oracle solid (local), and its motion
@@ -972,37 +1009,7 @@ def test_level_soak(base, monkeypatch):
     first_error = ""
     sent: list[str] = []
 
-    # ---- the static level
-    level = render.attachNewNode("level")
-    statics: list[level_oracle.Solid] = []
-    cells = 40
-    tris = terrain_triangles(cells, half)
-    for q in range(4):
-        part = tris[(q // 2) * cells // 2 : (q // 2 + 1) * cells // 2]
-        part = part[:, (q % 2) * cells // 2 : (q % 2 + 1) * cells // 2].reshape(-1, 3, 3)
-        _, (a, b, c) = polygon_node(level, f"terrain{q}", part)
-        statics.append(level_oracle.Solid(f"terrain{q}", tri=(a, b, c, np.zeros(len(a), bool))))
-    heights = tris.reshape(-1, 3, 3)[:, :, 2]
-    static_frames: list[level_oracle.Frame] = [level_oracle.Frame.identity()] * 4
-    for k in range(8):  # boxes half sunk in the terrain, most of them turned
-        x, y = rng.uniform(-half + 4, half - 4, 2)
-        size = rng.uniform(0.5, 2.0, 3)
-        holder = level.attachNewNode(f"boxholder{k}")
-        holder.setPosHpr((x, y, -20.0), tuple(rng.uniform(-40, 40, 3)) if k % 4 else (0, 0, 0))
-        box = holder.attachNewNode(CollisionNode(f"box{k}"))
-        box.node().addSolid(CollisionBox(LPoint3(0, 0, 0), *size))
-        statics.append(level_oracle.Solid(f"box{k}", box=(-size[None], size[None])))
-        static_frames.append(level_oracle.Frame.of(box, render))
-    for k in range(4):  # capsules lying on the terrain and leaning on it
-        x, y = rng.uniform(-half + 6, half - 6, 2)
-        ends = np.array([[x - 2, y, -19.0], [x + 2, y + rng.uniform(-2, 2), -16.0 + k]])
-        radius = float(rng.uniform(0.4, 1.2))
-        cap = level.attachNewNode(CollisionNode(f"cap{k}"))
-        cap.node().addSolid(CollisionCapsule(LPoint3(*ends[0]), LPoint3(*ends[1]), radius))
-        statics.append(level_oracle.Solid(f"cap{k}", cap=(ends[:1], ends[1:], np.array([radius]))))
-        static_frames.append(level_oracle.Frame.identity())
-    # The moving pieces stay above z = -7.5, more than a body's diameter above all that.
-    assert max(heights.max(), -16.0 + 3 + 1.2, -20 + 2 * math.sqrt(3)) < -7.5 - 2 * LEVEL_R_MAX
+    level, statics, static_frames = static_level(rng, render, half)
 
     def on_in(contact):
         into, frm = contact.getIntoNodePath(), contact.getFromNodePath()
