@@ -203,8 +203,8 @@ def test_a_ball_rolled_across_a_flat_mesh_never_stops_or_sends_an_event(
     base, ccd, recorder, static, response, origin, hpr
 ):
     render = base.render
-    holder = node(render, "holder", origin)
-    holder.setHpr(*hpr)
+    holder = render.attachNewNode("holder")
+    holder.setPosHpr(origin, hpr)
     mesh = mesh_node(holder, "mesh", grid_mesh(12, 6.0))
     register(ccd, mesh, static)
     ball = node(holder, "ball", (-3.0, -2.0, 0.5))
@@ -245,12 +245,6 @@ def _bowl(x, y):
     return (x * x + y * y) / 80.0
 
 
-def _hill(x, y):
-    # Neighbouring faces meet at about 1/400 rad: a chord over a crease dips r/8 of its
-    # square (4e-7 for r = 0.5), well inside the slop.
-    return -(x * x + y * y) / 800.0
-
-
 def _touching(solid, xy, r, guess):
     """The height above xy at which a ball of radius r touches the mesh (bisection)."""
     lo, hi = guess - 2 * r, guess + 2 * r
@@ -263,26 +257,233 @@ def _touching(solid, xy, r, guess):
     return hi
 
 
-@pytest.mark.parametrize("shape", [_bowl, _hill], ids=["bowl", "gentle-hill"])
 @pytest.mark.parametrize("response", ["rewind", "slide"])
-def test_a_ball_moved_along_a_curved_mesh_touching_it_never_stops(
-    base, ccd, recorder, shape, response
-):
-    """Moved from touching point to touching point across a curved mesh (a bowl: the straight
-    step between stays clear of it; a gentle hill: it dips less than the slop over each
-    crease), a ball is never stopped and never sends an event."""
+def test_a_ball_moved_along_a_curved_mesh_touching_it_never_stops(base, ccd, recorder, response):
+    """Moved from touching point to touching point across a bowl (the straight step between
+    two such points stays clear of it: the space a ball's centre may take above a bowl is
+    convex), a ball is never stopped and never sends an event."""
     render = base.render
-    tris = grid_mesh(16, 8.0, shape)
+    tris = grid_mesh(16, 8.0, _bowl)
     register(ccd, mesh_node(render, "mesh", tris), True)
     solid = solid_of(tris)
     r = 0.5
     path = [(-6 + 0.37 * k, -5 + 0.29 * k) for k in range(36)]
-    ball = node(render, "ball", (*path[0], _touching(solid, path[0], r, shape(*path[0]) + r)))
+    ball = node(render, "ball", (*path[0], _touching(solid, path[0], r, _bowl(*path[0]) + r)))
     ccd.add_sphere(ball, r, response=response)
     ccd.step()
     for xy in path[1:]:
-        ball.setPos(*xy, _touching(solid, xy, r, shape(*xy) + r))
+        ball.setPos(*xy, _touching(solid, xy, r, _bowl(*xy) + r))
         commanded = tuple(ball.getPos())
         assert ccd.step() == []
         assert tuple(ball.getPos()) == commanded
     assert recorder.names() == []
+
+
+def test_a_slide_moved_across_a_convex_mesh_follows_it_and_never_sinks_in(base, ccd, recorder):
+    """Over a hill the straight step between two touching points cuts under each crease
+    (by about the crease's angle times the step: 2e-4 here), so there are contacts; a
+    slide is deflected along the faces, ends near each commanded point, and is never deeper
+    in the mesh than the slop."""
+    render = base.render
+    tris = grid_mesh(16, 8.0, lambda x, y: -(x * x + y * y) / 800.0)
+    register(ccd, mesh_node(render, "mesh", tris), True)
+    solid = solid_of(tris)
+    r = 0.5
+    path = [(-6 + 0.37 * k, -5 + 0.29 * k) for k in range(36)]
+    hill = lambda x, y: -(x * x + y * y) / 800.0  # noqa: E731
+    ball = node(render, "ball", (*path[0], _touching(solid, path[0], r, hill(*path[0]) + r)))
+    ccd.add_sphere(ball, r, response="slide")
+    ccd.step()
+    for xy in path[1:]:
+        want = np.array([*xy, _touching(solid, xy, r, hill(*xy) + r)])
+        ball.setPos(*want)
+        ccd.step()
+        end = world(ball, render)
+        # Kept along one face past a crease, it ends above the next: by at most the step
+        # (0.47) times the faces' angle (the gradient changes by 1/400 a cell, across two).
+        assert np.linalg.norm(end - want) < 0.47 * 2 * math.sqrt(2) / 400
+        assert solid.distance(end) >= r - tol(end)
+    ccd.destroy()
+    assert "ball-into-mesh" in recorder.names() and balanced(recorder.names()) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a body registered under a parent turned with setHpr (which leaves Panda3D's "
+    "previous transform unturned) is swept on its first pass from where the unturned parent "
+    "would put it: it is moved, and gets in and out events, in a frame where nothing moved",
+)
+def test_a_body_under_a_parent_turned_with_set_hpr_is_not_moved_by_its_first_pass(
+    base, ccd, recorder
+):
+    render = base.render
+    holder = node(render, "holder", (3, -2, 1))
+    holder.setHpr(20, 10, 5)  # after setPos: the holder's previous transform is unturned
+    mesh = mesh_node(holder, "mesh", grid_mesh(12, 6.0))
+    register(ccd, mesh, True)
+    ball = node(holder, "ball", (-3.0, -2.0, 0.5))
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()
+    assert tuple(ball.getPos()) == (-3.0, -2.0, 0.5)
+    assert recorder.names() == []
+
+
+# ============================================================================ creases, corners
+def facing(corners, normal):
+    """The corners in the order whose front (counter-clockwise side) faces ``normal``."""
+    c = np.asarray(corners, np.float64)
+    if np.cross(c[1] - c[0], c[2] - c[0]) @ np.asarray(normal) < 0:
+        c = c[::-1]
+    return [tuple(p) for p in c]
+
+
+def wedge(render, angle, length=10.0, height=5.0, apart=False):
+    """Two vertical one-sided walls from the z axis, along x and at ``angle`` degrees from
+    it, facing into the wedge between them; one node (or two). Returns the nodes and the
+    oracle solid."""
+    a = math.radians(angle)
+    u1, u2 = np.array([1.0, 0, 0]), np.array([math.cos(a), math.sin(a), 0])
+    n1, n2 = np.array([0.0, 1, 0]), np.array([math.sin(a), -math.cos(a), 0])
+    walls = []
+    for u, n in ((u1, n1), (u2, n2)):
+        corners = [(0, 0, -height), tuple(length * u + (0, 0, -height)),
+                   tuple(length * u + (0, 0, height)), (0, 0, height)]  # fmt: skip
+        walls.append(facing(corners, n))
+    if apart:
+        nodes = [polygons(render, "wall1", walls[0]), polygons(render, "wall2", walls[1])]
+    else:
+        nodes = [polygons(render, "walls", *walls)]
+    tris = [[w[0], w[1], w[2]] for w in walls] + [[w[0], w[2], w[3]] for w in walls]
+    return nodes, solid_of(tris)
+
+
+OBTUSE_WEDGE = pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a slide pushed into an obtuse wedge (walls at 120 degrees) is deflected along "
+    "one wall, then along the other away from the crease (the second deflection does not "
+    "send it back into the first wall, so it is not seen as wedged): it ends on one wall "
+    "0.14 from the crease, and pushed on, it jumps from wall to wall by 0.5 every frame "
+    "instead of resting in the crease (the closest point to where it was sent)",
+)
+
+
+@pytest.mark.parametrize(
+    ("angle", "response"),
+    [
+        *(
+            (a, resp)
+            for a in (30, 60, 90, 120)
+            for resp in ("rewind", "slide")
+            if (a, resp) != (120, "slide")
+        ),
+        pytest.param(120, "slide", marks=OBTUSE_WEDGE),
+    ],
+)
+@pytest.mark.parametrize("apart", [False, True], ids=["one-node", "two-nodes"])
+def test_a_ball_pushed_into_a_wedge_ends_in_its_crease_touching_both_walls(
+    base, ccd, recorder, angle, response, apart
+):
+    render = base.render
+    nodes, solid = wedge(render, angle, apart=apart)
+    for cnode in nodes:
+        register(ccd, cnode, True)
+    r = 0.5
+    half = math.radians(angle) / 2
+    bisector = np.array([math.cos(half), math.sin(half), 0.0])
+    ball = node(render, "ball", tuple(6.0 * bisector))
+    ccd.add_sphere(ball, r, response=response)
+    ccd.step()
+    for _ in range(5):
+        ball.setPos(*(world(ball, render) - 2.0 * bisector))
+        ccd.step()
+        end = world(ball, render)
+        assert solid.distance(end) >= r - tol(end)
+    # Both walls touched at once on the bisector: r / sin(half) from the apex, and there
+    # it stays (a slide has no motion left along the crease).
+    assert tuple(end) == pytest.approx(tuple(r / math.sin(half) * bisector), abs=1e-5)
+    ccd.destroy()
+    assert balanced(recorder.names()) == []
+
+
+@pytest.mark.parametrize("angle", [30, 60, 90, 120])
+def test_a_slide_pushed_anywhere_into_a_wedge_stays_in_it(base, ccd, recorder, angle):
+    rng = np.random.default_rng(angle)
+    render = base.render
+    (cnode,), solid = wedge(render, angle)
+    register(ccd, cnode, False)
+    r = 0.5
+    half = math.radians(angle) / 2
+    ball = node(render, "ball", (5.0 * math.cos(half), 5.0 * math.sin(half), 0.0))
+    ccd.add_sphere(ball, r, response="slide")
+    ccd.step()
+    a = math.radians(angle)
+    for _ in range(30):
+        heading = rng.uniform(math.pi, math.pi + a)  # into the apex's side
+        step = rng.uniform(0.1, 4.0) * np.array([math.cos(heading), math.sin(heading), 0])
+        step[2] = rng.uniform(-0.5, 0.5)
+        ball.setPos(*(world(ball, render) + step))
+        ccd.step()
+        end = world(ball, render)
+        assert solid.distance(end) >= r - tol(end)
+        bearing = math.atan2(end[1], end[0])
+        assert 0.0 < bearing < a  # inside the wedge
+    ccd.destroy()
+    assert balanced(recorder.names()) == []
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
+def test_a_ball_along_a_wall_rounds_its_convex_corner_without_a_contact(
+    base, ccd, recorder, static
+):
+    """The outer corner of a block (two one-sided walls facing out): a ball touching the
+    first wall moves on past the corner; it grazes the second wall's edge, which is no
+    contact."""
+    render = base.render
+    a = facing([(-10, 0, -5), (0, 0, -5), (0, 0, 5), (-10, 0, 5)], (0, -1, 0))
+    b = facing([(0, 0, -5), (0, 10, -5), (0, 10, 5), (0, 0, 5)], (1, 0, 0))
+    register(ccd, polygons(render, "block", a, b), static)
+    ball = node(render, "ball", (-5.0, -0.5, 0.0))
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()
+    for _ in range(14):
+        ball.setX(ball.getX() + 0.75)
+        commanded = tuple(ball.getPos())
+        assert ccd.step() == []
+        assert tuple(ball.getPos()) == commanded
+    assert recorder.names() == []
+
+
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+def test_a_corridor_exactly_as_wide_as_the_ball_lets_it_through(base, ccd, recorder, response):
+    """Walls at y = -0.5 and y = 0.5, facing each other; a ball of radius 0.5 enters from
+    outside and runs along the corridor: it touches both all the way, and is never
+    stopped or reported."""
+    render = base.render
+    low = facing([(0, -0.5, -3), (10, -0.5, -3), (10, -0.5, 3), (0, -0.5, 3)], (0, 1, 0))
+    high = facing([(0, 0.5, -3), (10, 0.5, -3), (10, 0.5, 3), (0, 0.5, 3)], (0, -1, 0))
+    register(ccd, polygons(render, "corridor", low, high), True)
+    ball = node(render, "ball", (-3.0, 0.0, 0.0))
+    ccd.add_sphere(ball, 0.5, response=response)
+    ccd.step()
+    for dx in [1.0, 1.0, 1.5, 0.25, 2.0, 3.0, 1e-3, 2.5]:
+        ball.setX(ball.getX() + dx)
+        commanded = tuple(ball.getPos())
+        assert ccd.step() == []
+        assert tuple(ball.getPos()) == commanded
+    assert recorder.names() == []
+
+
+def test_a_slide_pressed_into_a_corridor_wall_keeps_running_along_it(base, ccd, recorder):
+    render = base.render
+    low = facing([(0, -0.5, -3), (20, -0.5, -3), (20, -0.5, 3), (0, -0.5, 3)], (0, 1, 0))
+    high = facing([(0, 0.5, -3), (20, 0.5, -3), (20, 0.5, 3), (0, 0.5, 3)], (0, -1, 0))
+    register(ccd, polygons(render, "corridor", low, high), True)
+    ball = node(render, "ball", (1.0, 0.0, 0.0))
+    ccd.add_sphere(ball, 0.5, response="slide")
+    ccd.step()
+    for k in range(10):
+        ball.setPos(ball.getX() + 1.5, 0.3 * (-1) ** k, 0.0)
+        ccd.step()
+        assert tuple(ball.getPos()) == pytest.approx((2.5 + 1.5 * k, 0.0, 0.0), abs=1e-5)
+    ccd.destroy()
+    assert balanced(recorder.names()) == []
