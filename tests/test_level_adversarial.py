@@ -836,3 +836,167 @@ def test_a_ball_pinned_by_a_moving_piece_is_never_inside_it(
         ball.setZ(1e-3 * (-1) ** k)  # moving (a still ball has a bug of its own)
         ccd.step()
         assert _clear_of(solid, pusher, ball, render, 0.5) >= -1e-5
+
+
+# ============================================================================ transforms
+def _mat(np_, render):
+    """(3, 3) linear part L and (3,) offset o of np_'s net transform: world = p @ L + o."""
+    m = np_.getMat(render)
+    rows = np.array([list(m.getRow(i)) for i in range(4)], np.float64)
+    return rows[:3, :3], rows[3, :3]
+
+
+FLOOR = [(-1.0, -1.0, 0.0), (1.0, -1.0, 0.0), (1.0, 1.0, 0.0), (-1.0, 1.0, 0.0)]
+PARENTS = {
+    "scaled-2": ((2, 2, 2), (0, 0, 0)),
+    "scaled-3-1-0.5": ((3, 1, 0.5), (0, 0, 0)),
+    "mirrored-z": ((1, 1, -1), (0, 0, 0)),
+    "mirrored-x": ((-1, 1, 1), (0, 0, 0)),
+    "mirrored-y-turned": ((2, -1, 1), (30, 40, 0)),
+    "wall-mirrored": ((1, 1, -1), (0, 90, 0)),
+}
+
+
+MIRRORED_SEAM = pytest.mark.xfail(
+    strict=True,
+    reason="BUG: under a mirroring and turning transform, a ball passing from behind through a "
+    "one-sided polygon, within r of the diagonal its quad is fanned along, gets an edge "
+    "contact the moment its centre crosses the plane and stops there, half inside (the same "
+    "crossing unmirrored, or mirrored but not turned, passes as it should)",
+)
+
+
+def _parent_cases():
+    for name, parent in PARENTS.items():
+        for static in (True, False):
+            fails = name == "mirrored-y-turned" or (name == "wall-mirrored" and static)
+            marks = [MIRRORED_SEAM] if fails else []
+            kind = "static" if static else "kinematic"
+            yield pytest.param(parent, static, marks=marks, id=f"{name}-{kind}")
+
+
+@pytest.mark.parametrize(("parent", "static"), _parent_cases())
+@pytest.mark.parametrize("where", [(0.8, 0.6), (-0.7, -0.9)])
+def test_a_polygon_under_a_scaled_or_mirrored_parent_is_solid_where_its_world_image_is(
+    base, ccd, recorder, parent, static, where
+):
+    """The polygon's world shape and front are its local ones through the parent's matrix
+    (a mirror turns the winding over but keeps the front on the side the local normal is
+    taken to, as Panda3D's own traverser sees it): a ball sent at it from the front stops
+    touching it there; one from behind passes."""
+    render = base.render
+    holder = render.attachNewNode("holder")
+    holder.setPosHprScale((1, 2, 3), parent[1], parent[0])
+    floor = polygons(holder, "floor", FLOOR)
+    register(ccd, floor, static)
+    lin, off = _mat(floor, render)
+    spot = np.array([*where, 0.0]) @ lin + off
+    normal = np.linalg.solve(lin, [0.0, 0.0, 1.0])  # normals go through the inverse transpose
+    normal /= np.linalg.norm(normal)
+    other = np.array([-where[0], -where[1], 0.0]) @ lin + off  # for the one from behind
+    r = 0.25
+    front = node(render, "front", tuple(spot + 3 * normal))
+    back = node(render, "back", tuple(other - 3 * normal))
+    ccd.add_sphere(front, r)
+    ccd.add_sphere(back, r)
+    ccd.step()
+    front.setPos(*(spot - 3 * normal))
+    back.setPos(*(other + 3 * normal))
+    ccd.step()
+    assert tuple(world(front, render)) == pytest.approx(tuple(spot + r * normal), abs=1e-5)
+    assert tuple(world(back, render)) == pytest.approx(tuple(other + 3 * normal), abs=1e-5)
+    assert sorted(recorder.names()) == ["front-into-floor"]
+
+
+SHEARED = pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a kinematic piece's net transform is read as a rotation, a position and a "
+    "scale; turned under a parent stretched along another axis it is sheared, and the "
+    "plugin's polygon is not its world image (static pieces take the whole matrix: right)",
+)
+
+
+@pytest.mark.parametrize(
+    "static", [True, pytest.param(False, marks=SHEARED)], ids=["static", "kinematic"]
+)
+def test_a_polygon_turned_under_a_stretched_parent_is_solid_where_its_world_image_is(
+    base, ccd, recorder, static
+):
+    """Turned 45 degrees under a parent stretched along x, the square is a rhombus in the
+    world (a shear: no rotation and scale make it): balls dropped near its four corners
+    (inside) stop on it, balls dropped just outside its edges pass."""
+    render = base.render
+    holder = render.attachNewNode("holder")
+    holder.setScale(2, 1, 1)
+    floor = polygons(holder, "floor", FLOOR)
+    floor.setH(45)
+    register(ccd, floor, static)
+    lin, off = _mat(floor, render)
+    image = np.array(FLOOR) @ lin + off
+    solid = solid_of([image[:3], image[[0, 2, 3]]])
+    spots = [0.85 * c for c in image] + [1.15 * c for c in image]
+    balls = []
+    for k, spot in enumerate(spots):
+        ball = node(render, f"b{k}", tuple(spot + (0, 0, 2)))
+        ccd.add_sphere(ball, 0.0 if k % 2 else 1e-3)
+        balls.append(ball)
+    ccd.step()
+    for ball in balls:
+        ball.setZ(-2)
+    ccd.step()
+    for k, ball in enumerate(balls):
+        end = world(ball, render)
+        inside = k < 4
+        assert end[2] == pytest.approx(0.0 if k % 2 else 1e-3, abs=1e-6) if inside else end[2] == -2
+        assert solid.distance(spots[k]) == (
+            0.0 if inside else pytest.approx(solid.distance(spots[k]))
+        )
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
+def test_a_turned_box_stops_balls_where_they_first_touch_it(base, ccd, recorder, static):
+    """Balls sent from all around at points on and near a turned box (faces, edges,
+    corners) stop where the oracle's distance along their straight path first reaches r."""
+    rng = np.random.default_rng(7)
+    render = base.render
+    holder = render.attachNewNode("holder")
+    holder.setPosHpr((1, 2, 3), (30, 20, 10))
+    box = holder.attachNewNode(CollisionNode("box"))
+    half = np.array([1.0, 2.0, 0.5])
+    box.node().addSolid(CollisionBox(LPoint3(0, 0, 0), *half))
+    register(ccd, box, static)
+    lin, off = _mat(box, render)
+    rot = lin.T  # world = rot @ local + off (no scale)
+
+    def dist(q):
+        return level_oracle.box_distance((q - off) @ rot, -half, half)
+
+    r = 0.3
+    hits = 0
+    for k in range(24):  # one at a time: they would meet each other
+        aim = rng.uniform(-1.2, 1.2, 3) * half  # on, near or just off the box
+        way = rng.normal(size=3)
+        way /= np.linalg.norm(way)
+        start = rot @ (aim + 4 * way) + off
+        if dist(start[None])[0] <= r + 0.01:
+            continue
+        ball = node(render, f"b{k}", tuple(start))
+        ccd.add_sphere(ball, r)
+        ccd.step()
+        a0 = world(ball, render)
+        ball.setPos(*(rot @ (aim - 4 * way) + off))
+        a1 = world(ball, render)
+        ccd.step()
+        s = np.linspace(0.0, 1.0, 20001)
+        d = dist(a0 + s[:, None] * (a1 - a0)) - r
+        first = np.flatnonzero(d < 0)
+        got = world(ball, render)
+        if len(first) and d.min() < -1e-3:
+            hits += 1
+            want = a0 + s[first[0]] * (a1 - a0)  # dense: the touch is within a sample of it
+            assert np.linalg.norm(got - want) <= np.linalg.norm(a1 - a0) / 20000 + 1e-5
+            assert dist(got[None])[0] == pytest.approx(r, abs=1e-5)
+        elif d.min() > 1e-3:
+            assert tuple(got) == tuple(a1)
+        ccd.remove(ball)
+    assert hits >= 8
