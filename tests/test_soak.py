@@ -982,10 +982,10 @@ class _Piece:
             "everything",
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="known bugs (tests/test_level_adversarial.py): a point resting on a "
-                "polygon falls through when pushed (frame 10 here); a body at rest is not "
-                "pushed by a piece moving into it; a piece given setScale(inf) raises in "
-                "every pass",
+                reason="known bugs (tests/test_level_adversarial.py): a body at rest is not "
+                "pushed by a piece moving into it (a ball resting on the lift, frame 2 here); "
+                "a point resting on a polygon falls through when pushed; a piece given "
+                "setScale(inf) raises in every pass",
             ),
         ),
     ],
