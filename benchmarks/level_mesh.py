@@ -337,8 +337,10 @@ def front_crossings(p0: Float, p1: Float, triangles: Float, *, chunk: int = 64) 
 
 def inside_solid(points: Float, triangles: Float) -> Bool:
     """(n,) bool: is each point ((n, 3) float64) behind the level's surface? A ray from the
-    point straight up leaves a solid through a face that looks up (its front normal has
-    z > 0); from free space it meets a face looking down, or nothing.
+    point straight up counts +1 for each face it meets looking up (its front normal has
+    z > 0: the ray leaves a solid there) and -1 for each looking down (it enters one): a
+    positive sum means the point is inside some solid. Solids may overlap (boxes sunk into
+    the terrain); the terrain is open below and counts as the solid under it.
 
     >>> tri = np.array([[[0, 0, 0], [9, 0, 0], [0, 9, 0]]], float)
     >>> inside_solid(np.array([[1, 1, -1], [1, 1, 1], [20, 1, -1]]), tri).tolist()
@@ -363,14 +365,8 @@ def inside_solid(points: Float, triangles: Float) -> Bool:
             hit[:, 0] - u[:, 0]
         )
         inside &= edge * np.sign(n[:, 2]) >= 0
-    i, z, up = i[inside], z[inside], n[inside, 2] > 0
-    first = np.lexsort((z, i))
-    i, up = i[first], up[first]
-    lead = np.ones(len(i), bool)
-    lead[1:] = i[1:] != i[:-1]
-    out = np.zeros(len(pts), bool)
-    out[i[lead]] = up[lead]
-    return out
+    winding = np.bincount(i[inside], np.sign(n[inside, 2]), minlength=len(pts))
+    return winding > 0
 
 
 # ---------------------------------------------------------------------- motion
