@@ -69,6 +69,29 @@ def _yaw_matrices(yaw: Float) -> Float:
     return m
 
 
+def _skirts(grid: Float, depth: float) -> Float:
+    """(4, 2 cells, 3, 3) float64: the terrain's four edges (x = 0, x = side, y = 0,
+    y = side) closed down to ``depth``, facing out, so that nothing enters the ground from
+    the side. ``grid`` is (cells + 1, cells + 1, 3) float64."""
+    out = []
+    for edge, outward in (
+        (grid[0], (-1.0, 0.0, 0.0)),
+        (grid[-1], (1.0, 0.0, 0.0)),
+        (grid[:, 0], (0.0, -1.0, 0.0)),
+        (grid[:, -1], (0.0, 1.0, 0.0)),
+    ):
+        top0, top1 = edge[:-1], edge[1:]
+        bot0, bot1 = top0.copy(), top1.copy()
+        bot0[:, 2] = bot1[:, 2] = depth
+        tris = np.concatenate(
+            [np.stack([top0, bot0, bot1], axis=1), np.stack([top0, bot1, top1], axis=1)]
+        )
+        back = _normals(tris) @ np.array(outward) < 0
+        tris[back] = tris[back][:, ::-1]
+        out.append(tris)
+    return np.array(out)
+
+
 def box_triangles(center: Float, half: Float, yaw: Float) -> Float:
     """(12 k, 3, 3) float64 triangles of k boxes: ``center`` (k, 3), ``half`` extents (k, 3),
     ``yaw`` (k,) radians about +z; box i owns rows 12 i to 12 i + 11."""
@@ -99,11 +122,12 @@ class Level:
     walls : int
         How many of the boxes are walls.
     triangles : (m, 3, 3) float64
-        Every triangle, node by node: terrain tiles, then the boxes in order.
+        Every triangle, node by node: terrain tiles, the four skirts, then the boxes in
+        order (from row :attr:`first_box`).
     counts : (nodes,) int64
         Triangles per node, in the order of ``names``.
     names : tuple of str
-        Node names: ``terrain-<i>-<j>``, ``wall-<k>``, ``prop-<k>``.
+        Node names: ``terrain-<i>-<j>``, ``skirt-<side>``, ``wall-<k>``, ``prop-<k>``.
     """
 
     cells: int
@@ -123,7 +147,13 @@ class Level:
 
     @property
     def terrain_triangles(self) -> int:
+        """The terrain's top surface: rows 0 to this."""
         return 2 * self.cells**2
+
+    @property
+    def first_box(self) -> int:
+        """Row of the first box triangle (after the terrain and its skirts)."""
+        return 2 * self.cells**2 + 8 * self.cells
 
     @classmethod
     def generate(
@@ -137,9 +167,10 @@ class Level:
         seed: int = 1,
     ) -> Level:
         """The level: ``2 cells^2`` terrain triangles in tiles of ``tile`` x ``tile``
-        cells, and ``walls`` walls and ``props`` props (by default 60 and 200 per 120 x 120
-        cells, scaled with the area). The defaults give 28,800 terrain triangles in 25
-        tiles, and 31,920 triangles in 285 nodes in all."""
+        cells, four skirts closing its edges (``2 cells`` triangles each), and ``walls``
+        walls and ``props`` props (by default 60 and 200 per 120 x 120 cells, scaled with
+        the area). The defaults give 28,800 terrain triangles in 25 tiles, and 32,880
+        triangles in 289 nodes in all."""
         if cells < 2 or tile < 1:
             raise ValueError(f"cells must be >= 2 and tile >= 1, got cells={cells}, tile={tile}")
         area = (cells / 120) ** 2
@@ -170,6 +201,10 @@ class Level:
         tile_counts = np.bincount(tile_id, minlength=tiles * tiles)
         names = [f"terrain-{i}-{j}" for i in range(tiles) for j in range(tiles)]
         counts = [int(c) for c in tile_counts]
+        skirts = _skirts(grid, heights.min() - 20.0)
+        terrain = np.concatenate([terrain, skirts.reshape(-1, 3, 3)])
+        names += [f"skirt-{side}" for side in ("west", "east", "south", "north")]
+        counts += [skirts.shape[1]] * 4
 
         level = cls(cells, cell, heights, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), 0,
                     terrain, np.array(counts), tuple(names))  # fmt: skip
@@ -184,8 +219,8 @@ class Level:
         self, rng: np.random.Generator, walls: int, props: int, side: float
     ) -> tuple[Float, Float, Float]:
         """Walls (1 thick, 12 to 40 long but at most a third of the side, 4 to 8 above the
-        ground; half of them axis aligned) and props (1 to 4 on each side), each sunk below the lowest terrain under
-        its footprint so that no gap opens under it."""
+        ground; half of them axis aligned) and props (1 to 4 on each side), each sunk below
+        the lowest terrain under its footprint so that no gap opens under it."""
         length = np.minimum(rng.uniform(12, 40, walls), side / 3)
         wall_half = np.stack([length / 2, np.full(walls, 0.5), np.zeros(walls)], axis=1)
         wall_yaw = rng.uniform(0, np.pi, walls)
@@ -480,7 +515,7 @@ class Volley:
         terrain = np.arange(level.terrain_triangles)
         # Box faces a sphere can reach: not the buried bottoms.
         boxes = np.flatnonzero(unit[:, 2] > -0.5)
-        boxes = boxes[boxes >= level.terrain_triangles]
+        boxes = boxes[boxes >= level.first_box]
         start, velocity, target = np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, np.int64)
         while len(start) < k:
             m = 4 * k
