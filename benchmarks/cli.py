@@ -253,7 +253,7 @@ def _level(args: argparse.Namespace) -> int:
         f"panda3d {panda3d.__version__}, numpy {np.__version__}, Python "
         f"{platform.python_version()}, {platform.machine()}; seed {args.seed}; "
         f"{len(level.triangles):,} triangles ({level.terrain_triangles:,} terrain, "
-        f"{level.first_box - level.terrain_triangles:,} in skirts closing its edges, "
+        f"{level.first_box - level.terrain_triangles:,} closing the ground below, "
         f"{level.walls} walls, {len(level.box_half) - level.walls} props) in {build.nodes} "
         f"CollisionNodes; medians of {args.frames} frames after {args.warmup} warm-up"
     )

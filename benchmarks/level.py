@@ -512,25 +512,31 @@ def _run(
 # ---------------------------------------------------------------------- the volley
 @dataclass
 class VolleyRow:
-    """Fast spheres fired at front faces: how many, how many a straight path would take
-    through a front face, how many the system let end the first frame, or any of the
-    ``frames`` frames, beyond one, and how many ended inside the level's solids."""
+    """Fast spheres fired at front faces, in one system: how many, how many a straight
+    path would take through a front face, how many ended a frame inside the level's
+    solids, and how many paths crossed a front face in the first frame and in any frame.
+    ``bends`` says where the path of a frame is taken to bend (see :func:`measure_volley`)."""
 
     system: str
     fired: int
     frames: int
     crossing: int
+    inside: int
     first: int
     tunnelled: int
-    inside: int
+    bends: str
 
     @property
-    def share_first(self) -> float:
-        return self.first / self.fired if self.fired else 0.0
+    def share_inside(self) -> float:
+        return self.inside / self.fired if self.fired else 0.0
 
     @property
     def share(self) -> float:
         return self.tunnelled / self.fired if self.fired else 0.0
+
+
+#: Where each frame's path bends, per sphere: (3,) points, in order; None: not known.
+Bends = list[list[tuple[float, float, float]]]
 
 
 def measure_volley(
@@ -539,52 +545,77 @@ def measure_volley(
     """Fire ``fired`` spheres at the level, each pushed by its velocity for ``frames``
     frames (the game moves it on from wherever the system left it), in each system.
 
-    A sphere ended a frame beyond a front face if its path that frame crossed one from
-    front to back inside the triangle (:func:`front_crossings`). Only the start and the
-    end of a frame are seen, and a sliding sphere's path bends where it touches, so the
-    path is taken as two segments: to where a sphere moving straight as asked first
-    touches the level (Bullet's sweepTestClosest, an oracle independent of the plugin),
-    then on to where the system left it. A slide that bends again in the same frame
-    (around a wall's end, say) could still be flagged; the rewind row, whose paths never
-    bend, and :func:`benchmarks.level_mesh.inside_solid` on the end positions bound that.
+    Two counts, both plain numpy on the level's triangles, independent of the plugin:
+
+    * ended inside a solid (:func:`benchmarks.level_mesh.inside_solid` on the positions
+      at the end of every frame): exact, but blind to a sphere that went through a wall
+      and out of it;
+    * its path crossed a front face from front to back inside the triangle
+      (:func:`benchmarks.level_mesh.front_crossings`). Only a frame's start and end are
+      seen, and a sliding path bends where it touches, so the path is taken through the
+      points where the system says it touched (the plugin's contacts, ``getContactPos``:
+      the centre at the contact), or, for systems that do not say, through where a sphere
+      moving straight as asked first touches the level (Bullet's sweepTestClosest). A
+      path that bends again in the frame, around a wall's end say, can then cut a corner
+      and be counted although the sphere went round: for those systems this count is an
+      upper bound.
     """
     level = build.level
+    tri = level.triangles
     volley = Volley.generate(level, fired, seed=seed)
-    straight = front_crossings(
-        volley.start, volley.start + frames * volley.velocity, level.triangles
-    )
+    straight = front_crossings(volley.start, volley.start + frames * volley.velocity, tri)
+    contacts, touch = "its contacts", "first touch (Bullet sweep)"
     runs = [
-        ("panda3d-ccd, response=slide", lambda: _fire_plugin(build, volley, frames, "slide")),
-        ("panda3d-ccd, response=rewind", lambda: _fire_plugin(build, volley, frames, "rewind")),
-        ("CollisionTraverser + FluidPusher, respect-prev-transform",
+        ("panda3d-ccd, response=slide", contacts,
+         lambda: _fire_plugin(build, volley, frames, "slide")),
+        ("panda3d-ccd, response=rewind", contacts,
+         lambda: _fire_plugin(build, volley, frames, "rewind")),
+        ("CollisionTraverser + FluidPusher, respect-prev-transform", touch,
          lambda: _fire_traverser(build, volley, frames)),
-        ("Bullet doPhysics, CCD (threshold r, swept sphere 0.9 r)",
+        ("Bullet doPhysics, CCD (threshold r, swept sphere 0.9 r)", touch,
          lambda: _fire_physics(build, volley, frames)),
     ]  # fmt: skip
-    touch = _first_touch(level.triangles)
+    first_touch = _first_touch(tri)
     rows = []
-    for name, run in runs:
-        path = run()  # (frames + 1, fired, 3)
-        beyond = []
+    for name, how, run in runs:
+        path, bends = run()
+        crossed, inside = [], []
         for k in range(frames):
-            bend = touch(path[k], path[k] + volley.velocity)
-            beyond.append(
-                front_crossings(path[k], bend, level.triangles)
-                | front_crossings(bend, path[k + 1], level.triangles)
-            )
-        inside = inside_solid(path[-1], level.triangles)
+            p0, p1 = path[k], path[k + 1]
+            if bends[k] is None:
+                bent = [[tuple(q)] for q in first_touch(p0, p0 + volley.velocity).tolist()]
+            else:
+                bent = bends[k]
+            crossed.append(_path_crossings(p0, p1, bent, tri))
+            inside.append(inside_solid(p1, tri))
         rows.append(
             VolleyRow(
                 name,
                 fired,
                 frames,
-                int(straight.sum()),
-                int(beyond[0].sum()),
-                int(np.any(beyond, axis=0).sum()),
-                int(inside.sum()),
+                crossing=int(straight.sum()),
+                inside=int(np.any(inside, axis=0).sum()),
+                first=int(crossed[0].sum()),
+                tunnelled=int(np.any(crossed, axis=0).sum()),
+                bends=how,
             )
         )
     return rows
+
+
+def _path_crossings(p0: Float, p1: Float, bends: Bends, triangles: Float) -> NDArray[np.bool_]:
+    """(k,) bool: does the path from ``p0[i]`` through ``bends[i]`` to ``p1[i]`` ((k, 3)
+    float64 ends) cross a front face of (m, 3, 3) float64 ``triangles``?"""
+    starts: list[Any] = []
+    ends: list[Any] = []
+    owner: list[int] = []
+    for i, (a, points, b) in enumerate(zip(p0.tolist(), bends, p1.tolist())):
+        chain = [a, *points, b]
+        starts += chain[:-1]
+        ends += chain[1:]
+        owner += [i] * (len(chain) - 1)
+    crossed = front_crossings(np.array(starts), np.array(ends), triangles)
+    return np.bincount(owner, weights=crossed, minlength=len(p0)) > 0
 
 
 def _first_touch(triangles: Float) -> Callable[[Float, Float], Float]:
@@ -608,16 +639,22 @@ def _first_touch(triangles: Float) -> Callable[[Float, Float], Float]:
     return touch
 
 
-def _fire(volley: Volley, frames: int, advance: Callable[[Float], Float]) -> Float:
-    """(frames + 1, k, 3) float64 positions: each frame the game asks for ``position +
-    velocity`` and ``advance`` returns where the system left every sphere."""
-    path = [volley.start]
+Advance = Callable[[Float], "tuple[Float, Bends | None]"]
+
+
+def _fire(volley: Volley, frames: int, advance: Advance) -> tuple[Float, list[Bends | None]]:
+    """(frames + 1, k, 3) float64 positions and each frame's bends: each frame the game
+    asks for ``position + velocity``; ``advance`` returns where the system left every
+    sphere, and where it says each path bent (None: it does not say)."""
+    path, bends = [volley.start], []
     for _ in range(frames):
-        path.append(advance(path[-1] + volley.velocity))
-    return np.array(path)
+        position, bent = advance(path[-1] + volley.velocity)
+        path.append(position)
+        bends.append(bent)
+    return np.array(path), bends
 
 
-def _in_scene(build: LevelBuild, volley: Volley, body: Callable[[_Spheres], Float]) -> Float:
+def _in_scene(build: LevelBuild, volley: Volley, body: Callable[[_Spheres], Any]) -> Any:
     render = NodePath("render")
     build.root.reparentTo(render)
     spheres = _Spheres.build(render, volley.start)
@@ -629,16 +666,24 @@ def _in_scene(build: LevelBuild, volley: Volley, body: Callable[[_Spheres], Floa
         render.removeNode()
 
 
-def _fire_plugin(build: LevelBuild, volley: Volley, frames: int, response: str) -> Float:
-    def body(spheres: _Spheres) -> Float:
+def _fire_plugin(
+    build: LevelBuild, volley: Volley, frames: int, response: str
+) -> tuple[Float, list[Bends | None]]:
+    def body(spheres: _Spheres) -> tuple[Float, list[Bends | None]]:
         system = _Plugin(spheres, build.root, response)
+        index = {node: i for i, node in enumerate(spheres.nodes)}
         try:
 
-            def advance(target: Float) -> Float:
+            def advance(target: Float) -> tuple[Float, Bends | None]:
                 begin_frame()
                 spheres.move(target)
                 system.ccd.step()
-                return spheres.read()
+                bends: Bends = [[] for _ in spheres.nodes]
+                for contact in system.ccd.contacts:
+                    i = index.get(contact.getFromNodePath())
+                    if i is not None:
+                        bends[i].append(tuple(contact.getContactPos(spheres.render)))
+                return spheres.read(), bends
 
             return _fire(volley, frames, advance)
         finally:
@@ -647,16 +692,18 @@ def _fire_plugin(build: LevelBuild, volley: Volley, frames: int, response: str) 
     return _in_scene(build, volley, body)
 
 
-def _fire_traverser(build: LevelBuild, volley: Volley, frames: int) -> Float:
-    def body(spheres: _Spheres) -> Float:
+def _fire_traverser(
+    build: LevelBuild, volley: Volley, frames: int
+) -> tuple[Float, list[Bends | None]]:
+    def body(spheres: _Spheres) -> tuple[Float, list[Bends | None]]:
         system = _Traverser(spheres)
         try:
 
-            def advance(target: Float) -> Float:
+            def advance(target: Float) -> tuple[Float, Bends | None]:
                 begin_frame()
                 spheres.move(target)
                 system.run()
-                return spheres.read()
+                return spheres.read(), None
 
             return _fire(volley, frames, advance)
         finally:
@@ -665,17 +712,19 @@ def _fire_traverser(build: LevelBuild, volley: Volley, frames: int) -> Float:
     return _in_scene(build, volley, body)
 
 
-def _fire_physics(build: LevelBuild, volley: Volley, frames: int) -> Float:
+def _fire_physics(
+    build: LevelBuild, volley: Volley, frames: int
+) -> tuple[Float, list[Bends | None]]:
     world, root = _bullet_world(build.level.triangles)
     bodies = _bullet_spheres(world, root, volley.start)
     velocity = [Vec3(*v) for v in (volley.velocity / FRAME_DT).tolist()]
 
-    def advance(target: Float) -> Float:
+    def advance(target: Float) -> tuple[Float, Bends | None]:
         for body_np, v in zip(bodies, velocity):
             body_np.node().setLinearVelocity(v)
         world.doPhysics(FRAME_DT, 1, FRAME_DT)
         flat = itertools.chain.from_iterable([body_np.getPos() for body_np in bodies])
-        return np.fromiter(flat, np.float64, 3 * len(bodies)).reshape(-1, 3)
+        return np.fromiter(flat, np.float64, 3 * len(bodies)).reshape(-1, 3), None
 
     try:
         return _fire(volley, frames, advance)
@@ -768,14 +817,15 @@ def registration_table(build: LevelBuild, results: Sequence[LevelResult]) -> str
 def volley_table(rows: Sequence[VolleyRow]) -> str:
     frames = rows[0].frames if rows else 0
     lines = [
-        "| system | fired | straight path crosses a front face | beyond a front face after "
-        f"frame 1 | share | after any of {frames} frames | share | ended inside a solid |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| system | fired | straight path crosses a front face | ended a frame inside a solid "
+        "| share | path crossed a front face: frame 1 | any of "
+        f"{frames} frames | share | path bent at |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         lines.append(
-            f"| {row.system} | {row.fired:,} | {row.crossing:,} | {row.first:,} "
-            f"| {100 * row.share_first:.1f}% | {row.tunnelled:,} | {100 * row.share:.1f}% "
-            f"| {row.inside:,} |"
+            f"| {row.system} | {row.fired:,} | {row.crossing:,} | {row.inside:,} "
+            f"| {100 * row.share_inside:.1f}% | {row.first:,} | {row.tunnelled:,} "
+            f"| {100 * row.share:.1f}% | {row.bends} |"
         )
     return "\n".join(lines)

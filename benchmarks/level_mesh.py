@@ -122,12 +122,14 @@ class Level:
     walls : int
         How many of the boxes are walls.
     triangles : (m, 3, 3) float64
-        Every triangle, node by node: terrain tiles, the four skirts, then the boxes in
-        order (from row :attr:`first_box`).
+        Every triangle, node by node: terrain tiles, the four skirts and the bottom (the
+        ground is a closed solid: nothing gets under it from the side or from below), then
+        the boxes in order (from row :attr:`first_box`).
     counts : (nodes,) int64
         Triangles per node, in the order of ``names``.
     names : tuple of str
-        Node names: ``terrain-<i>-<j>``, ``skirt-<side>``, ``wall-<k>``, ``prop-<k>``.
+        Node names: ``terrain-<i>-<j>``, ``skirt-<edge>``, ``bottom``, ``wall-<k>``,
+        ``prop-<k>``.
     """
 
     cells: int
@@ -152,8 +154,8 @@ class Level:
 
     @property
     def first_box(self) -> int:
-        """Row of the first box triangle (after the terrain and its skirts)."""
-        return 2 * self.cells**2 + 8 * self.cells
+        """Row of the first box triangle (after the terrain, its skirts and bottom)."""
+        return 2 * self.cells**2 + 8 * self.cells + 2
 
     @classmethod
     def generate(
@@ -167,10 +169,10 @@ class Level:
         seed: int = 1,
     ) -> Level:
         """The level: ``2 cells^2`` terrain triangles in tiles of ``tile`` x ``tile``
-        cells, four skirts closing its edges (``2 cells`` triangles each), and ``walls``
-        walls and ``props`` props (by default 60 and 200 per 120 x 120 cells, scaled with
-        the area). The defaults give 28,800 terrain triangles in 25 tiles, and 32,880
-        triangles in 289 nodes in all."""
+        cells, closed into a solid by four skirts (``2 cells`` triangles each) and a bottom
+        (2), and ``walls`` walls and ``props`` props (by default 60 and 200 per 120 x 120
+        cells, scaled with the area). The defaults give 28,800 terrain triangles in 25
+        tiles, and 32,882 triangles in 290 nodes in all."""
         if cells < 2 or tile < 1:
             raise ValueError(f"cells must be >= 2 and tile >= 1, got cells={cells}, tile={tile}")
         area = (cells / 120) ** 2
@@ -201,10 +203,13 @@ class Level:
         tile_counts = np.bincount(tile_id, minlength=tiles * tiles)
         names = [f"terrain-{i}-{j}" for i in range(tiles) for j in range(tiles)]
         counts = [int(c) for c in tile_counts]
-        skirts = _skirts(grid, heights.min() - 20.0)
-        terrain = np.concatenate([terrain, skirts.reshape(-1, 3, 3)])
-        names += [f"skirt-{side}" for side in ("west", "east", "south", "north")]
-        counts += [skirts.shape[1]] * 4
+        depth = heights.min() - 20.0
+        skirts = _skirts(grid, depth)
+        c = [[0, 0, depth], [0, side, depth], [side, side, depth], [side, 0, depth]]
+        bottom = np.array([[c[0], c[1], c[2]], [c[0], c[2], c[3]]], np.float64)  # faces -z
+        terrain = np.concatenate([terrain, skirts.reshape(-1, 3, 3), bottom])
+        names += [f"skirt-{edge}" for edge in ("west", "east", "south", "north")] + ["bottom"]
+        counts += [skirts.shape[1]] * 4 + [2]
 
         level = cls(cells, cell, heights, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), 0,
                     terrain, np.array(counts), tuple(names))  # fmt: skip
@@ -375,7 +380,7 @@ def inside_solid(points: Float, triangles: Float) -> Bool:
     point straight up counts +1 for each face it meets looking up (its front normal has
     z > 0: the ray leaves a solid there) and -1 for each looking down (it enters one): a
     positive sum means the point is inside some solid. Solids may overlap (boxes sunk into
-    the terrain); the terrain is open below and counts as the solid under it.
+    the terrain).
 
     >>> tri = np.array([[[0, 0, 0], [9, 0, 0], [0, 9, 0]]], float)
     >>> inside_solid(np.array([[1, 1, -1], [1, 1, 1], [20, 1, -1]]), tri).tolist()

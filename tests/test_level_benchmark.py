@@ -60,10 +60,10 @@ def test_level_tables_have_every_size_and_system(level_run: tuple[str, dict]) ->
         assert row["register_ms"] > 0 and row["first_pass_ms"] > 0
         assert row["stats"]["panda3d-ccd candidates"] >= 0
     assert "| 5 |" in stdout and "| 20 |" in stdout
-    # 16 x 16 cells: 512 terrain triangles in one tile, four skirts of 32, one wall and four
-    # props of 12 triangles each.
+    # 16 x 16 cells: 512 terrain triangles in one tile, four skirts of 32 and a bottom of 2,
+    # one wall and four props of 12 triangles each.
     assert (
-        "700 triangles (512 terrain, 128 in skirts closing its edges, 1 walls, 4 props) in 10 "
+        "702 triangles (512 terrain, 130 closing the ground below, 1 walls, 4 props) in 11 "
         "CollisionNodes" in stdout
     )
 
@@ -97,13 +97,13 @@ def test_default_benchmark_options_are_unchanged() -> None:
 def test_default_level_has_over_30000_triangles_in_tiles_walls_and_props() -> None:
     level = Level.generate()
     assert level.terrain_triangles == 28_800 >= 25_000
-    assert level.triangles.shape == (32_880, 3, 3)
-    assert len(level.names) == len(level.counts) == 25 + 4 + 60 + 200
-    assert level.counts.sum() == 32_880
+    assert level.triangles.shape == (32_882, 3, 3)
+    assert len(level.names) == len(level.counts) == 25 + 4 + 1 + 60 + 200
+    assert level.counts.sum() == 32_882
     np.testing.assert_array_equal(level.counts[:25], 1152)
-    np.testing.assert_array_equal(level.counts[25:29], 240)
-    np.testing.assert_array_equal(level.counts[29:], 12)
-    assert level.first_box == 32_880 - 260 * 12
+    np.testing.assert_array_equal(level.counts[25:30], [240, 240, 240, 240, 2])
+    np.testing.assert_array_equal(level.counts[30:], 12)
+    assert level.first_box == 32_882 - 260 * 12
 
 
 def test_terrain_faces_up_and_boxes_face_out(small: Level) -> None:
@@ -111,11 +111,12 @@ def test_terrain_faces_up_and_boxes_face_out(small: Level) -> None:
     normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
     terrain, boxes = small.terrain_triangles, small.first_box
     assert np.all(normal[:terrain, 2] > 0)
-    # The skirts face away from the level's middle, level with the ground.
+    # The skirts face away from the level's middle, level with the ground; the bottom down.
     middle = np.array([small.side / 2, small.side / 2])
-    skirt = tri[terrain:boxes]
-    out = np.einsum("ij,ij->i", normal[terrain:boxes, :2], skirt.mean(axis=1)[:, :2] - middle)
-    assert np.all(out > 0) and np.all(normal[terrain:boxes, 2] == 0)
+    skirt = tri[terrain : boxes - 2]
+    out = np.einsum("ij,ij->i", normal[terrain : boxes - 2, :2], skirt.mean(axis=1)[:, :2] - middle)
+    assert np.all(out > 0) and np.all(normal[terrain : boxes - 2, 2] == 0)
+    assert np.all(normal[boxes - 2 : boxes, :2] == 0) and np.all(normal[boxes - 2 : boxes, 2] < 0)
     centre = np.repeat(small.box_center, 12, axis=0)
     out = np.einsum("ij,ij->i", normal[boxes:], tri[boxes:].mean(axis=1) - centre)
     assert np.all(out > 0)
