@@ -109,8 +109,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--response",
         choices=("rewind", "slide", "sensor"),
-        default="rewind",
-        help="the plugin's response for every sphere (default rewind)",
+        help="the plugin's response for every sphere (default rewind; slide with --level)",
     )
     p.add_argument(
         "--plugin-own-prev",
@@ -177,6 +176,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-plot", action="store_true", help="do not write the PNG")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
     args = p.parse_args(argv)
+    if args.response is None:
+        args.response = "slide" if args.level else "rewind"
     own = _GEOMETRY_QUICK if args.geometry else _LEVEL_QUICK if args.level else {}
     for name, (full, quick) in own.items():
         if getattr(args, name) is None:
@@ -255,7 +256,8 @@ def _level(args: argparse.Namespace) -> int:
         f"{len(level.triangles):,} triangles ({level.terrain_triangles:,} terrain, "
         f"{level.first_box - level.terrain_triangles:,} closing the ground below, "
         f"{level.walls} walls, {len(level.box_half) - level.walls} props) in {build.nodes} "
-        f"CollisionNodes; medians of {args.frames} frames after {args.warmup} warm-up"
+        f"CollisionNodes; plugin response={args.response}; medians of {args.frames} frames "
+        f"after {args.warmup} warm-up"
     )
     _say(setup)
     results = []
@@ -264,7 +266,7 @@ def _level(args: argparse.Namespace) -> int:
         results.append(
             time_level(
                 build, n, frames=args.frames, warmup=args.warmup, seed=args.seed,
-                limit_s=args.limit,
+                limit_s=args.limit, response=args.response,
             )
         )  # fmt: skip
         _say(f"movers={n:,}: {time.perf_counter() - t0:.1f} s incl. set-up")
@@ -299,9 +301,14 @@ def _level(args: argparse.Namespace) -> int:
             f"{args.fired:,} spheres of radius 0.5 fired straight at front faces (half terrain, "
             "half walls and props; 5 to 35 units before the face, within 60 degrees of its "
             f"normal, about 50 units a frame), pushed on by their velocity for "
-            f"{args.volley_frames} frames from wherever the system left them. A sphere ended "
-            "a frame beyond a front face if its centre's segment that frame crossed a "
-            "triangle from front to back inside it (numpy segment-triangle tests).\n\n"
+            f"{args.volley_frames} frames from wherever the system left them. Counted with "
+            "numpy on the level's triangles: spheres whose centre ended a frame inside a solid "
+            "(a ray cast), and spheres whose path crossed a triangle from front to back inside "
+            "it. A path is taken through the points where the plugin says it touched (its "
+            "contacts' centres); the traverser and Bullet do not say, so theirs bend only "
+            "where a sphere moving straight first touches the level (Bullet's sweep), and a "
+            "slide that bends again in the frame may be counted although it went round: "
+            "an upper bound for them.\n\n"
             + volley_table(rows)
         )
         record["volley"] = [dict(vars(row), share=row.share) for row in rows]

@@ -430,10 +430,11 @@ def time_level(
     seed: int = 1,
     limit_s: float = 3.0,
     systems: Sequence[str] = SYSTEMS,
+    response: str = "slide",
 ) -> LevelResult:
     """Time every system on ``n`` movers over the level, ``frames`` frames after
-    ``warmup``. A system whose first frame takes longer than ``limit_s`` reports that frame
-    alone and is not run again."""
+    ``warmup``, the plugin's spheres with ``response``. A system whose first frame takes
+    longer than ``limit_s`` reports that frame alone and is not run again."""
     level = build.level
     motion = LevelMotion.generate(level, n, warmup + frames, seed=seed + n)
     render = NodePath("render")
@@ -442,7 +443,7 @@ def time_level(
     PandaNode.resetAllPrevTransform()
     result = LevelResult(n)
     makers: dict[str, Callable[[], _System]] = {
-        PLUGIN: lambda: _Plugin(spheres, build.root),
+        PLUGIN: lambda: _Plugin(spheres, build.root, response),
         TRAVERSER: lambda: _Traverser(spheres),
         SWEEPS: lambda: _Sweeps(spheres, level.triangles),
         PHYSICS: lambda: _Physics(spheres, level.triangles, motion.start[0]),

@@ -94,6 +94,7 @@ def test_default_benchmark_options_are_unchanged() -> None:
     assert (args.frames, args.warmup) == (10, 3)
     level = parse_args(["--level"])
     assert level.sizes == [10, 100, 1000] and level.cells == 120 and level.fired == 1000
+    assert args.response == "rewind" and level.response == "slide"
 
 
 def test_default_level_has_over_30000_triangles_in_tiles_walls_and_props() -> None:
