@@ -559,7 +559,9 @@ def measure_volley(
       moving straight as asked first touches the level (Bullet's sweepTestClosest). A
       path that bends again in the frame, around a wall's end say, can then cut a corner
       and be counted although the sphere went round: for those systems this count is an
-      upper bound.
+      upper bound. That holds for the plugin too: it reports one contact per pair of
+      nodes a pass (the first), so a slide that bends again against the same node (along
+      a terrain tile, round a wall's end) is drawn straight from its first contact.
     """
     level = build.level
     tri = level.triangles

@@ -365,14 +365,6 @@ def wedge(render, angle, length=10.0, height=5.0, apart=False):
     return nodes, solid_of(tris)
 
 
-OBTUSE_WEDGE = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a slide pushed into an obtuse wedge (walls at 120 degrees) is deflected along "
-    "one wall, then along the other away from the crease (the second deflection does not "
-    "send it back into the first wall, so it is not seen as wedged): it ends on one wall "
-    "0.14 from the crease, and pushed on, it jumps from wall to wall by 0.5 every frame "
-    "instead of resting in the crease (the closest point to where it was sent)",
-)
 
 
 @pytest.mark.parametrize(
@@ -384,7 +376,7 @@ OBTUSE_WEDGE = pytest.mark.xfail(
             for resp in ("rewind", "slide")
             if (a, resp) != (120, "slide")
         ),
-        pytest.param(120, "slide", marks=OBTUSE_WEDGE),
+        pytest.param(120, "slide"),
     ],
 )
 @pytest.mark.parametrize("apart", [False, True], ids=["one-node", "two-nodes"])
@@ -500,11 +492,10 @@ def test_a_slide_pressed_into_a_corridor_wall_keeps_running_along_it(base, ccd, 
 # ============================================================================ points, tiny spheres
 POINT_FALLS_THROUGH = pytest.mark.xfail(
     strict=True,
-    reason="BUG: a point (radius 0, or any radius below the float32 spacing of its coordinates) "
-    "that lands on a polygon is stopped with its centre on the plane (or just behind it), "
-    "and pushed into it the next frame passes straight through (with an out event): its "
-    "distance to the triangle is 0 at the start and grows behind it, which the kernel "
-    "reads as moving away",
+    reason="KNOWN: a point (radius 0, or any radius below the float32 spacing of its "
+    "coordinates) stopped on a TWO-SIDED polygon is written back on its plane or a rounding "
+    "beyond it, and pushed on the next frame it passes through: which side it rests on is "
+    "lost in the rounding (on a one-sided polygon it can only be the front, and it stays)",
 )
 
 
@@ -512,21 +503,21 @@ def _resting_cases():
     for radius in (0.0, 1e-7, 1e-4, 0.5):
         for tilt in (0.0, 0.37):
             for response in ("rewind", "slide"):
-                # Written back at z = -20 in float32 (spacing 1.9e-6), a radius below that
-                # lands with its centre on the plane (or behind it); a rewind point on the
-                # tilted floor happens to land just in front.
-                fails = radius < 1e-6 and not (response == "rewind" and tilt > 0)
-                marks = [POINT_FALLS_THROUGH] if fails else []
-                yield pytest.param(radius, tilt, response, marks=marks)
+                yield pytest.param(radius, tilt, response)
 
 
-@pytest.mark.parametrize(("radius", "tilt", "response"), _resting_cases())
+@pytest.mark.parametrize(("radius", "tilt", "response"), list(_resting_cases()))
 @pytest.mark.parametrize(
     ("static", "two_sided"), [(True, False), (False, True)], ids=["static", "kinematic-two-sided"]
 )
 def test_a_ball_resting_on_a_polygon_and_pushed_into_it_stays_on_it(
-    base, ccd, recorder, radius, tilt, response, static, two_sided
+    base, ccd, recorder, radius, tilt, response, static, two_sided, request
 ):
+    # Written back at z = -20 in float32 (spacing 1.9e-6), a radius below that lands with
+    # its centre on the plane (or beyond it); a rewind point on the tilted floor happens to
+    # land just in front.
+    if two_sided and radius < 1e-6 and not (response == "rewind" and tilt > 0):
+        request.applymarker(POINT_FALLS_THROUGH)
     render = base.render
 
     def z(x, y):
@@ -551,7 +542,7 @@ def test_a_ball_resting_on_a_polygon_and_pushed_into_it_stays_on_it(
     assert sent[0] == "ball-into-floor" and "ball-out-floor" not in sent
 
 
-@pytest.mark.parametrize("radius", [pytest.param(0.0, marks=POINT_FALLS_THROUGH), 1e-6])
+@pytest.mark.parametrize("radius", [0.0, 1e-6])
 @pytest.mark.parametrize(
     "xy",
     [(0.0, 0.0), (1.0, 1.0), (0.5, 0.5), (0.0, 0.37), (0.37, 0.0), (-2.0, 3.0)],
@@ -646,12 +637,6 @@ def _tri_dist(solid, q):
 
 
 # ============================================================================ moving pieces
-STILL_NOT_PUSHED = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a body the game does not move in a frame is never pushed by a piece (box, "
-    "polygon or plane) that moves into it: the contact is reported at the right time, and "
-    "the piece then passes through the body (moved by 1e-3 by the game, it is carried)",
-)
 
 
 def _pusher(render, kind):
@@ -675,7 +660,7 @@ def _clear_of(solid, piece, ball, render, r):
     return solid.distance(rot.T @ (world(ball, render) - frame.pos)) - r
 
 
-@pytest.mark.parametrize("body", [pytest.param("still", marks=STILL_NOT_PUSHED), "drifting"])
+@pytest.mark.parametrize("body", ["still", "drifting"])
 @pytest.mark.parametrize("piece", ["box", "polygon", "plane"])
 @pytest.mark.parametrize("response", ["rewind", "slide"])
 def test_a_piece_moving_into_a_ball_pushes_it(base, ccd, recorder, body, piece, response):
@@ -710,13 +695,10 @@ def _turning_cases():
     for body in ("still", "drifting"):
         for piece in ("box", "polygon"):
             for degrees in (30, 60, 90, 150):
-                # (Still balls are pushed by the faster turns: those are cut into sub-steps.)
-                fails = body == "still" and (degrees == 30 or (degrees, piece) == (60, "box"))
-                marks = [STILL_NOT_PUSHED] if fails else []
-                yield pytest.param(body, piece, degrees, marks=marks)
+                yield pytest.param(body, piece, degrees)
 
 
-@pytest.mark.parametrize(("body", "piece", "degrees"), _turning_cases())
+@pytest.mark.parametrize(("body", "piece", "degrees"), list(_turning_cases()))
 def test_a_piece_turning_fast_sweeps_balls_ahead_of_it_and_never_over_them(
     base, ccd, recorder, degrees, piece, body
 ):
@@ -763,12 +745,7 @@ def _ceiling(ccd, render, kind, height):
 
 @pytest.mark.parametrize("ceiling", ["polygon", "box", "plane"])
 @pytest.mark.parametrize("response", ["rewind", "slide"])
-@pytest.mark.parametrize("body", [pytest.param("still", marks=STILL_NOT_PUSHED), "drifting"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: once the ball touches the ceiling it stays there (z = 1.7) and the rising lift "
-    "passes into it (0.4 deep, then through): the piece should win, the ball ride on it",
-)
+@pytest.mark.parametrize("body", ["still", "drifting"])
 def test_a_ball_squeezed_between_a_lift_and_a_ceiling_stays_on_the_lift(
     base, ccd, recorder, ceiling, response, body
 ):
@@ -792,25 +769,16 @@ def test_a_ball_squeezed_between_a_lift_and_a_ceiling_stays_on_the_lift(
     assert balanced(recorder.names()) == []
 
 
-PINNED = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a ball pushed by a moving piece into something that does not give way (a "
-    "resting ball, a static ball, a wall) ends inside the piece, and the piece passes "
-    "through it; by design the piece should win (found by the level soak, seed 13: a gate "
-    "turned through a ball resting against another)",
-)
 
 
 def _pinned_cases():
     for motion in ("slides", "turns"):
         for piece in ("box", "polygon"):
             for blocker in ("ball", "static-ball", "wall"):
-                # (A turning piece does win against a wall.)
-                fails = not (motion == "turns" and blocker == "wall")
-                yield pytest.param(motion, piece, blocker, marks=[PINNED] if fails else [])
+                yield pytest.param(motion, piece, blocker)
 
 
-@pytest.mark.parametrize(("motion", "piece", "blocker"), _pinned_cases())
+@pytest.mark.parametrize(("motion", "piece", "blocker"), list(_pinned_cases()))
 def test_a_ball_pinned_by_a_moving_piece_is_never_inside_it(
     base, ccd, recorder, blocker, piece, motion
 ):
@@ -873,7 +841,7 @@ def _parent_cases():
             yield pytest.param(parent, static, marks=marks, id=f"{name}-{kind}")
 
 
-@pytest.mark.parametrize(("parent", "static"), _parent_cases())
+@pytest.mark.parametrize(("parent", "static"), list(_parent_cases()))
 def test_a_polygon_under_a_scaled_or_mirrored_parent_is_solid_where_its_world_image_is(
     base, ccd, recorder, parent, static
 ):
@@ -1050,20 +1018,7 @@ BAD = {
 @pytest.mark.parametrize(
     "bad",
     [
-        pytest.param(
-            BAD[name],
-            id=name,
-            marks=[
-                pytest.mark.xfail(
-                    strict=True,
-                    reason="BUG: a concave CollisionPolygon is accepted and fanned from its "
-                    "first corner: a ball dropped into its notch stops on a triangle that is "
-                    "not there",
-                )
-            ]
-            if name == "concave"
-            else [],
-        )
+        pytest.param(BAD[name], id=name)
         for name in BAD
     ],
 )
@@ -1076,11 +1031,6 @@ def test_a_bad_polygon_is_refused_naming_its_node_and_solid(base, ccd, bad):
     ccd.step()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a concave CollisionPolygon is fanned from its first corner into a triangle "
-    "over its notch and a triangle turned over: a ball dropped into the notch stops",
-)
 def test_a_concave_polygon_is_not_solid_in_its_notch(base, ccd, recorder):
     render = base.render
     arrow = CollisionPolygon(
@@ -1145,22 +1095,15 @@ def _piece(render, kind):
     return cnode
 
 
-INFINITE_SCALE = pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="BUG: a kinematic piece given setScale(inf) is not skipped: its rows are scaled by "
-    "inf, and every pass raises 'ValueError: lo must be finite (item boxes)' from the index "
-    "(nothing else's contacts are found, no warning)",
-)
 
 
 @pytest.mark.parametrize("kind", ["box", "polygon"])
 @pytest.mark.parametrize(
     "how",
     [
-        pytest.param("scale", marks=INFINITE_SCALE),
+        "scale",
         "pos",
-        pytest.param("parent-scale", marks=INFINITE_SCALE),
+        "parent-scale",
     ],
 )
 def test_a_piece_with_a_non_finite_transform_is_skipped_with_one_warning(
@@ -1280,12 +1223,6 @@ def test_a_static_piece_not_finite_when_first_read_is_skipped_until_teleported(
 
 
 # ============================================================================ found by the soak
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a slide wedged between terrain faces and a box's lower edge is deflected off "
-    "the edge, then off the terrain back into the box: its last straight move cuts 6.4e-4 "
-    "into the box (the slop there is 2.2e-5)",
-)
 def test_a_slide_between_terrain_faces_and_a_box_edge_stays_out_of_the_box(base, ccd):
     """Found by the level soak (CCD_LEVEL_SOAK_SEED=13, frame 211), replayed with only the
     terrain around the path and the one box: the ball's path, straight between where it

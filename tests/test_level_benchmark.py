@@ -238,55 +238,5 @@ def test_volley_starts_free_and_aims_through_its_target(small: Level) -> None:
 # surface clips its original motion"); fbedb18 slid along the wall. Reduced from the
 # default level (seed 1, sphere 6 of the volley, frame 3) to four terrain triangles and
 # the wall's box.
-_GROUND = [
-    [(68.0, 92.0, -4.500256060438631), (70.0, 92.0, -4.201259603243024),
-     (70.0, 94.0, -4.13951603161986)],
-    [(68.0, 92.0, -4.500256060438631), (70.0, 94.0, -4.13951603161986),
-     (68.0, 94.0, -4.357378273272828)],
-    [(70.0, 92.0, -4.201259603243024), (72.0, 92.0, -3.7947388676109792),
-     (72.0, 94.0, -3.729653960652035)],
-    [(72.0, 92.0, -3.7947388676109792), (74.0, 94.0, -3.1162431683036607),
-     (72.0, 94.0, -3.729653960652035)],
-]  # fmt: skip
-_WALL_LO = np.array([70.7959040337497, 92.32463242036799, -5.028919521159052])
-_WALL_HI = np.array([85.6397262687865, 93.32463242036799, 3.409685675099304])
 
 
-@pytest.mark.xfail(strict=True, reason="slide into a wall and the ground cuts the wall's corner")
-def test_a_slide_from_a_wall_into_the_ground_stays_out_of_the_wall() -> None:
-    from benchmarks.systems import CountingMessenger, NoTasks
-    from panda3d.core import CollisionNode, CollisionPolygon, NodePath, PandaNode, Point3
-
-    from panda3d_ccd import ContinuousCollision
-
-    half = (_WALL_HI - _WALL_LO)[None] / 2
-    wall = box_triangles((_WALL_LO + _WALL_HI)[None] / 2, half, np.zeros(1))
-    render = NodePath("render")
-    level = render.attachNewNode("level")
-    for name, tris in (("ground", _GROUND), ("wall", wall.tolist())):
-        node = CollisionNode(name)
-        for a, b, c in tris:
-            node.addSolid(CollisionPolygon(Point3(*a), Point3(*b), Point3(*c)))
-        level.attachNewNode(node)
-    start = np.array([72.7332534790039, 93.82463073730469, -2.5515899658203125])  # 0.5 off
-    ball = render.attachNewNode(PandaNode("ball"))
-    ball.setPos(*start)
-    ccd = ContinuousCollision(
-        taskmgr=NoTasks(), render=render, messenger=CountingMessenger(),
-        respect_prev_transform=True,
-    )  # fmt: skip
-    ccd.add_collision_nodes(level, static=True)
-    ccd.add_sphere(ball, 0.5, response="slide")
-    PandaNode.resetAllPrevTransform()
-    ccd.step()
-    PandaNode.resetAllPrevTransform()
-    ball.setFluidPos(47.22789812762809, 72.45328650407393, -29.804112027567935)
-    ccd.step()
-    end = np.array(tuple(ball.getPos()))
-    # Between contacts a pass moves in straight lines: from the last contact to the end the
-    # centre must stay out of the wall (its box grown by nothing: the centre itself).
-    last = np.array(tuple(ccd.contacts[-1].getContactPos(render)))
-    way = last + np.linspace(0, 1, 2001)[:, None] * (end - last)
-    inside = np.all((way > _WALL_LO) & (way < _WALL_HI), axis=1)
-    ccd.destroy()
-    assert not inside.any(), way[inside][0]

@@ -278,6 +278,22 @@ def test_a_body_pressed_into_a_wall_frame_after_frame_stays_within_slop_and_roun
     )
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known: the slop band lets a body sink into a wall up to 1e-6 of its coordinates; "
+    "float32 write-back then adds up to two ulps, and a body still pressed there next frame "
+    "keeps that depth, so over frames it can end a little past slop + rounding (README)",
+)
+@pytest.mark.filterwarnings("ignore:Using `assume` outside a property-based test")
+def test_overlap_within_the_slop_can_be_carried_over_a_little_past_it(base):
+    # Found by the fuzz test above (a random example): in the turned box at (700, -300,
+    # 250), a slide sphere of radius 0.8 ends 9.1e-4 into a wall against an allowance of
+    # 8.2e-4 (slop plus two ulps). Nothing tunnels.
+    test_random_box_no_tunnel_no_overlap_balanced.hypothesis.inner_test(
+        base, seed=194, count=20, frames=10, top_speed=3.5625, turned=True, mix="rewind+slide"
+    )
+
+
 unit_component = st.floats(-1.0, 1.0)
 
 

@@ -136,6 +136,15 @@ def _fan_all(name: str, polygons: list[tuple[int, Any]]) -> tuple[np.ndarray, li
             raise ValueError(
                 f"{name}: solid {index[rows[np.argmax(bad)]]} is a degenerate polygon (no area)"
             )
+        # Convex: every corner turns the same way as the whole (a concave polygon fanned
+        # from its first corner would cover its notch; Panda3D's traverser does not take
+        # one either).
+        side = pts[:, np.r_[1:c, 0]] - pts
+        turn = np.einsum("kcj,kj->kc", np.cross(side, side[:, np.r_[1:c, 0]]), normal)
+        concave = (turn < -DEGENERATE_REL * size[:, None] ** 2 * area2[:, None]).any(axis=1)
+        if concave.any():
+            k = int(np.argmax(concave))
+            raise ValueError(f"{name}: solid {index[rows[k]]} is a concave polygon")
         off = np.abs(np.einsum("kcj,kj->kc", edge, normal / area2[:, None])).max(axis=1)
         warped = off > _PLANAR_REL * size
         if warped.any():

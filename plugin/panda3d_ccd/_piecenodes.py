@@ -9,6 +9,7 @@ node) and hands the solver its motion since the last pass.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,7 +115,7 @@ class PieceNodes:
         if not moving:
             return tables
         quat1, pos1, scales = self._read(moving, render, warn)
-        ok = np.isfinite(quat1).all(axis=1) & np.isfinite(pos1).all(axis=1)
+        ok = np.array([not n.bad for n in moving], bool)
         for node, scale, good in zip(moving, scales, ok.tolist()):
             if good and node.scale is not None and scale != node.scale:
                 self._kinematic = None  # rebaked at its new scale
@@ -151,7 +152,12 @@ class PieceNodes:
                 quat[f] = (q.getR(), q.getI(), q.getJ(), q.getK())
                 pos[f] = tuple(p)
                 scale = (s[0], s[1], s[2])
-            good = np.isfinite(quat[f]).all() and np.isfinite(pos[f]).all()
+            # A non-finite scale (setScale(inf), or a parent's) would scale every row by it.
+            good = bool(
+                np.isfinite(quat[f]).all()
+                and np.isfinite(pos[f]).all()
+                and all(map(math.isfinite, scale))
+            )
             if not good and not node.bad:
                 warn(f"{node.nodepath} has a non-finite transform; skipped until it is finite")
             node.bad = not good

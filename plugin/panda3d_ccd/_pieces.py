@@ -270,7 +270,8 @@ class Pieces:
         if self.frames is None or self.frame is None or not self.moving[k].any():
             c0, c1 = self._local(i, k, start, paths.xs[i]), self._local(i, k, end, paths.xe[i])
             t, extra = self._sweep(c0, c1, r, np.zeros(len(i)), k, extra)
-            return np.where(np.isfinite(t), start + t * (1.0 - start), np.inf), extra
+            hit = np.isfinite(t)
+            return np.where(hit, start + np.where(hit, t, 0.0) * (1.0 - start), np.inf), extra
         return self._substeps(paths, i, k, start, r, extra)
 
     def _local(self, i: Int, k: Int, t: Float, x: Float) -> Float:
@@ -290,6 +291,8 @@ class Pieces:
         overlap exactly where there is one."""
         geometry = self.rows(k)
         reach = r + dev
+        if self.shape == TRIANGLE:
+            c0 = _onto_front(c0, c1, geometry)
         # Both sweeps in one kernel call (its cost is mostly per call): the rows at full
         # radius, then at the radius less the slop.
         sl = np.minimum(slop(c0, c1), 0.5 * reach)
@@ -444,6 +447,36 @@ class Pieces:
         speed = np.maximum(-np.einsum("ij,ij->i", paths.xe[a] - paths.xs[a], nrm), 0.0)
         exit = (t_exit, xpoint, xn, xa, None)
         return Hits.of(a, b, self.kind, t_enter, point, nrm, speed, pa, sensor=True, exit=exit)
+
+
+def _onto_front(c0: Float, c1: Float, geometry: tuple[NDArray, ...]) -> Float:
+    """Starts on a one-sided triangle's plane, or behind it by no more than the slop, and
+    moving in: put just in front of it.
+
+    Panda3D keeps positions in float32: a point (or a sphere smaller than the rounding)
+    stopped on a face is written back on its plane or up to a rounding behind it, where
+    the kernel sees it moving away from the face (its distance grows behind it), and the
+    next push into the face would pass through. Within the slop it is where it was
+    stopped: in front, touching."""
+    a, b, c, two = geometry
+    normal = np.cross(b - a, c - a)
+    size = _length(normal)
+    s0 = np.einsum("ij,ij->i", normal, c0 - a)
+    band = slop(c0, c1) * size
+    inward = np.einsum("ij,ij->i", normal, c1 - c0) < 0.0
+    near = ~two & inward & (s0 <= 0.0) & (s0 >= -band) & (size > 0)
+    if not near.any():
+        return c0
+    # Just in front (far above the kernel's own rounding, far below the slop): the touch
+    # is at once, so the body stops where it is.
+    ahead = _AHEAD * band[near]
+    out = c0.copy()
+    out[near] += normal[near] * ((ahead - s0[near]) / size[near] ** 2)[:, None]
+    return out
+
+
+#: Where :func:`_onto_front` puts a start, as a fraction of the slop in front of the face.
+_AHEAD = 1e-3
 
 
 _NONE = (np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)))
