@@ -220,6 +220,11 @@ class Pieces:
             self.shift = np.full(m, np.inf)
         self._index = None
 
+    @property
+    def extendable(self) -> bool:
+        """Static rows: the solver may ask for candidates again, per new segment."""
+        return self.frames is None or self.frame is None
+
     def rows(self, k: Int) -> tuple[NDArray, ...]:
         return tuple(g[k] for g in self.geometry)
 

@@ -227,8 +227,15 @@ def solve(
         ci, cj = ci[apart], cj[apart]
     pair_sensor = ~(solid[ci] & solid[cj]) | (kin[ci] & kin[cj])
     pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
+    # A table that never moves and can be asked again (a static level) is asked only
+    # about each body's straight path now, and again about every new segment a contact
+    # gives it (_ObstaclePairs.extend): a fast slide's whole ball of reach would take in
+    # thousands of triangles it never goes near.
+    straight = np.ones(n, bool)
     found = [
-        table.candidates(p0, p1, size + reach + carry, from_mask, everyone, ~slide)
+        table.candidates(p0, p1, size, from_mask, everyone, straight)
+        if _extendable(table)
+        else table.candidates(p0, p1, size + reach + carry, from_mask, everyone, ~slide)
         for table in tables
     ]
     carried = np.zeros(n, bool)
@@ -267,6 +274,9 @@ def solve(
         _ObstaclePairs(table, paths, n, qi, qk, solid & ~kin, moving, group)
         for table, (qi, qk) in zip(tables, found)
     ]
+    for o in struck:
+        if _extendable(o.table):
+            o.extendable(size, from_mask, everyone & finite)
     # Still: never changed by a contact (kinematic, or at rest with nothing near that moves
     # by itself and could carry it).
     still = (~rigid.spread_any(~paths.stationary()) & ~carried) | kin
@@ -363,7 +373,7 @@ def solve(
         t_stop=t_stop,
         moved=moved,
         hits=concat_hits([solid_hits, sensor_hits]),
-        candidates=len(ci) + sum(len(o.qi) for o in struck),
+        candidates=len(ci) + sum(o.count for o in struck),
         rounds=rounds,
         capped=capped,
         squeezed=int(np.count_nonzero(paths.yielded)),
@@ -443,8 +453,11 @@ class _ObstaclePairs:
         if group is not None and table.group is not None:
             apart = group[qi] != table.group[qk]
             qi, qk = qi[apart], qk[apart]
-        self.table, self._paths = table, paths
-        self.qi = qi
+        self.table, self._paths, self._n = table, paths, n
+        self._solid, self._moving = solid, moving
+        self._group = group if table.group is not None else None
+        self.count = len(qi)
+        self._query: Any = None
         # ``solid``: bodies that respond (not sensors, not kinematic spheres).
         sensor = ~solid[qi] | table.sensor[qk]
         keep = ~sensor & (moving[qi] | table.moving[qk])
@@ -453,6 +466,58 @@ class _ObstaclePairs:
         self._by_body = _Adjacency(n, self.i)
         self.toi, self.extra = table.toi(paths, self.i, self.k)
         self.pend = np.flatnonzero(np.isfinite(self.toi))
+
+    def extendable(self, size: Float, from_mask: Int, live: Bool) -> None:
+        """Ask the table again about every new segment of a body (see :meth:`extend`)."""
+        self._query = (size, from_mask, live)
+        self._known = _unique(
+            np.concatenate([self.i, self.sensor_i]) * len(self.table.mask)
+            + np.concatenate([self.k, self.sensor_k])
+        )
+
+    def _extend(self, changed: Int) -> Int:
+        """Add the pairs the new segments of ``changed`` bodies meet that were not known;
+        returns the indices of the new solid pairs (their times of impact still to test)."""
+        none = np.zeros(0, np.int64)
+        if self._query is None or len(changed) == 0:
+            return none
+        size, from_mask, live = self._query
+        idx = changed[live[changed]]
+        if len(idx) == 0:
+            return none
+        paths, table = self._paths, self.table
+        qi, qk = table.candidates(
+            paths.xs[idx], paths.xe[idx], size[idx], from_mask[idx], np.ones(len(idx), bool),
+            np.ones(len(idx), bool),
+        )  # fmt: skip
+        qi = idx[qi]
+        if self._group is not None:
+            apart = self._group[qi] != table.group[qk]
+            qi, qk = qi[apart], qk[apart]
+        key = qi * len(table.mask) + qk
+        new = ~np.isin(key, self._known)
+        if not new.any():
+            return none
+        qi, qk = qi[new], qk[new]
+        self._known = _unique(np.concatenate([self._known, key[new]]))
+        self.count += len(qi)
+        sensor = ~self._solid[qi] | table.sensor[qk]
+        self.sensor_i = np.concatenate([self.sensor_i, qi[sensor]])
+        self.sensor_k = np.concatenate([self.sensor_k, qk[sensor]])
+        keep = ~sensor
+        ni, nk = qi[keep], qk[keep]
+        if len(ni) == 0:
+            return none
+        start = len(self.i)
+        self.i = np.concatenate([self.i, ni])
+        self.k = np.concatenate([self.k, nk])
+        self.toi = np.concatenate([self.toi, np.full(len(ni), np.inf)])
+        if self.extra is not None:
+            self.extra = np.concatenate(
+                [self.extra, np.full((len(ni),) + self.extra.shape[1:], np.nan)]
+            )
+        self._by_body = _Adjacency(self._n, self.i)
+        return start + np.arange(len(ni))
 
     def accept(self, rows: Bool) -> tuple[Hits, Response]:
         """Take the pending pairs ``rows`` (of ``pend``): their contacts, now resolved."""
@@ -463,14 +528,23 @@ class _ObstaclePairs:
         return self.table.hits(self._paths, self.i[taken], self.k[taken], t, extra)
 
     def retest(self, changed: Int) -> None:
-        """New times of impact for the pairs of bodies whose paths changed."""
+        """New times of impact for the pairs of bodies whose paths changed, and for the
+        pairs their new segments meet (one kernel call for both)."""
         dirty = self._by_body.pairs_of(changed)
+        new = self._extend(changed)
+        if len(new):
+            dirty = np.concatenate([dirty, new])
         toi, extra = self.table.toi(self._paths, self.i[dirty], self.k[dirty])
         self.toi[dirty] = toi
         if self.extra is not None:
             self.extra[dirty] = extra
         pend = _unique(np.concatenate([self.pend, dirty]))
         self.pend = pend[np.isfinite(self.toi[pend])]
+
+
+def _extendable(table: Any) -> bool:
+    """A table that never moves and whose candidates can be asked for again (a level)."""
+    return bool(getattr(table, "extendable", False)) and not table.moving.any()
 
 
 class _Adjacency:
