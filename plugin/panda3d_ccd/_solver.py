@@ -221,12 +221,6 @@ def solve(
     # Straight paths are cut into pieces, so a fast mover's box does not take in the whole
     # crowd around its diagonal. Not slides: their bent paths may go anywhere in their ball.
     everyone = np.ones(n, bool) if static is None else ~static
-    ci, cj = _sphere_pairs(p0, p1, size + reach + carry, from_mask, into_mask, everyone, ~slide)
-    if group is not None:
-        apart = group[ci] != group[cj]
-        ci, cj = ci[apart], cj[apart]
-    pair_sensor = ~(solid[ci] & solid[cj]) | (kin[ci] & kin[cj])
-    pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
     # A table that never moves and can be asked again (a static level) is asked only
     # about each body's straight path now, and again about every new segment a contact
     # gives it (_ObstaclePairs.extend): a fast slide's whole ball of reach would take in
@@ -238,24 +232,43 @@ def solve(
         else table.candidates(p0, p1, size + reach + carry, from_mask, everyone, ~slide)
         for table in tables
     ]
-    carried = np.zeros(n, bool)
+    # Carried: bodies that something moving by itself may carry (near a moving obstacle
+    # row or a kinematic sphere), and what they may push in turn. Only those reach further
+    # than their own motion, by ``carry``; found with the boxes grown that much, and again
+    # while the set grows (a row of bodies pushed along).
+    by_table = np.zeros(n, bool)
     if carry > 0:
-        carried[ci[pair_solid & kin[cj] & moving[cj]]] = True
-        carried[cj[pair_solid & kin[ci] & moving[ci]]] = True
         for table, (qi, qk) in zip(tables, found):
-            carried[qi[table.moving[qk]]] = True
-        carried = rigid.spread_any(carried & ~kin)
-        # A carried body pushes what it is squeezed against (it yields to its carrier and
-        # carries on whatever is in the way), so carrying passes along rows of bodies.
-        if carried.any():
-            solid_pairs = ~pair_sensor
-            carried = rigid.spread_any(
-                _reach(np.flatnonzero(carried), ci[solid_pairs], cj[solid_pairs], kin) & ~kin
-            )
+            by_table[qi[table.moving[qk]]] = True
+    carried = by_table
+    grown = carried | (kin & moving)
+    while True:
+        margin = np.where(grown, carry, 0.0)
+        ci, cj = _sphere_pairs(
+            p0, p1, size + reach + margin, from_mask, into_mask, everyone, ~slide
+        )
+        if group is not None:
+            apart = group[ci] != group[cj]
+            ci, cj = ci[apart], cj[apart]
+        pair_sensor = ~(solid[ci] & solid[cj]) | (kin[ci] & kin[cj])
+        if carry == 0:
+            break
+        # A carried body pushes what it is squeezed against (it yields to its carrier
+        # and carries on whatever is in the way), so carrying passes along rows.
+        solid_pairs = ~pair_sensor
+        near = by_table.copy()
+        near[ci[solid_pairs & kin[cj] & moving[cj]]] = True
+        near[cj[solid_pairs & kin[ci] & moving[ci]]] = True
+        seeds = np.flatnonzero(near & ~kin)
+        carried = rigid.spread_any(_reach(seeds, ci[solid_pairs], cj[solid_pairs], kin) & ~kin)
+        if np.array_equal(carried | (kin & moving), grown):
+            break
+        grown = carried | (kin & moving)
+    if carried.any():
         reach = np.where(carried, reach + carry, reach)
         # A body at rest may still be carried into anything near it.
         moving = moving | carried
-        pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
+    pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
 
     t_stop = np.ones(n)
     paths = Paths(
