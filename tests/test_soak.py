@@ -990,16 +990,7 @@ class _Piece:
     "variant",
     [
         "moving-spheres",
-        pytest.param(
-            "everything",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known bugs (tests/test_level_adversarial.py): a body at rest is not "
-                "pushed by a piece moving into it (a ball resting on the lift, frame 2 here); "
-                "a point resting on a polygon falls through when pushed; a piece given "
-                "setScale(inf) raises in every pass",
-            ),
-        ),
+        "everything",
     ],
 )
 def test_level_soak(base, monkeypatch, variant):
@@ -1017,6 +1008,10 @@ def test_level_soak(base, monkeypatch, variant):
     from panda3d_ccd import component
 
     frames, population = LEVEL_FRAMES, LEVEL_BODIES
+    if variant == "everything" and "CCD_LEVEL_SOAK_FRAMES" not in os.environ:
+        # Its mix takes longer to reach every event it checks for (a handler removing a
+        # piece): 50 frames of seed 12 have none.
+        frames = 80
     mix, resting, infinite_scale = LEVEL_VARIANTS[variant].values()
     rng = np.random.default_rng(LEVEL_SEED)
     render = base.render
