@@ -52,6 +52,7 @@ from panda3d.core import (
 from panda3d_ccd import ContinuousCollision
 
 from .level_mesh import RADIUS, Level, LevelMotion, Volley, front_crossings, inside_solid
+from .report import _cell, _ms, _ratio
 from .systems import FRAME_DT, CountingMessenger, NoTasks, begin_frame, end_frame
 
 __all__ = [
@@ -738,26 +739,6 @@ def _fire_physics(
 
 
 # ---------------------------------------------------------------------- tables
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
-
-
-def _ratio(num: float | None, den: float | None) -> str:
-    if num is None or den is None or den == 0:
-        return "-"
-    return f"{num / den:,.1f}x" if num / den >= 10 else f"{num / den:.2f}x"
-
-
-def _cell(result: LevelResult, name: str) -> str:
-    text = _ms(result.ms.get(name))
-    note = result.notes.get(name)
-    if note:
-        text = f"{text} ({note})" if result.ms.get(name) is not None else note
-    return text
-
-
 def level_table(results: Sequence[LevelResult]) -> str:
     """Time per frame in milliseconds (medians), one row per movers count."""
     lines = [
