@@ -145,7 +145,9 @@ def test_a_level_registers_each_collision_node_as_its_own_collider(base, ccd, re
     ccd.step()
     b.setFluidPos(-4.5, 100, 0)
     ccd.step()
-    print(recorder.names())
+    # Each wall is its own collider: into the right one, away from it (out) and into the
+    # left one, then away from that.
+    assert recorder.names() == ["b-into-right", "b-out-right", "b-into-left", "b-out-left"]
     assert b.getX() == pytest.approx(-4.5, abs=TOL)
     assert b.getY() == pytest.approx(100, abs=TOL)  # the crate is at x in [-1, 1]
 
@@ -154,10 +156,16 @@ def test_a_refused_node_in_a_level_registers_nothing(base, ccd):
     render = base.render
     level = render.attachNewNode("level")
     wall_x(level, "good", 5.0)
-    cnode(level, "body", CollisionSphere(0, 0, 0, 1))  # a sphere node: fine as kinematic
-    with pytest.raises(ValueError, match=r"^response must be one of"):
-        ccd.add_collision_nodes(level, response="bounce")
+    wall_x(level, "also-good", -5.0, facing=1)
+    # Panda3D leaves a polygon of three points on a line without points: refused, after
+    # the two good nodes were registered, which are taken back.
+    flat = CollisionPolygon(LPoint3(0, 0, 0), LPoint3(1, 0, 0), LPoint3(2, 0, 0))
+    cnode(level, "bad", flat)
+    with pytest.raises(ValueError, match=r"^render/level/bad: solid 0 is a polygon"):
+        ccd.add_collision_nodes(level, static=True)
     assert ccd.colliders == 0
+    ccd.add_collision_node(level.find("good"), static=True)  # not half registered before
+    assert ccd.colliders == 1
 
 
 # ----------------------------------------------------------------------------- responses
@@ -245,7 +253,7 @@ def test_a_tilting_board_carries_its_ball_and_a_swinging_door_pushes_one(base, c
     # The rewind ball rides the board: still where it was on it.
     local = board.getRelativePoint(render, on.getPos())
     assert tuple(local) == pytest.approx((3, 0, 0.5), abs=1e-4)
-    assert hit.getPos() != LPoint3(2, 21, 0)  # pushed ahead
+    assert hit.getY() > 21.5  # pushed ahead (+y), the way the door swings
 
 
 def test_a_gate_turning_30_degrees_a_frame_lets_nothing_through(base, ccd):

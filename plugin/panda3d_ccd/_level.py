@@ -22,7 +22,7 @@ from panda3d.core import (
     PTA_LVecBase3f,
 )
 
-from ._pieces import BOX, CAPSULE, INV_SPHERE, TRIANGLE
+from ._pieces import CAPSULE, INV_SPHERE, TRIANGLE
 from ._tolerance import DEGENERATE_REL
 
 #: A polygon vertex farther than this fraction of the polygon's size from the plane of its
@@ -53,7 +53,7 @@ def read_solids(name: str, solids: list[tuple[int, Any]], two_sided: bool) -> Sh
     (a box as its 12 faces: triangles 0-5 and 6-11 are the two halves of faces -x, +x,
     -y, +y, -z, +z); ValueError naming the node and the index of a degenerate or
     non-planar polygon."""
-    rows: dict[int, list[Any]] = {TRIANGLE: [], BOX: [], CAPSULE: [], INV_SPHERE: []}
+    rows: dict[int, list[Any]] = {TRIANGLE: [], CAPSULE: [], INV_SPHERE: []}
     owner: dict[int, list[int]] = {kind: [] for kind in rows}
     part: dict[int, list[int]] = {kind: [] for kind in rows}
     polygons = [(index, solid) for index, solid in solids if type(solid) is CollisionPolygon]
@@ -94,9 +94,6 @@ def read_solids(name: str, solids: list[tuple[int, Any]], two_sided: bool) -> Sh
             corners = np.array(found, np.float64).reshape(-1, 3, 3)
             two = np.full(len(corners), bool(two_sided))
             shapes.geometry[kind] = (corners[:, 0], corners[:, 1], corners[:, 2], two)
-        elif kind == BOX:
-            box = np.array(found, np.float64).reshape(-1, 2, 3)
-            shapes.geometry[kind] = (box[:, 0], box[:, 1])
         elif kind == CAPSULE:
             a = np.array([f[0] for f in found], np.float64)
             b = np.array([f[1] for f in found], np.float64)

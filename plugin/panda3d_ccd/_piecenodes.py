@@ -53,6 +53,12 @@ class PieceNodes:
 
     def __init__(self) -> None:
         self.nodes: list[PieceNode] = []
+        self._by_owner: dict[int, PieceNode] = {}
+        #: The static nodes, and those of them still to be read (registered or teleported
+        #: since, or found out of the scene): kept as nodes come and go, not found per pass.
+        self.statics: list[PieceNode] = []
+        self.unread: dict[PieceNode, None] = {}
+        self.static_paths: set[NodePath] = set()
         self._static_tables: list[Pieces] | None = None
         self._kinematic: tuple[tuple[int, ...], list[Pieces]] | None = None
         self._columns: dict[str, np.ndarray] | None = None
@@ -64,13 +70,22 @@ class PieceNodes:
 
     def add(self, node: PieceNode) -> None:
         self.nodes.append(node)
+        self._by_owner[node.owner] = node
+        if node.static:
+            self.statics.append(node)
+            self.unread[node] = None
+            self.static_paths.add(node.nodepath)
         self._changed(node.static)
 
     def drop(self, owners: set[int]) -> bool:
-        gone = [n for n in self.nodes if n.owner in owners]
+        gone = [self._by_owner.pop(owner) for owner in owners & self._by_owner.keys()]
         if not gone:
             return False
         self.nodes = [n for n in self.nodes if n.owner not in owners]
+        self.statics = [n for n in self.statics if n.owner not in owners]
+        for node in gone:
+            self.unread.pop(node, None)
+            self.static_paths.discard(node.nodepath)
         # Tables name their nodes by row: every row after the dropped ones moved.
         self._columns = self._static_tables = self._kinematic = None
         return True
@@ -81,12 +96,13 @@ class PieceNodes:
 
     def reread(self, owners: set[int]) -> None:
         """Read these nodes again at the next pass, without sweeping (teleported)."""
-        for node in self.nodes:
-            if node.owner in owners:
-                node.prev = None
-                if node.static:
-                    node.world = None
-                    self._static_tables = None
+        for owner in owners & self._by_owner.keys():
+            node = self._by_owner[owner]
+            node.prev = None
+            if node.static:
+                node.world = None
+                self.unread[node] = None
+                self._static_tables = None
 
     def _changed(self, static: bool) -> None:
         self._columns = None
@@ -96,22 +112,23 @@ class PieceNodes:
             self._kinematic = None
 
     # ------------------------------------------------------------------ per pass
-    def tables(self, render: NodePath, active: set[int], warn: Any) -> list[Pieces]:
+    def tables(self, render: NodePath, out: set[int], warn: Any) -> list[Pieces]:
         """This pass's tables: the static ones, then the kinematic ones with their motion
-        since the last pass. ``active``: owners of nodes in the scene; ``warn(text)``."""
+        since the last pass. ``out``: owners of nodes out of the scene; ``warn(text)``."""
         top = render.getTop()
         tables: list[Pieces] = []
-        statics = [n for n in self.nodes if n.static]
-        if statics:
+        if self.statics:
             if self._static_tables is None:
-                for node in statics:
-                    if node.world is None and node.nodepath.getTop() == top:
+                for node in list(self.unread):
+                    if node.nodepath.getTop() == top:
                         self._bake(node, render, warn)
+                        del self.unread[node]
                 self._static_tables = self._build(
-                    [n for n in statics if n.world is not None and n.owner in active], True
+                    [n for n in self.statics if n.world is not None and n.owner not in out],
+                    True,
                 )
             tables += self._static_tables
-        moving = [n for n in self.nodes if not n.static and n.owner in active]
+        moving = [n for n in self.nodes if not n.static and n.owner not in out]
         if not moving:
             return tables
         quat1, pos1, scales = self._read(moving, render, warn)

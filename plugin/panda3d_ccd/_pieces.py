@@ -183,7 +183,6 @@ class Pieces:
         self.sensor = np.zeros(m, bool) if sensor is None else sensor
         self._index: StaticIndex | None = None
         self._local_box: tuple[Float, Float] | None = None
-        self.frames = frames
         self.set_frames(frames)
 
     def __len__(self) -> int:
@@ -195,12 +194,11 @@ class Pieces:
         m = len(self.mask)
         if frames is None or self.frame is None:
             self.moving = np.zeros(m, bool)
-            self.turn = np.zeros(m)
             self.shift = np.zeros(m)
             return
         f = self.frame
         self.moving = frames.moving[f]
-        self.turn = frames.angle[f]
+        turn = frames.angle[f]
         if self.spec.bounds is not None:
             if self._local_box is None:
                 self._local_box = self.spec.bounds(*self.geometry)
@@ -211,11 +209,12 @@ class Pieces:
             # A point of the row strays from the chord of its centre's path by at most the
             # chord deviation of a point that far from the frame's origin, plus the row's
             # own half-size turned with it.
-            bend = self.turn**2 * _length(centre) / 8.0
+            bend = turn**2 * _length(centre) / 8.0
             pad = (half + bend)[:, None]
             self._world_box = (np.minimum(w0, w1) - pad, np.maximum(w0, w1) + pad)
             #: How far any point of each row moves over the pass (bounds a carry).
-            self.shift = _length(w1 - w0) + 2.0 * np.sin(0.5 * self.turn) * (_length(centre) + half)
+            reach = _length(centre) + half
+            self.shift = _length(w1 - w0) + 2.0 * np.sin(0.5 * turn) * reach
         else:
             self.shift = np.full(m, np.inf)
         self._index = None

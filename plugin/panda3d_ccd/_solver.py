@@ -864,7 +864,8 @@ def _respond(
     squeezed = (slides[lead] > MAX_SLIDES + 1) & _row_any(paths.carrier[lead] != 0.0)
     # Crushed between things that all move (no room left): it goes with the last of them.
     crushed = squeezed & (slides[lead] > 3 * MAX_SLIDES)
-    squeezed &= ~np.isin(group, group[carrying])[first_row] | crushed
+    carried_now = np.isin(uniq, group[carrying])
+    squeezed &= ~carried_now | crushed
     # Remove the motion into each contact normal, one contact rank at a time (several
     # contacts of one group at the same instant are rare: a corner).
     order = np.argsort(group, kind="stable")
@@ -876,7 +877,7 @@ def _respond(
     # Touched something that moves at this same instant before: those surfaces still hold
     # the body (a corner of walls closing in takes it along all of them).
     previous, previous_carry = paths.normal[lead], paths.normal_carry[lead]
-    moved = np.isin(group, group[carrying])[first_row]
+    moved = carried_now.copy()
     moved |= _row_any(paths.held_carry[lead].reshape(-1, 9) != 0.0)
     same = (paths.held_t[lead] == t[:, None]) & moved[:, None]
     held = same.any(axis=1)

@@ -589,16 +589,22 @@ class ContinuousCollision:
         r = float(radius)
         if not math.isfinite(r) or r < 0:
             raise ValueError(f"radius must be finite and >= 0, got {radius!r}")
+        kind = _response(response)
+        static = _flag("static", static)
+        if static and kind != _solver.SENSOR:
+            # A static sphere is a kinematic one that never moves: never moved, and only
+            # reported against other kinematic things.
+            kind = _solver.KINEMATIC
         return SphereRecord(
             uid=self._next_uid(),
             owner=owner,
             nodepath=nodepath,
             radius=r,
             center=_finite_vec("center", center),
-            response=_response(response),
+            response=kind,
             from_mask=_mask("from_mask", from_mask),
             into_mask=_mask("into_mask", into_mask),
-            static=_flag("static", static),
+            static=static,
             solid=solid,
         )
 
@@ -761,12 +767,7 @@ class ContinuousCollision:
         p0, p1 = rows(frame.start, statics.prev_center), rows(frame.end, statics.prev_center)
         radius = rows(frame.radius, statics.world_radius)
         radius0 = rows(frame.radius0, statics.world_radius)
-        # A static sphere is a kinematic one that never moves: never moved, and only
-        # reported against other kinematic things.
-        solid_static = np.where(
-            statics.response == _solver.SENSOR, _solver.SENSOR, _solver.KINEMATIC
-        ).astype(np.int8)
-        response = rows(spheres.response, solid_static)
+        response = rows(spheres.response, statics.response)
         result = _solver.solve(
             p0,
             p1,
@@ -998,19 +999,18 @@ class ContinuousCollision:
             return []
         top = self._render.getTop()
         inactive = self._statics.inactive
-        mine = {id(n.nodepath): n for n in pieces.nodes if n.static}
-        for nodepath in [np_ for np_ in inactive if id(np_) in mine]:
+        for nodepath in [np_ for np_ in inactive if np_ in pieces.static_paths]:
             if nodepath.getTop() == top:
                 inactive.discard(nodepath)
                 pieces.reread({self._owner_of[nodepath]})
                 pieces.active_changed()
-        statics = [n for n in pieces.nodes if n.static]
+        statics = pieces.statics
         if statics:
             count = min(len(statics), _STATIC_CHECKS)
             turn = [statics[(self._piece_cursor + i) % len(statics)] for i in range(count)]
             self._piece_cursor = (self._piece_cursor + count) % len(statics)
-            unread = [n for n in statics if n.world is None and not n.bad]
-            looked = {n.nodepath: None for n in turn + unread}
+            # (Unread ones are looked at each pass: one out of the scene is read once back.)
+            looked = {n.nodepath: None for n in turn + list(pieces.unread)}
             self._drop_removed([np_ for np_ in looked if np_ in self._by_node])
             left = [
                 np_
@@ -1022,8 +1022,7 @@ class ContinuousCollision:
                 pieces.active_changed()
                 self._close({self._owner_of[np_] for np_ in left})
         out = {self._owner_of[np_] for np_ in self._inactive | inactive if np_ in self._owner_of}
-        active = {n.owner for n in pieces.nodes} - out
-        return pieces.tables(self._render, active, notify.warning)
+        return pieces.tables(self._render, out, notify.warning)
 
     def _read_statics(self, rows: np.ndarray) -> None:
         """Read static spheres ``rows`` now (registered, teleported or back in the scene)."""
