@@ -61,8 +61,10 @@ class Kind(NamedTuple):
     bounds: Callable[..., tuple[Float, Float]] | None
     #: (p, *geometry rows) -> ((k, 3) closest point of the solid, (k,) distance to it).
     closest: Callable[..., tuple[Float, Float]]
-    #: (c0, c1, *geometry rows) -> Sweep of a point (radius 0: rays), where the kind has a
-    #: faster kernel for it than ``sweep``; None: ``sweep`` with radius 0.
+    #: Where the kind has a faster kernel for a point (radius 0: rays) than ``sweep``:
+    #: ``point_data(*geometry)`` -> (m, w) rows computed once per table, and
+    #: ``point(c0, c1, data rows)`` -> Sweep. None: ``sweep`` with radius 0.
+    point_data: Callable[..., Float] | None = None
     point: Callable[..., Sweep] | None = None
 
 
@@ -143,7 +145,7 @@ def _inv_closest(p: Float, center: Float, radius: Float) -> tuple[Float, Float]:
 
 KINDS = {
     TRIANGLE: Kind(TRIANGLE, "triangle", _tri._sweep, _triangle_bounds, _triangle_closest,
-                   _tri._point_sweep),
+                   _tri._point_data, _tri._point_sweep),
     BOX: Kind(BOX, "box", _box._sweep, _box_bounds, _box_closest),
     CAPSULE: Kind(CAPSULE, "capsule", _capsule._sweep, _capsule_bounds, _capsule_closest),
     INV_SPHERE: Kind(INV_SPHERE, "inverse sphere", _inv._sweep, None, _inv_closest),
@@ -186,6 +188,7 @@ class Pieces:
         #: (m,) rows that only report (intangible solids, sensor nodes).
         self.sensor = np.zeros(m, bool) if sensor is None else sensor
         self._index: StaticIndex | None = None
+        self._point_data: Float | None = None
         self._local_box: tuple[Float, Float] | None = None
         self.set_frames(frames)
 
@@ -227,6 +230,12 @@ class Pieces:
     def extendable(self) -> bool:
         """Static rows: the solver may ask for candidates again, per new segment."""
         return self.frames is None or self.frame is None
+
+    def point_data(self) -> Float | None:
+        """The kind's per-row data for point casts (see :class:`Kind`), made once."""
+        if self._point_data is None and self.spec.point_data is not None:
+            self._point_data = self.spec.point_data(*self.geometry)
+        return self._point_data
 
     def rows(self, k: Int) -> tuple[NDArray, ...]:
         return tuple(g[k] for g in self.geometry)

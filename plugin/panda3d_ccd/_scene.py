@@ -14,7 +14,7 @@ import numpy as np
 from panda3d.core import BitMask32, NodePath
 
 from . import _check
-from ._queries import Found, PieceRows, PlaneRows, SphereRows, World, closest, firsts
+from ._queries import Found, PieceRows, PlaneRows, SphereRows, World, firsts
 from .contact import Contact
 
 __all__ = ["QueryResult", "Snapshot", "SceneQueries"]
@@ -66,13 +66,15 @@ class _Columns(NamedTuple):
 
 
 class SceneQueries:
-    """The queries of one component: ``alive(owners) -> bool mask`` says which nodes are
-    still registered; ``world`` is the root NodePath of the coordinates."""
+    """The queries of one component: ``alive(owner) -> bool`` says whether a node is still
+    registered, ``live() -> (k,) int64`` every such node; ``world`` is the root NodePath
+    of the coordinates."""
 
-    def __init__(self, world: NodePath, clock: Any, alive: Any) -> None:
+    def __init__(self, world: NodePath, clock: Any, alive: Any, live: Any) -> None:
         self._root = world
         self._clock = clock
         self._alive = alive
+        self._live = live
         self._snapshot: Snapshot | None = None
         self._built: tuple[World, _Columns] | None = None
 
@@ -93,18 +95,24 @@ class SceneQueries:
 
     # ------------------------------------------------------------------ public forms
     def closest(self, radius: Any, from_pos: Any, to_pos: Any, mask: Any, sensors: Any) -> Any:
-        found, columns = self._cast_one(radius, from_pos, to_pos, mask, sensors)
-        if found is None:
+        cast = self._cast_one(radius, from_pos, to_pos, mask, sensors)
+        if cast is None:
             return None
-        best = closest(found, 1)[0]
-        return None if best < 0 else self._contact(found, columns, int(best), from_pos, to_pos)
+        found, columns, p0, p1 = cast
+        # By time, the first whose node is still registered (a node removed since the
+        # pass is never returned); ties to the lower node, whatever the tables' order.
+        for row in np.lexsort((found.node, found.t)).tolist():
+            if self._alive(int(columns.owner[found.node[row]])):
+                return self._contact(found, columns, row, p0, p1)
+        return None
 
     def all(self, from_pos: Any, to_pos: Any, mask: Any, sensors: Any) -> list[Contact]:
-        found, columns = self._cast_one(0.0, from_pos, to_pos, mask, sensors)
-        if found is None:
+        cast = self._cast_one(0.0, from_pos, to_pos, mask, sensors)
+        if cast is None:
             return []
-        return [self._contact(found, columns, int(row), from_pos, to_pos)
-                for row in firsts(found).tolist()]  # fmt: skip
+        found, columns, p0, p1 = cast
+        return [self._contact(found, columns, row, p0, p1) for row in firsts(found).tolist()
+                if self._alive(int(columns.owner[found.node[row]]))]  # fmt: skip
 
     def batch(self, radius: Any, from_pos: Any, to_pos: Any, mask: Any, sensors: Any) -> Any:
         p0 = _points("from_pos", from_pos)
@@ -124,57 +132,52 @@ class SceneQueries:
         if built is None or k == 0:
             return QueryResult(t, point, normal, collider, [])
         world, columns = built
-        found = _live(world.cast(p0, p1, r, np.full(k, bits, np.int64), flag), columns,
-                      self._alive)  # fmt: skip
-        best = closest(found, k)
-        hit = best >= 0
-        rows = best[hit]
-        t[hit] = found.t[rows]
-        point[hit] = found.point[rows]
-        normal[hit] = found.normal[rows]
-        nodes, collider[hit] = np.unique(found.node[rows], return_inverse=True)
+        dead = ~np.isin(columns.owner, self._live())
+        found = world.first(p0, p1, r, np.full(k, bits, np.int64), flag, dead)
+        q = found.query
+        t[q] = found.t
+        point[q] = found.point
+        normal[q] = found.normal
+        nodes, collider[q] = np.unique(found.node, return_inverse=True)
         return QueryResult(t, point, normal, collider, columns.handle[nodes].tolist())
 
     # ------------------------------------------------------------------ internals
     def _cast_one(
         self, radius: Any, from_pos: Any, to_pos: Any, mask: Any, sensors: Any
-    ) -> tuple[Found, _Columns] | tuple[None, None]:
-        p0 = np.array([_vector("from_pos", from_pos)])
-        p1 = np.array([_vector("to_pos", to_pos)])
-        r = _radius(radius, 1)
+    ) -> tuple[Found, _Columns, np.ndarray, np.ndarray] | None:
+        p0 = np.array(_vector("from_pos", from_pos))
+        p1 = np.array(_vector("to_pos", to_pos))
+        r = _radius_one(radius)
         bits = _mask_of(mask)
         flag = _sensors(sensors)
         built = self._world()
         if built is None:
-            return None, None
+            return None
         world, columns = built
-        found = world.cast(p0, p1, r, np.full(1, bits, np.int64), flag)
-        return _live(found, columns, self._alive), columns
+        found = world.cast(p0[None], p1[None], np.full(1, r), np.full(1, bits, np.int64), flag)
+        return found, columns, p0, p1
 
     def _contact(
-        self, found: Found, columns: _Columns, row: int, from_pos: Any, to_pos: Any
+        self, found: Found, columns: _Columns, row: int, p0: np.ndarray, p1: np.ndarray
     ) -> Contact:
         node = int(found.node[row])
         t = float(found.t[row])
-        p0 = np.array(_vector("from_pos", from_pos))
-        p1 = np.array(_vector("to_pos", to_pos))
-        at = p0 + t * (p1 - p0)
-
-        def f32(v: np.ndarray) -> tuple[float, float, float]:
-            x, y, z = v.astype(np.float32).astype(np.float64).tolist()
-            return (x, y, z)
-
         center = columns.center[node]
+        # Rounded to float32 as LPoint3 would (one conversion for the four vectors).
+        point, normal, at, centre = (
+            np.array([found.point[row], found.normal[row], p0 + t * (p1 - p0), center])
+            .astype(np.float32).astype(np.float64).tolist()
+        )  # fmt: skip
         contact = Contact._unchecked(
             t,
             self._clock.getFrameTime(),
             NodePath(),
             columns.nodepath[node],
-            f32(found.point[row]),
-            f32(found.normal[row]),
+            tuple(point),
+            tuple(normal),
             0.0,
-            f32(at),
-            None if np.isnan(center[0]) else f32(center),
+            tuple(at),
+            None if math.isnan(centre[0]) else tuple(centre),
             True,
             not bool(found.sensor[row]),
             self._root,
@@ -190,14 +193,6 @@ class SceneQueries:
         elif columns.solid[node] is not None:
             contact._into_solid = columns.solid[node]
         return contact
-
-
-def _live(found: Found, columns: _Columns, alive: Any) -> Found:
-    """Hits of nodes still registered (a node removed since the pass is never returned)."""
-    if len(found.t) == 0:
-        return found
-    keep = alive(columns.owner[found.node])
-    return found if keep.all() else Found(*(col[keep] for col in found))
 
 
 def _build(s: Snapshot) -> tuple[World, _Columns]:
@@ -277,6 +272,16 @@ def _points(name: str, value: Any) -> np.ndarray:
         row = int(np.argmax(bad))
         raise ValueError(f"{name} must be finite, got {arr[row].tolist()} in row {row}")
     return arr
+
+
+def _radius_one(value: Any) -> float:
+    try:
+        r = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"radius must be a number, got {value!r}") from None
+    if not (math.isfinite(r) and r >= 0.0):
+        raise ValueError(f"radius must be finite and >= 0, got {value!r}")
+    return r
 
 
 def _radius(value: Any, k: int) -> np.ndarray:

@@ -335,7 +335,7 @@ class ContinuousCollision:
         # Where the look at a few static piece nodes each pass goes on.
         self._piece_cursor = 0
         self._debug: Any = None
-        self._queries = SceneQueries(self._render, self._clock, self._alive)
+        self._queries = SceneQueries(self._render, self._clock, self._alive, self._live)
         self._destroyed = False
         self.task_name = task_name
         self._task = self._taskmgr.add(self._task_step, task_name, sort=sort)
@@ -1608,10 +1608,13 @@ class ContinuousCollision:
         self._check_alive()
         return self._queries.batch(radius, from_pos, to_pos, mask, sensors)
 
-    def _alive(self, owners: np.ndarray) -> np.ndarray:
-        """(k,) whether the nodes ``owners`` are still registered."""
-        live = np.fromiter(self._node_of.keys() - self._forgotten, np.int64)
-        return np.isin(owners, live)
+    def _alive(self, owner: int) -> bool:
+        """Whether node ``owner`` is still registered."""
+        return owner in self._node_of and owner not in self._forgotten
+
+    def _live(self) -> np.ndarray:
+        """(k,) int64 every node still registered."""
+        return np.fromiter(self._node_of.keys() - self._forgotten, np.int64)
 
     # ------------------------------------------------------------------ debug, teardown
     def show_debug(self, parent: NodePath | None = None) -> None:
