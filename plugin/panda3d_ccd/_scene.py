@@ -102,7 +102,7 @@ class SceneQueries:
         # By time, the first whose node is still registered (a node removed since the
         # pass is never returned); ties to the lower node, whatever the tables' order.
         for row in np.lexsort((found.node, found.t)).tolist():
-            if self._alive(int(columns.owner[found.node[row]])):
+            if self._hittable(columns, int(found.node[row])):
                 return self._contact(found, columns, row, p0, p1)
         return None
 
@@ -112,7 +112,14 @@ class SceneQueries:
             return []
         found, columns, p0, p1 = cast
         return [self._contact(found, columns, row, p0, p1) for row in firsts(found).tolist()
-                if self._alive(int(columns.owner[found.node[row]]))]  # fmt: skip
+                if self._hittable(columns, int(found.node[row]))]  # fmt: skip
+
+    def _hittable(self, columns: _Columns, node: int) -> bool:
+        """Node ``node`` is still registered and in the scene (the game may have removed or
+        detached it since the pass)."""
+        return self._alive(int(columns.owner[node])) and (
+            columns.nodepath[node].getTop() == self._root.getTop()
+        )
 
     def batch(self, radius: Any, from_pos: Any, to_pos: Any, mask: Any, sensors: Any) -> Any:
         p0 = _points("from_pos", from_pos)
@@ -133,7 +140,15 @@ class SceneQueries:
             return QueryResult(t, point, normal, collider, [])
         world, columns = built
         dead = ~np.isin(columns.owner, self._live())
-        found = world.first(p0, p1, r, np.full(k, bits, np.int64), flag, dead)
+        masks = np.full(k, bits, np.int64)
+        found = world.first(p0, p1, r, masks, flag, dead)
+        # A node the game took out of the scene since the pass (removeNode(), detachNode())
+        # is not hit: looked at only among those hit, and the casts made again without.
+        top = self._root.getTop()
+        gone = [n for n in np.unique(found.node).tolist() if columns.nodepath[n].getTop() != top]
+        if gone:
+            dead[gone] = True
+            found = world.first(p0, p1, r, masks, flag, dead)
         q = found.query
         t[q] = found.t
         point[q] = found.point
@@ -221,7 +236,7 @@ def _build(s: Snapshot) -> tuple[World, _Columns]:
         nodepath.append(table.nodepath[rows])
         handle.append(table.handle[rows])
         owner.append(table.owner[rows])
-        solid += [None] * m
+        solid += table.solid[rows].tolist()
         center.append(table.prev_center[rows])
         start += m
     m = len(s.planes)

@@ -45,7 +45,7 @@ class SphereTable:
     ``radius`` (n,) local radius; ``center`` (n, 3) local centre; ``response`` (n,) int8;
     ``from_mask``, ``into_mask`` (n,) int64; ``static`` (n,) bool; ``handle`` (n,) object,
     the NodePath the game registered (handed back in contacts; empty once the game calls
-    its removeNode()).
+    its removeNode()); ``solid`` (n,) object, the CollisionSphere it came from (or None).
 
     Carried from pass to pass: ``prev_center`` (n, 3) world centre where the last pass left
     it; ``prev_transform`` (n,) object, the TransformState (relative to render) it had
@@ -65,6 +65,7 @@ class SphereTable:
         "static",
         "handle",
         "mover",
+        "solid",
         "prev_center",
         "prev_transform",
         "world_radius",
@@ -83,6 +84,7 @@ class SphereTable:
         self.static = np.zeros(0, bool)
         self.handle = np.zeros(0, object)
         self.mover = np.zeros(0, object)
+        self.solid = np.zeros(0, object)
         self.prev_center = np.zeros((0, 3))
         self.prev_transform = np.zeros(0, object)
         self.world_radius = np.zeros(0)
@@ -118,6 +120,7 @@ class SphereTable:
             "mover": np.fromiter(
                 (r.nodepath if r.mover is None else r.mover for r in new), object, m
             ),
+            "solid": np.fromiter((r.solid for r in new), object, m),
             "prev_center": np.array([r.prev_center for r in new], np.float64).reshape(m, 3),
             "prev_transform": np.fromiter((r.prev_transform for r in new), object, m),
             "world_radius": np.fromiter((r.world_radius for r in new), np.float64, m),
