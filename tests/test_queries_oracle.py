@@ -183,6 +183,8 @@ class RayHits(NamedTuple):
     cosine: np.ndarray  # (k, n) |cos| of the angle between the ray and the normal
 
 
+# Parallel rows (det 0) and rays of length 0 give inf and nan, which compare False.
+@np.errstate(divide="ignore", invalid="ignore")
 def ray_triangles(p0: np.ndarray, p1: np.ndarray, tris: Tris) -> RayHits:
     """Moller-Trumbore for every (ray, triangle): (k, 3) starts and ends, n triangles."""
     d = (p1 - p0)[:, None, :]
@@ -192,13 +194,12 @@ def ray_triangles(p0: np.ndarray, p1: np.ndarray, tris: Tris) -> RayHits:
     area2 = np.linalg.norm(normal, axis=-1)
     pvec = np.cross(d, e2)
     det = np.sum(e1 * pvec, axis=-1)  # = -d . normal: > 0 going against the front
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = 1.0 / det
-        tvec = p0[:, None, :] - tris.a[None]
-        u = np.sum(tvec * pvec, axis=-1) * inv
-        qvec = np.cross(tvec, e1)
-        v = np.sum(d * qvec, axis=-1) * inv
-        t = np.sum(e2 * qvec, axis=-1) * inv
+    inv = 1.0 / det
+    tvec = p0[:, None, :] - tris.a[None]
+    u = np.sum(tvec * pvec, axis=-1) * inv
+    qvec = np.cross(tvec, e1)
+    v = np.sum(d * qvec, axis=-1) * inv
+    t = np.sum(e2 * qvec, axis=-1) * inv
     w = 1.0 - u - v
     # Distance of the plane crossing from each edge (negative outside): the barycentric
     # weight of the opposite corner times that corner's height over the edge.
@@ -221,8 +222,7 @@ def ray_triangles(p0: np.ndarray, p1: np.ndarray, tris: Tris) -> RayHits:
     # and its t by that over the ray's length. Within that band of an edge of the solid
     # (a fan's diagonal is not one: across it the other half of the same polygon answers
     # the same) or of an end of the ray, either answer is right.
-    with np.errstate(divide="ignore"):
-        band = 2 * tris.tol[None] / cosine
+    band = 2 * tris.tol[None] / cosine
     band_t = band / ray_len
     in_band = np.all(edge > -band[..., None], axis=-1)
     near_edge = np.any((np.abs(edge) < band[..., None]) & tris.real_edge[None], axis=-1)
@@ -434,6 +434,107 @@ def test_two_sided_nodes_are_hit_from_behind_with_the_normal_toward_the_caster(b
             j = np.flatnonzero(hits.hit[i] & (hits.t[i] == exp.t))[0]
             behind += not hits.facing[i, j]
     assert behind >= 20
+
+
+def ray_spheres(p0, p1, center, radius):
+    """(k, m) first t of each ray entering each sphere (inf: none), and (k, m) ambiguous:
+    grazing, starting on the surface or touching at an end. Rays start outside."""
+    d = (p1 - p0)[:, None, :]
+    f = p0[:, None, :] - center[None]
+    a = np.sum(d * d, axis=-1)
+    b = np.sum(d * f, axis=-1)
+    c = np.sum(f * f, axis=-1) - radius[None] ** 2
+    disc = b * b - a * c
+    root = np.sqrt(np.maximum(disc, 0.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = (-b - root) / a
+    hit = (disc > 0) & (t >= 0) & (t <= 1)
+    ray_len = np.sqrt(a)
+    # Passing within 1e-6 of the sphere's size of a graze, or touching at an end.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nearest = -b / a
+        miss = np.sqrt(np.maximum(np.sum(f * f, axis=-1) - b * b / a, 0.0))
+    grazing = (np.abs(miss - radius[None]) < 1e-6 * radius[None]) & (nearest > -1e-6)
+    grazing &= nearest < 1 + 1e-6
+    near_end = (disc > 0) & ((np.abs(t) * ray_len < 1e-9) | (np.abs(t - 1) * ray_len < 1e-9))
+    return np.where(hit, t, np.inf), grazing | near_end
+
+
+def test_axis_aligned_rays_through_a_large_static_level_and_many_spheres(base, ccd):
+    """144 static quad nodes and 160 spheres (so that both go through an index), rays
+    along the axes (direction components exactly 0) and diagonals, masks of two bits."""
+    rng = np.random.default_rng(61)
+    render = base.render
+    nodes, masks = [], []
+    for i in range(12):
+        for j in range(12):
+            x, y, h = i * 1.5, j * 1.5, rng.uniform(0, 2)
+            if (i + j) % 3:  # a floor tile facing +z
+                corners = [(x, y, h), (x + 1, y, h), (x + 1, y + 1, h), (x, y + 1, h)]
+            else:  # a wall facing -x
+                corners = [(x, y, h), (x, y, h + 1), (x, y + 1, h + 1), (x, y + 1, h)]
+            path = cnode(render, f"q{i}_{j}", quad(*corners))
+            mask = int(rng.choice([1, 2, 3]))
+            path.node().setIntoCollideMask(BitMask32(mask))
+            ccd.add_collision_node(path, static=True)
+            nodes.append(path)
+            masks.append(mask)
+    n_quads = len(nodes)
+    centre = rng.uniform((0, 0, 3), (18, 18, 6), (160, 3))
+    radius = rng.uniform(0.1, 0.6, 160)
+    for k in range(160):
+        ball = render.attachNewNode(f"s{k}")
+        ball.setPos(*centre[k])
+        centre[k] = tuple(ball.getPos())  # as Panda3D keeps it, in float32
+        mask = int(rng.choice([1, 2, 3]))
+        ccd.add_sphere(ball, radius[k], into_mask=mask, static=k % 2 == 0,
+                       response="kinematic")  # fmt: skip
+        nodes.append(ball)
+        masks.append(mask)
+    ccd.step()
+    tris = world_triangles(nodes[:n_quads], [False] * n_quads, [True] * n_quads)
+    k = 240
+    p0 = rng.uniform((-1, -1, -1), (19, 19, 8), (k, 3))
+    p1 = p0.copy()
+    axis = np.arange(k) % 4  # along x, y, z, or anywhere
+    for a in range(3):
+        rows = axis == a
+        p1[rows, a] = rng.uniform(-1, 19, rows.sum()) if a < 2 else -2.0
+        if a == 2:
+            p0[rows, 2] = 9.0
+    p1[axis == 3] = rng.uniform((-1, -1, -1), (19, 19, 8), ((axis == 3).sum(), 3))
+    p0[0], p1[0] = (-1, -1, 9), (-1, -1, 9)  # a ray of length 0, nowhere near anything
+    hits = ray_triangles(p0, p1, tris)
+    t_sphere, amb_sphere = ray_spheres(p0, p1, centre, radius)
+    start_inside = np.any(np.linalg.norm(p0[:, None] - centre[None], axis=-1) <= radius, axis=1)
+    for query in (ALL, 1, 2):
+        res = ccd.ray_test_batch(p0, p1, mask=query)
+        quad_ok = (np.array(masks[:n_quads]) & query) != 0
+        sphere_ok = (np.array(masks[n_quads:]) & query) != 0
+        checked = hits_seen = 0
+        for i in range(1, k):
+            tt = np.where(hits.hit[i] & quad_ok[tris.node], hits.t[i], np.inf)
+            ts = np.where(sphere_ok, t_sphere[i], np.inf)
+            if (np.any(hits.ambiguous[i] & quad_ok[tris.node]) or np.any(amb_sphere[i] & sphere_ok)
+                    or start_inside[i]):  # fmt: skip
+                continue
+            checked += 1
+            best = min(tt.min(), ts.min())
+            if np.isinf(best):
+                assert res.t[i] == math.inf and res.collider[i] == -1, (query, i)
+                continue
+            hits_seen += 1
+            into = nodes[int(tris.node[tt.argmin()])] if tt.min() <= ts.min() else nodes[
+                n_quads + int(ts.argmin())]  # fmt: skip
+            assert res.t[i] == pytest.approx(best, abs=1e-9), (query, i)
+            assert res.nodes[res.collider[i]] == into, (query, i)
+            assert res.point[i] == pytest.approx(p0[i] + best * (p1[i] - p0[i]), abs=1e-8)
+        assert res.t[0] == math.inf and res.collider[0] == -1  # the ray of length 0
+        assert checked >= 200 and hits_seen >= 30, (query, checked, hits_seen)
+    for i in range(1, 40):  # the scalar form agrees with the batch row
+        c = ccd.ray_test_closest(tuple(p0[i]), tuple(p1[i]), mask=2)
+        res_t = ccd.ray_test_batch(p0[i : i + 1], p1[i : i + 1], mask=2).t[0]
+        assert (c is None and res_t == math.inf) or c.getT() == res_t
 
 
 # ======================================================================================
