@@ -676,8 +676,10 @@ def _transform(p):
 # 6. Sweeps against dense sampling, every kind of solid
 # ======================================================================================
 def _kinds_scene(render, ccd, rng):
-    """Two-sided random polygons, plus a box, a capsule and a body sphere, stepped once;
-    returns the scene and the distance function of the whole of it."""
+    """Two-sided random polygons, a box, a capsule and a body sphere; after a first pass
+    the game moves and turns the kinematic polygon nodes and the capsule, and a second
+    pass reads them (and may push the body). Returns the distance function of the scene
+    as that pass left it, read back through Panda3D's getters."""
     scene = random_scene(render, ccd, rng, n_nodes=4, all_two_sided=True)
     box = cnode(render, "box", CollisionBox(LPoint3(4, 4, -1), LPoint3(6, 7, 1)))
     capsule = cnode(render, "capsule", CollisionCapsule(-5, 4, -2, -5, 5, 2, 0.7))
@@ -687,13 +689,25 @@ def _kinds_scene(render, ccd, rng):
     ccd.add_collision_node(capsule)
     ccd.add_sphere(body, 1.2, response="rewind")
     ccd.step()
+    # Kinematic nodes under the scene root (not under a scaled parent: no shear).
+    turned = [p for p, static in zip(scene.nodes, scene.static)
+              if not static and p.getParent().getName() == "scene"]  # fmt: skip
+    assert turned
+    for path in [*turned, capsule]:
+        path.setFluidPos(path.getPos() + LVector3(*rng.uniform(-0.5, 0.5, 3)))
+        path.setHpr(path.getHpr() + LVector3(*rng.uniform(-20, 20, 3)))
+    ccd.step()
+    tris = world_triangles(scene.nodes, scene.two_sided, scene.static)
+    cap_a, cap_b = (vec(render.getRelativePoint(capsule, LPoint3(*p)))
+                    for p in ((-5, 4, -2), (-5, 5, 2)))  # fmt: skip
+    ball = vec(body.getPos(render))
 
     def distance(x: np.ndarray) -> np.ndarray:
         q = np.abs(x - (5, 5.5, 0)) - (1, 1.5, 1)
         d_box = np.linalg.norm(np.maximum(q, 0), axis=1) + np.minimum(q.max(axis=1), 0)
-        d_cap = _segment_distance(x, np.array([-5, 4, -2.0]), np.array([-5, 5, 2.0])) - 0.7
-        d_ball = np.linalg.norm(x - (4, -5, 1), axis=1) - 1.2
-        d_tri = triangle_distance(x, scene.tris)
+        d_cap = _segment_distance(x, cap_a, cap_b) - 0.7
+        d_ball = np.linalg.norm(x - ball, axis=1) - 1.2
+        d_tri = triangle_distance(x, tris)
         return np.minimum(np.minimum(d_box, d_cap), np.minimum(d_ball, d_tri))
 
     return scene, distance
@@ -1210,3 +1224,27 @@ def test_a_node_removed_by_the_game_is_gone_after_the_next_pass(base, ccd):
     near.removeNode()
     ccd.step()
     assert _everything(ccd, ((0, 0, 0), (10, 0, 0))) == [far] * 5
+
+
+def test_nodes_taken_out_of_the_scene_are_not_seen_from_the_next_pass_until_back(base, ccd):
+    render = base.render
+    kinematic = wall_x(render, "kinematic", 1.0)
+    ccd.add_collision_node(kinematic)
+    static = wall_x(render, "static", 2.0)
+    ccd.add_collision_node(static, static=True)
+    body = render.attachNewNode("body")
+    body.setPos(3, 0, 0)
+    ccd.add_sphere(body, 0.5)
+    ccd.step()
+    ray = ((0, 0, 0), (10, 0, 0))
+    everything = [kinematic, static, body]
+    assert [c.getIntoNodePath() for c in ccd.ray_test_all(*ray)] == everything
+    for path in everything:
+        path.detachNode()
+    assert [c.getIntoNodePath() for c in ccd.ray_test_all(*ray)] == everything  # last pass
+    ccd.step()
+    assert _everything(ccd, ray) == []
+    for path in everything:
+        path.reparentTo(render)
+    ccd.step()
+    assert [c.getIntoNodePath() for c in ccd.ray_test_all(*ray)] == everything
