@@ -34,12 +34,14 @@ from panda3d.core import (
     CollisionCapsule,
     CollisionInvSphere,
     CollisionNode,
+    CollisionPlane,
     CollisionPolygon,
     CollisionSphere,
     LPoint3,
     LVector3,
     NodePath,
     Plane,
+    TransformState,
 )
 
 #: How far the plugin's world-space triangles may lie from the oracle's. A static node's
@@ -436,6 +438,7 @@ def test_two_sided_nodes_are_hit_from_behind_with_the_normal_toward_the_caster(b
     assert behind >= 20
 
 
+@np.errstate(divide="ignore", invalid="ignore")
 def ray_spheres(p0, p1, center, radius):
     """(k, m) first t of each ray entering each sphere (inf: none), and (k, m) ambiguous:
     grazing, starting on the surface or touching at an end. Rays start outside."""
@@ -445,15 +448,12 @@ def ray_spheres(p0, p1, center, radius):
     b = np.sum(d * f, axis=-1)
     c = np.sum(f * f, axis=-1) - radius[None] ** 2
     disc = b * b - a * c
-    root = np.sqrt(np.maximum(disc, 0.0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = (-b - root) / a
+    t = (-b - np.sqrt(np.maximum(disc, 0.0))) / a
     hit = (disc > 0) & (t >= 0) & (t <= 1)
     ray_len = np.sqrt(a)
     # Passing within 1e-6 of the sphere's size of a graze, or touching at an end.
-    with np.errstate(invalid="ignore", divide="ignore"):
-        nearest = -b / a
-        miss = np.sqrt(np.maximum(np.sum(f * f, axis=-1) - b * b / a, 0.0))
+    nearest = -b / a
+    miss = np.sqrt(np.maximum(np.sum(f * f, axis=-1) - b * b / a, 0.0))
     grazing = (np.abs(miss - radius[None]) < 1e-6 * radius[None]) & (nearest > -1e-6)
     grazing &= nearest < 1 + 1e-6
     near_end = (disc > 0) & ((np.abs(t) * ray_len < 1e-9) | (np.abs(t - 1) * ray_len < 1e-9))
@@ -553,6 +553,10 @@ def _bullet_world(tris: Tris):
     world = bullet.BulletWorld()
     world.attachRigidBody(body)
     return bullet, world, body
+
+
+def _transform(p) -> TransformState:
+    return TransformState.makePos(LPoint3(*p))
 
 
 def test_rays_agree_with_bullet_wherever_bullet_hits_a_front_face(base, ccd):
@@ -664,12 +668,6 @@ def test_sweeps_agree_with_bullets_sphere_cast_on_two_sided_meshes(base, ccd):
         assert triangle_distance(between, scene.tris).min() - r[i] >= -1e-4, i
         assert batch.t[i] == pytest.approx(got.getT(), abs=1e-12)
     assert compared >= 100 and hits >= 40, (compared, hits)
-
-
-def _transform(p):
-    from panda3d.core import TransformState
-
-    return TransformState.makePos(LPoint3(*p))
 
 
 # ======================================================================================
@@ -1105,6 +1103,21 @@ def test_ray_test_all_gives_each_solid_of_a_node_once_sorted_by_t(base, ccd):
     assert all(c.getIntoNodePath() == stack for c in got)
     # The box is hit once, at its near face (its far face is a back face).
     assert vec(got[3].getSurfaceNormal(render)) == pytest.approx((-1, 0, 0))
+
+
+def test_a_body_node_of_two_spheres_and_a_plane_gives_one_contact_per_solid(base, ccd):
+    render = base.render
+    plane = CollisionPlane(Plane(LVector3(-1, 0, 0), LPoint3(8, 0, 0)))
+    body = cnode(render, "body", CollisionSphere(2, 0, 0, 0.5), CollisionSphere(4, 0, 0, 0.5),
+                 plane)  # fmt: skip
+    ccd.add_collision_node(body)
+    ccd.step()
+    got = ccd.ray_test_all((0, 0, 0), (10, 0, 0))
+    assert [c.getT() for c in got] == pytest.approx([0.15, 0.35, 0.8])
+    assert all(c.getIntoNodePath() == body for c in got)
+    assert got[2].getIntoSolid() == body.node().getSolid(2)
+    assert [tuple(c.getSurfacePoint(render)) for c in got] == [(1.5, 0, 0), (3.5, 0, 0),
+                                                               (8, 0, 0)]  # fmt: skip
 
 
 # ======================================================================================
