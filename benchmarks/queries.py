@@ -79,6 +79,7 @@ __all__ = [
     "CrossCheck",
     "QueryRun",
     "cross_check",
+    "bullet_ray_hits",
     "measure_queries",
     "batch_table",
     "single_table",
@@ -387,6 +388,17 @@ def _bullet_sweep_loop(world: Any, start: Float, end: Float) -> Callable[[], lis
         return [sweep(shape, at(Point3(*a)), at(Point3(*b)), mask, 0.0) for a, b in pairs]
 
     return run
+
+
+def bullet_ray_hits(triangles: Float, rays: Rays) -> tuple[Float, Float, Int]:
+    """Bullet's closest hit of each ray against (m, 3, 3) float64 ``triangles``, in a world
+    built as the benchmark builds it: (k,) t (inf: no hit), (k, 3) hit points (nan: none)
+    and (k,) rows of ``triangles`` hit (-1: none)."""
+    world, root = _bullet_world(triangles)
+    try:
+        return _read_bullet(_bullet_ray_loop(world, rays.start, rays.end)())
+    finally:
+        root.removeNode()
 
 
 def _read_bullet(results: Sequence[Any]) -> tuple[Float, Float, Int]:
