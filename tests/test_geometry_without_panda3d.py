@@ -20,7 +20,12 @@ import pytest
 import panda3d_ccd
 
 PACKAGE_DIR = Path(panda3d_ccd.__file__).resolve().parent
-GEOMETRY_MODULES = ["panda3d_ccd.sweep", "panda3d_ccd.broadphase", "panda3d_ccd._index"]
+GEOMETRY_MODULES = [
+    "panda3d_ccd.sweep",
+    "panda3d_ccd.broadphase",
+    "panda3d_ccd._index",
+    "panda3d_ccd._queries",
+]
 BLOCKED = ("panda3d", "direct")
 
 BLOCKER = textwrap.dedent(

@@ -11,10 +11,17 @@ from typing import TYPE_CHECKING, Any
 from .sweep import sphere_plane_toi, sphere_sphere_toi
 
 if TYPE_CHECKING:
+    from ._scene import QueryResult
     from .component import ContinuousCollision
     from .contact import Contact
 
-__all__ = ["ContinuousCollision", "Contact", "sphere_sphere_toi", "sphere_plane_toi"]
+__all__ = [
+    "ContinuousCollision",
+    "Contact",
+    "QueryResult",
+    "sphere_sphere_toi",
+    "sphere_plane_toi",
+]
 __version__ = "0.1.0"
 
 
@@ -27,4 +34,8 @@ def __getattr__(name: str) -> Any:
         from .contact import Contact
 
         return Contact
+    if name == "QueryResult":
+        from ._scene import QueryResult
+
+        return QueryResult
     raise AttributeError(f"module 'panda3d_ccd' has no attribute {name!r}")

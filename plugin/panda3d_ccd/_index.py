@@ -131,6 +131,22 @@ def _overlap(qlo: Float, qhi: Float, q: Int, lo: Float, hi: Float, k: Int) -> Bo
     return hit
 
 
+def _crosses(origin: Float, inv: Float, grow: Float, q: Int, lo: Float, hi: Float, k: Int) -> Bool:
+    """(p,) whether segments ``q[j]`` (origin (3, n) plus s times the direction whose
+    inverse is inv (3, n), s in [0, 1]) cross boxes ``k[j]`` of lo, hi (3, .) grown by
+    ``grow[q[j]]``: the slab test."""
+    o = np.take(origin, q, axis=1)
+    iv = np.take(inv, q, axis=1)
+    g = np.take(grow, q)
+    with np.errstate(over="ignore", invalid="ignore"):
+        t1 = (np.take(lo, k, axis=1) - g - o) * iv
+        t2 = (np.take(hi, k, axis=1) + g - o) * iv
+        near = np.minimum(t1, t2).max(axis=0)
+        far = np.maximum(t1, t2).min(axis=0)
+    # Empty slots (nan boxes) give nan times: never a hit.
+    return (near <= far) & (near <= 1.0) & (far >= 0.0)
+
+
 #: A query of r boxes starts at the level of about _WIDE_START / r nodes (see _pairs).
 _WIDE_START = 2048
 
@@ -193,10 +209,11 @@ class StaticIndex:
         leaves = max(1, -(-m // _LEAF))
         depth = int(np.ceil(np.log2(leaves)))
         slots = (1 << depth) * _LEAF
-        # Empty slots get the empty box (lo = +inf, hi = -inf): every test against it, and
-        # against any union that is all empty, fails, so the tree needs no counts.
-        self._lo = np.full((3, slots), np.inf)
-        self._hi = np.full((3, slots), -np.inf)
+        # Empty slots get a nan box: every comparison with it, and with a union that is all
+        # empty, is false (the box test and the slab test alike), so the tree needs no
+        # counts; the unions ignore it (fmin, fmax).
+        self._lo = np.full((3, slots), np.nan)
+        self._hi = np.full((3, slots), np.nan)
         self._lo[:, :m] = np.take(lo, order, axis=1)
         self._hi[:, :m] = np.take(hi, order, axis=1)
         self._ids = np.full(slots, -1, dtype=np.int64)
@@ -205,13 +222,13 @@ class StaticIndex:
         mask[:m] = np.take(self.into_mask, order)
         self._mask = mask
         # Levels from the leaves up, each a reduction over pairs of the one below.
-        nlo = self._lo.reshape(3, -1, _LEAF).min(axis=2)
-        nhi = self._hi.reshape(3, -1, _LEAF).max(axis=2)
+        nlo = np.fmin.reduce(self._lo.reshape(3, -1, _LEAF), axis=2)
+        nhi = np.fmax.reduce(self._hi.reshape(3, -1, _LEAF), axis=2)
         nmask = np.bitwise_or.reduce(mask.reshape(-1, _LEAF), axis=1)
         levels = [(nlo, nhi, nmask)]
         while nlo.shape[1] > 1:
-            nlo = nlo.reshape(3, -1, 2).min(axis=2)
-            nhi = nhi.reshape(3, -1, 2).max(axis=2)
+            nlo = np.fmin.reduce(nlo.reshape(3, -1, 2), axis=2)
+            nhi = np.fmax.reduce(nhi.reshape(3, -1, 2), axis=2)
             nmask = nmask.reshape(-1, 2)[:, 0] | nmask.reshape(-1, 2)[:, 1]
             levels.append((nlo, nhi, nmask))
         self._levels = levels[::-1]
@@ -319,6 +336,95 @@ class StaticIndex:
             key = unique(i * max(self.size, 1) + k)
             return np.divmod(key, max(self.size, 1))
         return self._pairs(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1), rows, from_, n)
+
+    def segment_pairs(
+        self,
+        p0: ArrayLike,
+        p1: ArrayLike,
+        reach: ArrayLike = 0.0,
+        from_mask: ArrayLike | None = None,
+    ) -> tuple[Int, Int]:
+        """Candidate (segment, item) pairs: segments whose points come within ``reach`` of an
+        item's box (a ray, or a cast sphere, against the index).
+
+        Unlike :meth:`sphere_pairs`, which boxes each sweep, the segment itself is tested
+        against each node's box grown by its reach (a slab test), so a long diagonal ray
+        meets only the nodes it passes through, not every node under its box.
+
+        Parameters
+        ----------
+        p0, p1 : (n, 3) float64
+            Ends of the segments, finite.
+        reach : (n,) or scalar float64
+            How far from the segment an item may be, finite and >= 0 (a cast sphere's
+            radius; 0 for a ray).
+        from_mask : (n,) or scalar integer, optional
+            32-bit from-masks of the segments (None: all bits on).
+
+        Returns
+        -------
+        i, k : (p,) int64
+            Segment and item of every pair found, each once, sorted by ``i`` then ``k``.
+
+        Examples
+        --------
+        >>> a = np.array([[0.0, 0, 0], [10, 0, 0]])
+        >>> index = StaticIndex.of_triangles(a, a + [1, 0, 0], a + [0, 1, 0])
+        >>> index.segment_pairs([[-5.0, 0.5, 0], [0, 0, 5]], [[5.0, 0.5, 0], [0, 0, 6]])
+        (array([0]), array([0]))
+        """
+        p0_, p1_ = _check.sweeps(p0, p1)
+        n = p0_.shape[0]
+        for name, arr in (("p0", p0_), ("p1", p1_)):
+            bad = ~np.isfinite(arr).all(axis=1)
+            if np.any(bad):
+                row = int(np.argmax(bad))
+                raise ValueError(f"{name} must be finite, got {arr[row].tolist()} at row {row}")
+        return self._segment_pairs(
+            p0_, p1_, _check.lengths("reach", reach, n), _check.masks("from_mask", from_mask, n)
+        )
+
+    def _segment_pairs(self, p0: Float, p1: Float, reach: Float, from_: Int) -> tuple[Int, Int]:
+        """:meth:`segment_pairs` on rows already checked and broadcast to (n,)."""
+        n = len(p0)
+        empty = np.empty(0, dtype=np.int64)
+        if self.size == 0 or n == 0:
+            return empty, empty.copy()
+        origin = np.ascontiguousarray(p0.T)
+        d = np.ascontiguousarray((p1 - p0).T)
+        # Slab times of each axis; an axis the segment does not move along gets a huge
+        # finite inverse (never inf: 0 * inf would be nan), so its slab is all or nothing.
+        tiny = np.abs(d) < 1e-300
+        inv = 1.0 / np.where(tiny, np.where(d < 0, -1e-300, 1e-300), d)
+        # The items' rounding pad, the query's own, and the reach.
+        with np.errstate(over="ignore"):
+            scale = np.maximum(np.abs(p0).max(axis=1), np.abs(p1).max(axis=1))
+        grow = reach + DIST_REL_EPS * np.maximum(scale, reach)
+        masked = (np.bitwise_and.reduce(from_) & np.bitwise_and.reduce(self.into_mask)) == 0
+        start = min(len(self._levels) - 1, max(0, int(np.log2(_WIDE_START / n))))
+        width = 1 << start
+        q = np.repeat(np.arange(n), width)
+        node = np.tile(np.arange(width, dtype=np.int64), n)
+        for depth, (lo, hi, nmask) in enumerate(self._levels):
+            if depth < start:
+                continue
+            if depth > start:
+                q = np.repeat(q, 2)
+                node = (node[:, None] * 2 + np.arange(2)).ravel()
+            hit = _crosses(origin, inv, grow, q, lo, hi, node)
+            if masked:
+                hit &= (np.take(from_, q) & np.take(nmask, node)) != 0
+            keep = np.flatnonzero(hit)
+            q = np.take(q, keep)
+            node = np.take(node, keep)
+        q = np.repeat(q, _LEAF)
+        slot = (node[:, None] * _LEAF + np.arange(_LEAF)).ravel()
+        hit = _crosses(origin, inv, grow, q, self._lo, self._hi, slot)
+        if masked:
+            hit &= (np.take(from_, q) & np.take(self._mask, slot)) != 0
+        keep = np.flatnonzero(hit)
+        key = np.sort(np.take(q, keep) * self.size + np.take(self._ids, np.take(slot, keep)))
+        return np.divmod(key, self.size)
 
     def _pairs(self, qlo: Float, qhi: Float, ids: Int, from_: Int, n: int) -> tuple[Int, Int]:
         """Pairs (ids[q], item) for query boxes qlo, qhi (3, r) already padded, sorted.

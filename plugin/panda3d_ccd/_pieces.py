@@ -61,6 +61,9 @@ class Kind(NamedTuple):
     bounds: Callable[..., tuple[Float, Float]] | None
     #: (p, *geometry rows) -> ((k, 3) closest point of the solid, (k,) distance to it).
     closest: Callable[..., tuple[Float, Float]]
+    #: (c0, c1, *geometry rows) -> Sweep of a point (radius 0: rays), where the kind has a
+    #: faster kernel for it than ``sweep``; None: ``sweep`` with radius 0.
+    point: Callable[..., Sweep] | None = None
 
 
 def _triangle_bounds(a: Float, b: Float, c: Float, two: Bool) -> tuple[Float, Float]:
@@ -139,7 +142,8 @@ def _inv_closest(p: Float, center: Float, radius: Float) -> tuple[Float, Float]:
 
 
 KINDS = {
-    TRIANGLE: Kind(TRIANGLE, "triangle", _tri._sweep, _triangle_bounds, _triangle_closest),
+    TRIANGLE: Kind(TRIANGLE, "triangle", _tri._sweep, _triangle_bounds, _triangle_closest,
+                   _tri._point_sweep),
     BOX: Kind(BOX, "box", _box._sweep, _box_bounds, _box_closest),
     CAPSULE: Kind(CAPSULE, "capsule", _capsule._sweep, _capsule_bounds, _capsule_closest),
     INV_SPHERE: Kind(INV_SPHERE, "inverse sphere", _inv._sweep, None, _inv_closest),
@@ -247,18 +251,26 @@ class Pieces:
             ok &= moving[:, None] | self.moving[None, :]
             i, k = np.nonzero(ok)
             return i.astype(np.int64), k.astype(np.int64)
-        if self._index is None:
-            if self.frames is None or self.frame is None:
-                lo, hi = self.spec.bounds(*self.geometry)
-            else:
-                lo, hi = self._world_box
-            self._index = StaticIndex(lo, hi, self.mask)
         cut = np.zeros(n, bool) if split is None else split
         # A still body can start a contact only with a moving row: the index asks every
         # body, and moving rows keep their still bodies.
-        i, k = self._index._sphere_pairs(p0, p1, reach, from_mask, np.ones(n, bool), cut)
+        i, k = self.index()._sphere_pairs(p0, p1, reach, from_mask, np.ones(n, bool), cut)
         keep = moving[i] | self.moving[k]
         return i[keep], k[keep]
+
+    def index(self) -> StaticIndex:
+        """The index of the rows' world boxes (static rows), or of the boxes they sweep over
+        this pass (kinematic rows); built on first use. Bounded kinds only."""
+        if self._index is None:
+            bounds = self.spec.bounds
+            if bounds is None:
+                raise ValueError(f"{self.spec.name} rows are unbounded: they have no index")
+            if self.frames is None or self.frame is None:
+                lo, hi = bounds(*self.geometry)
+            else:
+                lo, hi = self._world_box
+            self._index = StaticIndex(lo, hi, self.mask)
+        return self._index
 
     # ------------------------------------------------------------------ narrow phase
     def toi(self, paths: Paths, i: Int, k: Int) -> tuple[Float, Float]:

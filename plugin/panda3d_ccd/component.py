@@ -42,6 +42,7 @@ from ._index import StaticIndex
 from ._level import PIECE_TYPES, read_solids
 from ._obstacles import Planes
 from ._piecenodes import PieceNode, PieceNodes
+from ._scene import ALL_BITS, QueryResult, SceneQueries, Snapshot
 from ._spheres import SphereRecord, SphereTable
 from .contact import Contact
 
@@ -334,6 +335,7 @@ class ContinuousCollision:
         # Where the look at a few static piece nodes each pass goes on.
         self._piece_cursor = 0
         self._debug: Any = None
+        self._queries = SceneQueries(self._render, self._clock, self._alive)
         self._destroyed = False
         self.task_name = task_name
         self._task = self._taskmgr.add(self._task_step, task_name, sort=sort)
@@ -801,6 +803,10 @@ class ContinuousCollision:
         _collect["Write back"].start()
         self._write_back(spheres, frame, result, valid)
         _collect["Write back"].stop()
+        left_out = {self._owner_of[n] for n in self._inactive | self._statics.inactive
+                    if n in self._owner_of}  # fmt: skip
+        self._queries.snapshot(Snapshot(spheres, statics, left_out, planes, plane_n, off1,
+                                        tables, self._pieces, _solver.SENSOR))  # fmt: skip
 
         touches = self._touches(
             _Bodies.of(spheres, statics, near, planes, self._pieces.columns()),
@@ -1538,6 +1544,75 @@ class ContinuousCollision:
             )
         )
 
+    # ------------------------------------------------------------------ scene queries
+    def ray_test_closest(
+        self, from_pos: Any, to_pos: Any, *, mask: int | BitMask32 = ALL_BITS, sensors: bool = True
+    ) -> Contact | None:
+        """The first collider a ray from ``from_pos`` to ``to_pos`` (world space) hits.
+
+        The world is the one the last pass left (bodies where they ended, kinematic pieces
+        at the transform it read, static geometry, planes); a collider registered since is
+        seen from the next pass on. A collider is hit if ``mask & into_mask`` is non-zero
+        (``mask`` is the from-mask), and, with ``sensors=False``, only if it is tangible. A
+        one-sided polygon is hit from its front only. Returns the :class:`Contact` the
+        events use (``getT()`` the fraction of the way, ``getSurfacePoint(np)``,
+        ``getSurfaceNormal(np)``, ``getIntoNodePath()``, ``getIntoSolid()``; the from node
+        empty), or None.
+        """
+        self._check_alive()
+        return self._queries.closest(0.0, from_pos, to_pos, mask, sensors)
+
+    def ray_test_all(
+        self, from_pos: Any, to_pos: Any, *, mask: int | BitMask32 = ALL_BITS, sensors: bool = True
+    ) -> list[Contact]:
+        """Every collider solid the ray hits, its first hit of each, sorted by ``t`` (see
+        :meth:`ray_test_closest`)."""
+        self._check_alive()
+        return self._queries.all(from_pos, to_pos, mask, sensors)
+
+    def sweep_test_closest(
+        self,
+        radius: float,
+        from_pos: Any,
+        to_pos: Any,
+        *,
+        mask: int | BitMask32 = ALL_BITS,
+        sensors: bool = True,
+    ) -> Contact | None:
+        """The first collider a sphere of ``radius`` moved from ``from_pos`` to ``to_pos``
+        touches while approaching it (see :meth:`ray_test_closest`); ``getContactPos(np)``
+        is the sphere's centre then. A sphere starting inside or touching a solid hits it
+        at ``t`` 0 if it moves deeper, and not at all if it moves out."""
+        self._check_alive()
+        return self._queries.closest(radius, from_pos, to_pos, mask, sensors)
+
+    def ray_test_batch(
+        self, from_pos: Any, to_pos: Any, *, mask: int | BitMask32 = ALL_BITS, sensors: bool = True
+    ) -> QueryResult:
+        """:meth:`ray_test_closest` of k rays in one call: ``from_pos``, ``to_pos`` (k, 3).
+        Returns a :class:`QueryResult` of arrays (``t`` inf, ``collider`` -1 where none)."""
+        self._check_alive()
+        return self._queries.batch(0.0, from_pos, to_pos, mask, sensors)
+
+    def sweep_test_batch(
+        self,
+        radius: Any,
+        from_pos: Any,
+        to_pos: Any,
+        *,
+        mask: int | BitMask32 = ALL_BITS,
+        sensors: bool = True,
+    ) -> QueryResult:
+        """:meth:`sweep_test_closest` of k spheres in one call: ``radius`` a scalar or (k,),
+        ``from_pos``, ``to_pos`` (k, 3)."""
+        self._check_alive()
+        return self._queries.batch(radius, from_pos, to_pos, mask, sensors)
+
+    def _alive(self, owners: np.ndarray) -> np.ndarray:
+        """(k,) whether the nodes ``owners`` are still registered."""
+        live = np.fromiter(self._node_of.keys() - self._forgotten, np.int64)
+        return np.isin(owners, live)
+
     # ------------------------------------------------------------------ debug, teardown
     def show_debug(self, parent: NodePath | None = None) -> None:
         """Draw wire spheres, this frame's swept paths and contacts (normals), each pass."""
@@ -1567,6 +1642,7 @@ class ContinuousCollision:
         self._dynamic.clear()
         self._statics = _StaticCache()
         self._contacts = []
+        self._queries.forget()
         send_events(self._messenger, self._patterns, events)
 
     def _check_alive(self) -> None:

@@ -141,6 +141,47 @@ def _sweep(
     return Sweep(t, point, normal, feature, index)
 
 
+def _point_sweep(
+    c0: Float, c1: Float, a: Float, b: Float, c: Float, two_sided: ArrayLike = False
+) -> Sweep:
+    """:func:`_sweep` with radius 0 (a ray or segment), rows already checked: the same
+    contacts (a crossing of the front, or of either side where two-sided, inside the
+    triangle or on its boundary) in some thirty numpy calls instead of a thousand.
+
+    Inside is decided by the signs of the ray's triple products with the edges, taken
+    from the ray's start: two triangles sharing an edge compute the same product with
+    opposite signs, bit for bit, so a ray through a shared edge or vertex hits one of them
+    at least (watertight). A zero-area triangle is never hit (the full kernel's edges are
+    only ever met by a ray that lies along them exactly)."""
+    k = len(c0)
+    two = np.broadcast_to(np.asarray(two_sided, dtype=bool), (k,))
+    d = c1 - c0
+    ea, eb, ec = a - c0, b - c0, c - c0
+
+    def triple(u: Float, v: Float) -> Float:
+        return np.einsum("ij,ij->i", d, np.cross(u, v))
+
+    w_ab, w_bc, w_ca = triple(ea, eb), triple(eb, ec), triple(ec, ea)
+    n = np.cross(b - a, c - a)
+    s0 = -np.einsum("ij,ij->i", n, ea)
+    s1 = np.einsum("ij,ij->i", n, c1 - a)
+    front = (s0 >= 0.0) & (s1 <= 0.0) & (s0 > s1)
+    front &= (w_ab <= 0.0) & (w_bc <= 0.0) & (w_ca <= 0.0)
+    back = two & (s0 <= 0.0) & (s1 >= 0.0) & (s1 > s0)
+    back &= (w_ab >= 0.0) & (w_bc >= 0.0) & (w_ca >= 0.0)
+    hit = front | back
+    t = np.full(k, np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t[hit] = np.clip(s0[hit] / (s0[hit] - s1[hit]), 0.0, 1.0)
+        unit = n / np.sqrt(np.einsum("ij,ij->i", n, n))[:, None]
+    point = np.full((k, 3), np.nan)
+    normal = np.full((k, 3), np.nan)
+    point[hit] = c0[hit] + t[hit, None] * d[hit]
+    normal[hit] = np.where(back[hit, None], -unit[hit], unit[hit])
+    feature = np.where(hit, FACE, -1).astype(np.int8)
+    return Sweep(t, point, normal, feature, np.where(hit, 0, -1).astype(np.int64))
+
+
 def _blocks(c0, c1, r, a, b, c, two, contacts):
     """Yield (rows, results of :func:`_exact`) for the rows that survive the culls, about
     ``_BLOCK`` of them at a time.

@@ -1,0 +1,242 @@
+"""Scene queries: rays and sphere casts against what the last pass left. Pure numpy.
+
+A query is a cast: a point (a ray, radius 0) or a sphere moving from ``p0`` to ``p1``
+against a world that stands still (spheres, planes and level pieces, each where the last
+pass left it). It hits what the bodies' kernels say a body would first touch: the first
+time the cast touches a surface while approaching it (a one-sided polygon from its front
+only; a cast starting inside a solid gives 0 if it moves deeper, nothing if it moves out).
+
+Each kind of target is one table: spheres (:class:`SphereRows`), planes
+(:class:`PlaneRows`) and level pieces (:class:`PieceRows`, over the solver's own
+:class:`~._pieces.Pieces`, whose kind table gives the kernels). Static rows are found
+through their index; kinematic pieces are cast against in their own frame, at the
+transform the last pass read.
+
+This module never imports panda3d.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import _frames
+from ._arrays import length
+from ._index import StaticIndex
+from ._pieces import KINDS, Pieces
+from .sweep.sphere_plane import _sphere_plane_toi
+from .sweep.sphere_sphere import _sphere_sphere_toi
+
+__all__ = ["Found", "SphereRows", "PlaneRows", "PieceRows", "World", "closest", "firsts"]
+
+Float = NDArray[np.float64]
+Int = NDArray[np.int64]
+Bool = NDArray[np.bool_]
+
+#: Up to this many spheres are cast against directly; more get an index (built on the
+#: first query after a pass).
+_FEW_SPHERES = 64
+
+
+class Found(NamedTuple):
+    """Hits of casts, one row per (cast, target row) that touches; unsorted."""
+
+    query: Int  # (h,) which cast
+    t: Float  # (h,) fraction of the cast, in [0, 1]
+    point: Float  # (h, 3) world point on the target's surface
+    normal: Float  # (h, 3) world unit normal, out of the surface toward the cast
+    node: Int  # (h,) the target's node (an index the caller gave)
+    solid: Int  # (h,) which solid of the node (-1: the node is one solid)
+    part: Int  # (h,) which triangle of the solid's fan or face of its box (0 otherwise)
+    feature: NDArray[np.int8]  # (h,) face, edge or vertex of a piece (-1 otherwise)
+    sensor: Bool  # (h,) the target only reports (intangible)
+
+
+def _empty() -> Found:
+    none = np.zeros(0, np.int64)
+    return Found(none, np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), none, none, none,
+                 np.zeros(0, np.int8), np.zeros(0, bool))  # fmt: skip
+
+
+class SphereRows(NamedTuple):
+    """Spheres: (m, 3) centres, (m,) radii, into masks, sensor flags and node indices."""
+
+    center: Float
+    radius: Float
+    mask: Int
+    sensor: Bool
+    node: Int
+
+
+class PlaneRows(NamedTuple):
+    """Planes ``normal . x + offset = 0``, solid behind: (m, 3) unit normals, (m,) offsets,
+    into masks, sensor flags and node indices."""
+
+    normal: Float
+    offset: Float
+    mask: Int
+    sensor: Bool
+    node: Int
+
+
+class PieceRows(NamedTuple):
+    """A table of level pieces (static: world rows; kinematic: rows in their frames, cast
+    against at the frames' end transforms) and (m,) node, solid and part of each row."""
+
+    table: Pieces
+    node: Int
+    solid: Int
+    part: Int
+
+
+class World:
+    """What the queries see: tables of spheres, planes and pieces, standing still."""
+
+    def __init__(
+        self, spheres: list[SphereRows], planes: PlaneRows | None, pieces: list[PieceRows]
+    ) -> None:
+        self.spheres = [s for s in spheres if len(s.radius)]
+        self.planes = planes if planes is not None and len(planes.offset) else None
+        self.pieces = [p for p in pieces if len(p.table)]
+        self._sphere_index: dict[int, StaticIndex] = {}
+
+    def cast(self, p0: Float, p1: Float, radius: Float, mask: Int, sensors: bool) -> Found:
+        """Every hit of casts p0 -> p1 (k, 3) with radii (k,) and from masks (k,)."""
+        found = [self._spheres(j, rows, p0, p1, radius, mask, sensors)
+                 for j, rows in enumerate(self.spheres)]  # fmt: skip
+        if self.planes is not None:
+            found.append(self._planes(self.planes, p0, p1, radius, mask, sensors))
+        found += [self._pieces(rows, p0, p1, radius, mask, sensors) for rows in self.pieces]
+        found = [f for f in found if len(f.t)]
+        if not found:
+            return _empty()
+        if len(found) == 1:
+            return found[0]
+        return Found(*(np.concatenate(cols) for cols in zip(*found)))
+
+    # ------------------------------------------------------------------ per kind
+    def _spheres(
+        self, j: int, rows: SphereRows, p0: Float, p1: Float, r: Float, mask: Int, sensors: bool
+    ) -> Found:
+        m = len(rows.radius)
+        if m <= _FEW_SPHERES or len(p0) * m <= 4096:
+            q, k = np.divmod(np.arange(len(p0) * m), m)
+        else:
+            index = self._sphere_index.get(j)
+            if index is None:
+                index = StaticIndex(rows.center - rows.radius[:, None],
+                                    rows.center + rows.radius[:, None])  # fmt: skip
+                self._sphere_index[j] = index
+            q, k = index._segment_pairs(p0, p1, r, mask)
+        keep = _allowed(mask[q], rows.mask[k], rows.sensor[k], sensors)
+        q, k = q[keep], k[keep]
+        c = rows.center[k]
+        t = _sphere_sphere_toi(p0[q], p1[q], r[q], c, c, rows.radius[k])
+        hit = np.isfinite(t)
+        q, k, t, c = q[hit], k[hit], t[hit], c[hit]
+        at = p0[q] + t[:, None] * (p1[q] - p0[q])
+        normal = _unit(at - c, p0[q] - p1[q])
+        point = c + normal * rows.radius[k][:, None]
+        return _found(q, t, point, normal, rows.node[k], rows.sensor[k])
+
+    def _planes(
+        self, rows: PlaneRows, p0: Float, p1: Float, r: Float, mask: Int, sensors: bool
+    ) -> Found:
+        m = len(rows.offset)
+        q, k = np.divmod(np.arange(len(p0) * m), m)
+        keep = _allowed(mask[q], rows.mask[k], rows.sensor[k], sensors)
+        q, k = q[keep], k[keep]
+        t = _sphere_plane_toi(p0[q], p1[q], r[q], rows.normal[k], rows.offset[k])
+        hit = np.isfinite(t)
+        q, k, t = q[hit], k[hit], t[hit]
+        normal = rows.normal[k]
+        at = p0[q] + t[:, None] * (p1[q] - p0[q])
+        point = at - normal * (np.einsum("ij,ij->i", normal, at) + rows.offset[k])[:, None]
+        return _found(q, t, point, normal, rows.node[k], rows.sensor[k])
+
+    def _pieces(
+        self, rows: PieceRows, p0: Float, p1: Float, r: Float, mask: Int, sensors: bool
+    ) -> Found:
+        table = rows.table
+        if table.spec.bounds is not None:
+            q, k = table.index()._segment_pairs(p0, p1, r, mask)
+            keep = np.ones(len(q), bool) if sensors else ~table.sensor[k]
+        else:  # unbounded rows (the solid outside an inverse sphere): every cast
+            m = len(table)
+            q, k = np.divmod(np.arange(len(p0) * m), m)
+            keep = _allowed(mask[q], table.mask[k], table.sensor[k], sensors)
+        q, k = q[keep], k[keep]
+        if len(q) == 0:
+            return _empty()
+        c0, c1 = p0[q], p1[q]
+        frames = table.frames if table.frame is not None else None
+        if frames is not None:
+            f = table.frame[k]
+            rot, pos = frames.rot1[f], frames.pos1[f]
+            c0, c1 = _frames.unapply(rot, c0 - pos), _frames.unapply(rot, c1 - pos)
+        spec = KINDS[table.shape]
+        geometry = table.rows(k)
+        rq = r[q]
+        point_cast = rq == 0.0
+        if spec.point is not None and point_cast.all():
+            found = spec.point(c0, c1, *geometry)
+        else:
+            found = spec.sweep(c0, c1, rq, *geometry)
+        hit = np.isfinite(found.t)
+        q, k = q[hit], k[hit]
+        point, normal = found.point[hit], found.normal[hit]
+        if frames is not None:
+            f = table.frame[k]
+            point = _frames.apply(frames.rot1[f], point) + frames.pos1[f]
+            normal = _frames.apply(frames.rot1[f], normal)
+        return Found(q, found.t[hit], point, normal, rows.node[k], rows.solid[k], rows.part[k],
+                     found.feature[hit].astype(np.int8), table.sensor[k])  # fmt: skip
+
+
+def _allowed(from_mask: Int, into_mask: Int, sensor: Bool, sensors: bool) -> Bool:
+    keep = (from_mask & into_mask) != 0
+    return keep if sensors else keep & ~sensor
+
+
+def _unit(v: Float, fallback: Float) -> Float:
+    size = length(v)
+    ok = size > 0
+    out = np.where(ok[:, None], v, fallback)
+    size = np.where(ok, size, length(out))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = out / size[:, None]
+    return np.where(np.isfinite(out), out, [0.0, 0.0, 1.0])
+
+
+def _found(q: Int, t: Float, point: Float, normal: Float, node: Int, sensor: Bool) -> Found:
+    h = len(q)
+    return Found(q, t, point, normal, node, np.full(h, -1, np.int64), np.zeros(h, np.int64),
+                 np.full(h, -1, np.int8), sensor)  # fmt: skip
+
+
+def closest(found: Found, k: int) -> Int:
+    """(k,) row of ``found`` of each cast's first hit (-1 where none); ties go to the lower
+    node, so the answer does not depend on the order of the tables."""
+    best = np.full(k, -1, np.int64)
+    if len(found.t) == 0:
+        return best
+    order = np.lexsort((found.node, found.t, found.query))
+    lead = np.ones(len(order), bool)
+    lead[1:] = found.query[order][1:] != found.query[order][:-1]
+    best[found.query[order[lead]]] = order[lead]
+    return best
+
+
+def firsts(found: Found) -> Int:
+    """Rows of ``found``: each cast's first hit of each (node, solid), sorted by cast then
+    t (a polygon fanned into triangles, hit on a diagonal, is one hit)."""
+    if len(found.t) == 0:
+        return np.zeros(0, np.int64)
+    order = np.lexsort((found.t, found.solid, found.node, found.query))
+    q, n, s = found.query[order], found.node[order], found.solid[order]
+    lead = np.ones(len(order), bool)
+    lead[1:] = (q[1:] != q[:-1]) | (n[1:] != n[:-1]) | (s[1:] != s[:-1])
+    rows = order[lead]
+    return rows[np.lexsort((found.node[rows], found.t[rows], found.query[rows]))]

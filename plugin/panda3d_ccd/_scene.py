@@ -1,0 +1,302 @@
+"""Scene queries as the component answers them: the world the last pass left, as
+:class:`~._queries.World` tables, and the casts' hits as Contacts or arrays.
+
+Each pass hands over references to what it ended with (no copies, no work); the tables
+are made on the first query after it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+from panda3d.core import BitMask32, NodePath
+
+from . import _check
+from ._queries import Found, PieceRows, PlaneRows, SphereRows, World, closest, firsts
+from .contact import Contact
+
+__all__ = ["QueryResult", "Snapshot", "SceneQueries"]
+
+ALL_BITS = 0xFFFFFFFF
+#: Names of the features of a piece (Contact.feature).
+FEATURES = ("face", "edge", "vertex")
+
+
+class QueryResult(NamedTuple):
+    """The answers of a batch of k casts, one row each."""
+
+    #: (k,) float64: fraction of the way from ``from_pos`` to ``to_pos`` of the first hit;
+    #: ``inf`` where nothing was hit.
+    t: np.ndarray
+    #: (k, 3) float64: world point of the hit on the collider's surface (nan where none).
+    point: np.ndarray
+    #: (k, 3) float64: world unit normal of that surface, toward the cast (nan where none).
+    normal: np.ndarray
+    #: (k,) int64: index into :attr:`nodes` of the collider hit (-1 where none).
+    collider: np.ndarray
+    #: The colliders' NodePaths (those ``collider`` names), as the game registered them.
+    nodes: list[NodePath]
+
+
+class Snapshot(NamedTuple):
+    """References to what a pass left (see :meth:`SceneQueries.snapshot`)."""
+
+    spheres: Any  # SphereTable: the dynamic spheres
+    statics: Any  # SphereTable: the static spheres
+    left_out: set[int]  # owners of nodes out of the scene (not queried)
+    planes: list[Any]  # the pass's live planes
+    plane_normal: np.ndarray  # (m, 3)
+    plane_offset: np.ndarray  # (m,) at the end of the pass
+    tables: list[Any]  # the pass's piece tables
+    pieces: Any  # PieceNodes
+    sensor_code: int  # the solver's SENSOR response
+
+
+class _Columns(NamedTuple):
+    """Per node of a World: what Contacts need."""
+
+    nodepath: np.ndarray  # object
+    handle: np.ndarray  # object
+    owner: np.ndarray  # int64
+    solid: list[Any]  # per piece node: its solids; per other node: None
+    is_piece: np.ndarray  # bool
+    center: np.ndarray  # (nodes, 3) a sphere's centre, nan otherwise
+
+
+class SceneQueries:
+    """The queries of one component: ``alive(owners) -> bool mask`` says which nodes are
+    still registered; ``world`` is the root NodePath of the coordinates."""
+
+    def __init__(self, world: NodePath, clock: Any, alive: Any) -> None:
+        self._root = world
+        self._clock = clock
+        self._alive = alive
+        self._snapshot: Snapshot | None = None
+        self._built: tuple[World, _Columns] | None = None
+
+    def snapshot(self, snapshot: Snapshot) -> None:
+        """What the pass just ended with; the World is made from it on the next query."""
+        self._snapshot = snapshot
+        self._built = None
+
+    def forget(self) -> None:
+        self._snapshot = None
+        self._built = None
+
+    # ------------------------------------------------------------------ the world
+    def _world(self) -> tuple[World, _Columns] | None:
+        if self._built is None and self._snapshot is not None:
+            self._built = _build(self._snapshot)
+        return self._built
+
+    # ------------------------------------------------------------------ public forms
+    def closest(self, radius: Any, from_pos: Any, to_pos: Any, mask: Any, sensors: Any) -> Any:
+        found, columns = self._cast_one(radius, from_pos, to_pos, mask, sensors)
+        if found is None:
+            return None
+        best = closest(found, 1)[0]
+        return None if best < 0 else self._contact(found, columns, int(best), from_pos, to_pos)
+
+    def all(self, from_pos: Any, to_pos: Any, mask: Any, sensors: Any) -> list[Contact]:
+        found, columns = self._cast_one(0.0, from_pos, to_pos, mask, sensors)
+        if found is None:
+            return []
+        return [self._contact(found, columns, int(row), from_pos, to_pos)
+                for row in firsts(found).tolist()]  # fmt: skip
+
+    def batch(self, radius: Any, from_pos: Any, to_pos: Any, mask: Any, sensors: Any) -> Any:
+        p0 = _points("from_pos", from_pos)
+        p1 = _points("to_pos", to_pos)
+        if p1.shape != p0.shape:
+            raise ValueError(f"to_pos must have the same shape as from_pos {p0.shape}, "
+                             f"got {p1.shape}")  # fmt: skip
+        k = len(p0)
+        r = _radius(radius, k)
+        bits = _mask_of(mask)
+        flag = _sensors(sensors)
+        t = np.full(k, np.inf)
+        point = np.full((k, 3), np.nan)
+        normal = np.full((k, 3), np.nan)
+        collider = np.full(k, -1, np.int64)
+        built = self._world()
+        if built is None or k == 0:
+            return QueryResult(t, point, normal, collider, [])
+        world, columns = built
+        found = _live(world.cast(p0, p1, r, np.full(k, bits, np.int64), flag), columns,
+                      self._alive)  # fmt: skip
+        best = closest(found, k)
+        hit = best >= 0
+        rows = best[hit]
+        t[hit] = found.t[rows]
+        point[hit] = found.point[rows]
+        normal[hit] = found.normal[rows]
+        nodes, collider[hit] = np.unique(found.node[rows], return_inverse=True)
+        return QueryResult(t, point, normal, collider, columns.handle[nodes].tolist())
+
+    # ------------------------------------------------------------------ internals
+    def _cast_one(
+        self, radius: Any, from_pos: Any, to_pos: Any, mask: Any, sensors: Any
+    ) -> tuple[Found, _Columns] | tuple[None, None]:
+        p0 = np.array([_vector("from_pos", from_pos)])
+        p1 = np.array([_vector("to_pos", to_pos)])
+        r = _radius(radius, 1)
+        bits = _mask_of(mask)
+        flag = _sensors(sensors)
+        built = self._world()
+        if built is None:
+            return None, None
+        world, columns = built
+        found = world.cast(p0, p1, r, np.full(1, bits, np.int64), flag)
+        return _live(found, columns, self._alive), columns
+
+    def _contact(
+        self, found: Found, columns: _Columns, row: int, from_pos: Any, to_pos: Any
+    ) -> Contact:
+        node = int(found.node[row])
+        t = float(found.t[row])
+        p0 = np.array(_vector("from_pos", from_pos))
+        p1 = np.array(_vector("to_pos", to_pos))
+        at = p0 + t * (p1 - p0)
+
+        def f32(v: np.ndarray) -> tuple[float, float, float]:
+            x, y, z = v.astype(np.float32).astype(np.float64).tolist()
+            return (x, y, z)
+
+        center = columns.center[node]
+        contact = Contact._unchecked(
+            t,
+            self._clock.getFrameTime(),
+            NodePath(),
+            columns.nodepath[node],
+            f32(found.point[row]),
+            f32(found.normal[row]),
+            0.0,
+            f32(at),
+            None if np.isnan(center[0]) else f32(center),
+            True,
+            not bool(found.sensor[row]),
+            self._root,
+            NodePath(),
+            columns.handle[node],
+        )
+        solid = int(found.solid[row])
+        if columns.is_piece[node] and solid >= 0:
+            contact._into_solid = columns.solid[node][solid]
+            feature = int(found.feature[row])
+            contact._feature = FEATURES[feature] if feature >= 0 else None
+            contact._part = int(found.part[row])
+        elif columns.solid[node] is not None:
+            contact._into_solid = columns.solid[node]
+        return contact
+
+
+def _live(found: Found, columns: _Columns, alive: Any) -> Found:
+    """Hits of nodes still registered (a node removed since the pass is never returned)."""
+    if len(found.t) == 0:
+        return found
+    keep = alive(columns.owner[found.node])
+    return found if keep.all() else Found(*(col[keep] for col in found))
+
+
+def _build(s: Snapshot) -> tuple[World, _Columns]:
+    """The World of a pass's snapshot, with its node columns: the dynamic spheres read this
+    pass, the static spheres, the planes, then the piece nodes."""
+    out = np.fromiter(s.left_out, np.int64, len(s.left_out))
+    nodepath: list[np.ndarray] = []
+    handle: list[np.ndarray] = []
+    owner: list[np.ndarray] = []
+    solid: list[Any] = []
+    center: list[np.ndarray] = []
+    spheres: list[SphereRows] = []
+    start = 0
+    for table in (s.spheres, s.statics):
+        rows = np.flatnonzero(
+            np.isfinite(table.prev_center).all(axis=1)
+            & np.isfinite(table.world_radius)
+            & ~table.bad
+            & ~np.isin(table.owner, out)
+        )
+        m = len(rows)
+        spheres.append(SphereRows(
+            table.prev_center[rows], table.world_radius[rows], table.into_mask[rows],
+            table.response[rows] == s.sensor_code, start + np.arange(m),
+        ))  # fmt: skip
+        nodepath.append(table.nodepath[rows])
+        handle.append(table.handle[rows])
+        owner.append(table.owner[rows])
+        solid += [None] * m
+        center.append(table.prev_center[rows])
+        start += m
+    m = len(s.planes)
+    planes = PlaneRows(
+        s.plane_normal, s.plane_offset,
+        np.fromiter((p.into_mask for p in s.planes), np.int64, m), np.zeros(m, bool),
+        start + np.arange(m),
+    )  # fmt: skip
+    nodepath.append(np.fromiter((p.nodepath for p in s.planes), object, m))
+    handle.append(np.fromiter((p.handle for p in s.planes), object, m))
+    owner.append(np.fromiter((p.owner for p in s.planes), np.int64, m))
+    solid += [p.solid for p in s.planes]
+    center.append(np.full((m, 3), np.nan))
+    start += m
+    cols = s.pieces.columns()
+    pieces = []
+    for table in s.tables:
+        node, solid_ix, part = s.pieces.locate(table.kind, np.arange(len(table)))
+        pieces.append(PieceRows(table, start + node, solid_ix, part))
+    k = len(cols["owner"])
+    nodepath.append(cols["nodepath"])
+    handle.append(cols["handle"])
+    owner.append(cols["owner"])
+    solid += [n.solids for n in s.pieces.nodes]
+    center.append(np.full((k, 3), np.nan))
+    is_piece = np.zeros(start + k, bool)
+    is_piece[start:] = True
+    columns = _Columns(np.concatenate(nodepath), np.concatenate(handle), np.concatenate(owner),
+                       solid, is_piece, np.concatenate(center))  # fmt: skip
+    return World(spheres, planes, pieces), columns
+
+
+# ------------------------------------------------------------------ argument checks
+def _vector(name: str, value: Any) -> tuple[float, float, float]:
+    try:
+        x, y, z = (float(c) for c in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be three numbers, got {value!r}") from None
+    if not all(math.isfinite(c) for c in (x, y, z)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return (x, y, z)
+
+
+def _points(name: str, value: Any) -> np.ndarray:
+    arr = _check.points(name, value, single=False)
+    bad = ~np.isfinite(arr).all(axis=1)
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise ValueError(f"{name} must be finite, got {arr[row].tolist()} in row {row}")
+    return arr
+
+
+def _radius(value: Any, k: int) -> np.ndarray:
+    r = _check.lengths("radius", value)
+    if r.ndim == 1 and len(r) != k:
+        raise ValueError(f"radius must be a scalar or have shape ({k},), got {r.shape}")
+    return np.broadcast_to(r, (k,)).astype(np.float64)
+
+
+def _mask_of(value: Any) -> int:
+    if isinstance(value, BitMask32):
+        return int(value.getWord())
+    if isinstance(value, (bool, float)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"mask must be a BitMask32 or an int, got {value!r}")
+    if not 0 <= int(value) < 2**32:
+        raise ValueError(f"mask must fit in 32 bits (0 to 2**32 - 1), got {value!r}")
+    return int(value)
+
+
+def _sensors(value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"sensors must be True or False, got {value!r}")
+    return bool(value)
