@@ -1,7 +1,9 @@
 """Command line: ``python -m benchmarks [--quick] [--sizes ...] [--profile] ...``;
 ``python -m benchmarks --geometry`` runs only the geometry benchmark (static index and
 sphere-triangle kernel), ``--statics`` only the static-collider one, ``--level`` only the
-level one (spheres over a 32,000-polygon level, and fast spheres fired at it)."""
+level one (spheres over a 32,000-polygon level, and fast spheres fired at it), ``--queries``
+only the scene-query one (rays and sweeps cast into that level, against Bullet and the
+traverser)."""
 
 from __future__ import annotations
 
@@ -30,6 +32,16 @@ from .level import (
 from .level_mesh import Level
 from .memory import measure_memory
 from .profiling import phase_table, profile_plugin
+from .queries import (
+    RADIUS,
+    Rays,
+    batch_table,
+    cross_check_table,
+    measure_queries,
+    single_table,
+    sweep_check_line,
+    targets,
+)
 from .scene import fast_pairs
 from .statics import measure_statics, statics_table
 from .systems import PluginOptions
@@ -64,6 +76,14 @@ _LEVEL_QUICK = {
     "warmup": (3, 1),
     "cells": (120, 40),
     "fired": (1000, 200),
+}
+#: The same for --queries (--frames: repeats of each batch).
+_QUERIES_QUICK = {
+    "cells": (120, 40),
+    "frames": (5, 2),
+    "rays": (10_000, 1000),
+    "calls": (500, 100),
+    "sweeps": (1000, 200),
 }
 
 
@@ -173,12 +193,30 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--volley-frames", type=_positive, default=3, help="frames each fired sphere is pushed"
     )
+    p.add_argument(
+        "--queries",
+        action="store_true",
+        help="run only the scene-query benchmark: rays and sphere sweeps cast into the "
+        "level (--cells), the plugin's batch and single calls against Bullet's and the "
+        "traverser's, with a ray-by-ray cross-check against Bullet (--frames: repeats of "
+        "each batch, default 5; --profile: cProfile the ray batch)",
+    )
+    p.add_argument("--rays", type=_positive, help="rays for --queries (default 10000)")
+    p.add_argument(
+        "--calls", type=_positive, help="single-ray calls timed for --queries (default 500)"
+    )
+    p.add_argument("--sweeps", type=_positive, help="sweeps for --queries (default 1000)")
     p.add_argument("--no-plot", action="store_true", help="do not write the PNG")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
     args = p.parse_args(argv)
     if args.response is None:
         args.response = "slide" if args.level else "rewind"
-    own = _GEOMETRY_QUICK if args.geometry else _LEVEL_QUICK if args.level else {}
+    own = (
+        _GEOMETRY_QUICK if args.geometry
+        else _LEVEL_QUICK if args.level
+        else _QUERIES_QUICK if args.queries
+        else {}
+    )  # fmt: skip
     for name, (full, quick) in own.items():
         if getattr(args, name) is None:
             setattr(args, name, quick if args.quick else full)
@@ -323,6 +361,87 @@ def _level(args: argparse.Namespace) -> int:
     return 0
 
 
+def _queries(args: argparse.Namespace) -> int:
+    """The scene-query benchmark alone: its tables on stdout, results.md and results.json."""
+    started = time.perf_counter()
+    build = build_level(Level.generate(args.cells, seed=args.seed))
+    level = build.level
+    rays = Rays.generate(level, args.rays, seed=args.seed)
+    run = measure_queries(
+        build,
+        rays,
+        calls=min(args.calls, args.rays),
+        sweeps=min(args.sweeps, args.rays),
+        repeats=args.frames,
+        profile=args.profile,
+    )
+    setup = (
+        f"panda3d {panda3d.__version__}, numpy {np.__version__}, Python "
+        f"{platform.python_version()}, {platform.machine()}; seed {args.seed}; "
+        f"{run.triangles:,} triangles in {run.nodes} CollisionNodes (the --level level, "
+        f"{args.cells} cells a side); {run.rays:,} rays ({int(rays.ground.sum()):,} ground, "
+        f"{run.rays - int(rays.ground.sum()):,} hitscan); batches: medians of "
+        f"{run.repeats} repeats after one untimed; garbage collection off while timed"
+    )
+    check = run.rays_check
+    sections = [
+        f"# panda3d-ccd scene queries\n\n{setup}",
+        "## Targets\n\n" + targets(run),
+        f"## {run.rays:,} rays at once (ms for all)\n\n"
+        "The plugin: one ray_test_batch over (k, 3) arrays, after add_collision_nodes(level, "
+        "static=True) and one step(). Bullet: rayTestClosest once per ray in a Python loop "
+        "building its Point3s from the same arrays, on a BulletTriangleMesh of the same "
+        "triangles; its result objects are read afterwards, untimed.\n\n"
+        + batch_table(run.ray_batch),
+        "## One ray a call (ms per call)\n\n"
+        f"The first {run.single[0].calls:,} rays, each call timed alone, arguments built "
+        "beforehand (Point3, Vec3), the hit point read. The traverser's CollisionRay is "
+        "infinite and hits polygons from behind: a timing reference, not the same "
+        "question.\n\n" + single_table(run.single),
+        f"## {run.sweeps:,} sphere sweeps at once (ms for all, for information)\n\n"
+        f"Spheres of radius {RADIUS} along the first {run.sweeps:,} rays.\n\n"
+        + batch_table(run.sweep_batch)
+        + "\n\n"
+        + sweep_check_line(run.sweeps_check),
+        "## Cross-check: the plugin's rays against Bullet's\n\n"
+        "Per ray, the plugin's batch against Bullet's closest hit. Bullet's mesh is "
+        "two-sided; the side it hit is read from the triangle it reports (its hit normal "
+        "always faces the ray). Front face: the plugin must report the same point, within "
+        "1e-3 of the ray's length; nothing hit: the plugin neither; back face: the plugin "
+        "must report nothing before it. Largest gap: the farthest apart the two points "
+        "are where both hit a front face (units).\n\n" + cross_check_table(check),
+    ]
+    if check.examples:
+        sections.append(
+            "Disagreements (first 10):\n\n"
+            + "\n".join(f"    {example}" for example in check.examples)
+        )
+    sections.append(
+        f"Set-up: scene {report._ms(build.scene_ms)} ms, Bullet mesh {report._ms(build.bullet_ms)} "
+        f"ms, add_collision_nodes {report._ms(run.register_ms)} ms, first step() "
+        f"{report._ms(run.first_pass_ms)} ms."
+    )
+    if run.profile:
+        sections.append(
+            f"## cProfile of one ray_test_batch ({run.rays:,} rays)\n\n```\n"
+            + run.profile
+            + "\n```"
+        )
+    text = "\n\n".join(sections) + "\n"
+    _say(text)
+    (args.out / "results.md").write_text(text)
+    record = {
+        "setup": setup,
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "run": run,
+        "disagree": check.disagree,
+    }
+    report.write_json(args.out / "results.json", record)
+    _say(f"Wrote {args.out / 'results.md'} and results.json "
+         f"({time.perf_counter() - started:.1f} s in all)")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -332,6 +451,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _statics(args)
     if args.level:
         return _level(args)
+    if args.queries:
+        return _queries(args)
     started = time.perf_counter()
     plugin = PluginOptions(
         response=args.response, respect_prev_transform=not args.plugin_own_prev
