@@ -145,8 +145,11 @@ class SceneQueries:
         # A node the game took out of the scene since the pass (removeNode(), detachNode())
         # is not hit: looked at only among those hit, and the casts made again without.
         top = self._root.getTop()
-        gone = [n for n in np.unique(found.node).tolist() if columns.nodepath[n].getTop() != top]
-        if gone:
+        while True:
+            gone = [n for n in np.unique(found.node).tolist()
+                    if columns.nodepath[n].getTop() != top]  # fmt: skip
+            if not gone:
+                break
             dead[gone] = True
             found = world.first(p0, p1, r, masks, flag, dead)
         q = found.query
