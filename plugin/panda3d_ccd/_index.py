@@ -148,20 +148,20 @@ def _crosses(origin: Float, inv: Float, grow: Float, q: Int, lo: Float, hi: Floa
 
 
 def _slab(t: Float) -> Bool:
-    """(k,) whether the slab times t (6, k) (the lo faces' then the hi faces' of k boxes)
+    """(k,) whether slab times t (6, k), the near faces' then the far faces' of k boxes,
     leave an interval that meets [0, 1]; nan boxes never do."""
-    near = np.minimum(t[:3], t[3:]).max(axis=0)
-    far = np.maximum(t[:3], t[3:]).min(axis=0)
-    return (near <= far) & (near <= 1.0) & (far >= 0.0)
+    return np.maximum(t[:3].max(axis=0), 0.0) <= np.minimum(t[3:].min(axis=0), 1.0)
 
 
 #: A lone segment tests every node of this level, then descends _ONE_STRIDE levels at a
-#: time (on the benchmark level's 33,000 triangles, 6 and 4 took 55 us a ray where the
-#: first cut, 2048 nodes and then the 32 items under each, took 130).
-_ONE_START = 6
+#: time (on the benchmark level's 33,000 triangles, 51 to 54 us a ray, where the first
+#: cut, 2048 nodes and then the 32 items under each, took 130).
+_ONE_START = 7
 _ONE_STRIDE = 4
 #: ... and from this many levels above the leaves, straight to the items.
-_ONE_TAIL = 4
+_ONE_TAIL = 3
+#: The children offsets of a step of each number of levels.
+_FANS = [np.arange(1 << bits) for bits in range(24)]
 #: A query of r boxes starts at the level of about _WIDE_START / r nodes (see _pairs).
 _WIDE_START = 2048
 
@@ -454,31 +454,42 @@ class StaticIndex:
         """:meth:`segment_pairs` of one segment p0, p1 (3,): its items, sorted.
 
         A lone ray pays for numpy calls, not for elements, so it gets its own descent in
-        the fewest: every node of one level at once (no gather), then straight to the
-        items under the nodes it crosses."""
+        the fewest: every node of a narrow level at once, then a few levels at a time, then
+        straight to the items. Each box's faces are taken in the order the segment meets
+        them (the near face of each axis, then the far one), so its slab times need no
+        sorting."""
         if self.size == 0:
             return np.empty(0, dtype=np.int64)
         levels, slots = self._columns()
-        d = p1 - p0
-        tiny = np.abs(d) < 1e-300
-        inv = 1.0 / np.where(tiny, np.where(d < 0, -1e-300, 1e-300), d)
-        scale = max(np.abs(p0).max(), np.abs(p1).max())
+        (ox, oy, oz), (ex, ey, ez) = p0.tolist(), p1.tolist()
+        scale = max(abs(ox), abs(oy), abs(oz), abs(ex), abs(ey), abs(ez))
         grow = reach + DIST_REL_EPS * max(scale, reach)
-        start = np.concatenate([p0 + grow, p0 - grow])[:, None]
-        inv6 = np.concatenate([inv, inv])[:, None]
+        # Per axis: the face met first (lo moving up, hi moving down), then the other; an
+        # axis the segment does not move along gets a huge finite inverse (never inf: 0 *
+        # inf would be nan), so its slab is all or nothing.
+        rows, start, inv = [0, 0, 0, 0, 0, 0], [0.0] * 6, [0.0] * 6
+        for axis, (o, e) in enumerate(((ox, ex), (oy, ey), (oz, ez))):
+            d = e - o
+            up = d >= 0.0
+            i = 1.0 / d if abs(d) >= 1e-300 else (1e300 if up else -1e300)
+            rows[axis], rows[axis + 3] = (axis, axis + 3) if up else (axis + 3, axis)
+            start[axis] = o + grow if up else o - grow
+            start[axis + 3] = o - grow if up else o + grow
+            inv[axis] = inv[axis + 3] = i
+        order = np.array(rows)[:, None]
+        at = np.array(start)[:, None]
+        scale_t = np.array(inv)[:, None]
         last = len(levels) - 1
-        # Every node of a narrow level, then _ONE_STRIDE levels at a time to the leaves,
-        # then their items: each step a handful of calls on a few dozen boxes.
         level = min(last, _ONE_START)
-        node = np.flatnonzero(_slab((levels[level] - start) * inv6))
+        node = np.flatnonzero(_slab((levels[level][rows] - at) * scale_t))
         while last - level > _ONE_TAIL:
             step = min(_ONE_STRIDE, last - level - _ONE_TAIL)
             level += step
-            node = (node[:, None] * (1 << step) + np.arange(1 << step)).ravel()
-            node = node[_slab((np.take(levels[level], node, axis=1) - start) * inv6)]
+            node = np.add.outer(node << step, _FANS[step]).ravel()
+            node = node[_slab((levels[level][order, node] - at) * scale_t)]
         fan = (1 << (last - level)) * _LEAF
-        slot = (node[:, None] * fan + np.arange(fan)).ravel()
-        slot = slot[_slab((np.take(slots, slot, axis=1) - start) * inv6)]
+        slot = np.add.outer(node * fan, np.arange(fan)).ravel()
+        slot = slot[_slab((slots[order, slot] - at) * scale_t)]
         if (from_mask & np.bitwise_and.reduce(self.into_mask)) == 0:
             slot = slot[(np.take(self._mask, slot) & from_mask) != 0]
         return np.sort(np.take(self._ids, slot))

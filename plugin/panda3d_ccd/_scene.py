@@ -8,6 +8,7 @@ are made on the first query after it.
 from __future__ import annotations
 
 import math
+from array import array
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -101,7 +102,8 @@ class SceneQueries:
         found, columns, p0, p1 = cast
         # By time, the first whose node is still registered (a node removed since the
         # pass is never returned); ties to the lower node, whatever the tables' order.
-        for row in np.lexsort((found.node, found.t)).tolist():
+        rows = [0] if len(found.t) == 1 else np.lexsort((found.node, found.t)).tolist()
+        for row in rows:
             if self._hittable(columns, int(found.node[row])):
                 return self._contact(found, columns, row, p0, p1)
         return None
@@ -182,10 +184,10 @@ class SceneQueries:
         t = float(found.t[row])
         center = columns.center[node]
         # Rounded to float32 as LPoint3 would (one conversion for the four vectors).
-        point, normal, at, centre = (
-            np.array([found.point[row], found.normal[row], p0 + t * (p1 - p0), center])
-            .astype(np.float32).astype(np.float64).tolist()
-        )  # fmt: skip
+        x, y, z = (p0 + t * (p1 - p0)).tolist()
+        f32 = array("f", [*found.point[row].tolist(), *found.normal[row].tolist(), x, y, z,
+                          *center.tolist()]).tolist()  # fmt: skip
+        point, normal, at, centre = f32[0:3], f32[3:6], f32[6:9], f32[9:12]
         contact = Contact._unchecked(
             t,
             self._clock.getFrameTime(),

@@ -28,6 +28,8 @@ array([0.5])
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -168,6 +170,8 @@ def _point_sweep(c0: Float, c1: Float, data: Float) -> Sweep:
     shared edge or vertex hits one of them at least (watertight). A zero-area triangle is
     never hit (the full kernel's edges are only ever met by a ray along them exactly)."""
     k = len(c0)
+    if k <= _SCALAR_ROWS:
+        return _point_rows(c0, c1, data)
     d = c1 - c0
     # The ray's Pluecker coordinates, in the order that pairs them with the edges'.
     ray = np.concatenate([cross(c0, d), d], axis=1)
@@ -188,6 +192,48 @@ def _point_sweep(c0: Float, c1: Float, data: Float) -> Sweep:
     point = np.where(hit[:, None], c0 + np.where(hit, t, 0.0)[:, None] * d, np.nan)
     feature = np.where(hit, FACE, -1).astype(np.int8)
     return Sweep(t, point, normal, feature, np.where(hit, 0, -1).astype(np.int64))
+
+
+def _point_rows(c0: Float, c1: Float, data: Float) -> Sweep:
+    """:func:`_point_sweep` of a few rows in plain Python: a lone ray meets a handful of
+    candidates, and each numpy call costs more than their arithmetic. The same sums in the
+    same order, so the same answers, bit for bit."""
+    k = len(c0)
+    t = [math.inf] * k
+    point = [(math.nan,) * 3] * k
+    normal = [(math.nan,) * 3] * k
+    feature = [-1] * k
+    for j, ((ox, oy, oz), (ex, ey, ez), row) in enumerate(
+        zip(c0.tolist(), c1.tolist(), data.tolist())
+    ):
+        dx, dy, dz = ex - ox, ey - oy, ez - oz
+        ray = (oy * dz - oz * dy, oz * dx - ox * dz, ox * dy - oy * dx, dx, dy, dz)
+        sides = []
+        for e in (0, 6, 12):
+            total = 0.0
+            for u, v in zip(row[e : e + 6], ray):
+                total += u * v
+            sides.append(total)
+        nx, ny, nz, off, two = row[18:23]
+        s0 = nx * ox + ny * oy + nz * oz + off
+        dn = nx * dx + ny * dy + nz * dz
+        if dn < 0.0 and s0 >= 0.0 and s0 + dn <= 0.0 and max(sides) <= 0.0:
+            flip = 1.0
+        elif two and dn > 0.0 and s0 <= 0.0 and s0 + dn >= 0.0 and min(sides) >= 0.0:
+            flip = -1.0
+        else:
+            continue
+        t[j] = tj = s0 / -dn
+        size = math.sqrt(nx * nx + ny * ny + nz * nz) * flip
+        normal[j] = (nx / size, ny / size, nz / size)
+        point[j] = (ox + tj * dx, oy + tj * dy, oz + tj * dz)
+        feature[j] = FACE
+    return Sweep(np.array(t), np.array(point), np.array(normal), np.array(feature, np.int8),
+                 np.array([0 if f == FACE else -1 for f in feature], np.int64))  # fmt: skip
+
+
+#: Up to this many rows, :func:`_point_sweep` works in plain Python.
+_SCALAR_ROWS = 12
 
 
 def _blocks(c0, c1, r, a, b, c, two, contacts):
