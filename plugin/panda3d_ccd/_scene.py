@@ -8,16 +8,18 @@ are made on the first query after it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
-from panda3d.core import BitMask32, NodePath
+from panda3d.core import BitMask32, CollisionLine, CollisionRay, CollisionSegment, NodePath
 
 from . import _check
 from ._queries import Found, PieceRows, PlaneRows, SphereRows, World, closest, firsts
+from ._rays import LINE, RAY, SEGMENT, cast_rays, firsts_per_node
 from .contact import Contact
 
-__all__ = ["QueryResult", "Snapshot", "SceneQueries"]
+__all__ = ["QueryResult", "Snapshot", "SceneQueries", "RayNode", "RayNodes", "ray_touches"]
 
 ALL_BITS = 0xFFFFFFFF
 #: Names of the features of a piece (Contact.feature).
@@ -300,3 +302,162 @@ def _sensors(value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"sensors must be True or False, got {value!r}")
     return bool(value)
+
+
+# ------------------------------------------------------------------ ray colliders
+@dataclass(eq=False)
+class RayNode:
+    """One registered CollisionNode of rays, segments and lines (from-only colliders)."""
+
+    uid: int
+    owner: int
+    nodepath: NodePath  # the component's own copy
+    solids: list[Any]  # CollisionRay, CollisionSegment, CollisionLine
+    from_mask: int
+    handle: NodePath | None = None  # the game's NodePath, as registered
+    bad: bool = False  # a non-finite transform at the last pass (warned once)
+
+
+#: Panda3D's ray solids and their kinds. Exact types: CollisionLine derives from
+#: CollisionRay (a line is a ray both ways).
+RAY_TYPES = {CollisionRay: RAY, CollisionSegment: SEGMENT, CollisionLine: LINE}
+
+
+class RayNodes:
+    """The registered ray nodes, each read once a pass and cast in the queries' world."""
+
+    def __init__(self) -> None:
+        self.nodes: list[RayNode] = []
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def add(self, node: RayNode) -> None:
+        self.nodes.append(node)
+
+    def drop(self, owners: set[int]) -> None:
+        self.nodes = [n for n in self.nodes if n.owner not in owners]
+
+    def read(self, render: NodePath, out: set[int], warn: Any) -> _Rays:
+        """This pass's rays in world space: one transform read per node in the scene (not
+        in ``out``, owners of nodes out of it), its solids as they are now (a picking ray
+        is aimed anew each frame). A node with a non-finite transform is skipped, with one
+        ``warn(text)`` until it is finite again."""
+        nodes = [n for n in self.nodes if n.owner not in out]
+        mats: list[Any] = []
+        live: list[RayNode] = []
+        for node in nodes:
+            try:
+                ts = node.nodepath.getTransform(render)
+                mat = None if ts.isInvalid() else ts.getMat()
+            except AssertionError:  # a NaN in the chain trips an assertion in Panda3D
+                mat = None
+            good = mat is not None and all(math.isfinite(x) for row in mat for x in row)
+            if not good and not node.bad:
+                warn(f"{node.nodepath} has a non-finite transform; ray skipped until it is "
+                     "finite again")  # fmt: skip
+            node.bad = not good
+            if good:
+                mats.append(mat)
+                live.append(node)
+        kind: list[int] = []
+        a: list[tuple[float, ...]] = []
+        b: list[tuple[float, ...]] = []
+        of: list[int] = []
+        tangible: list[bool] = []
+        for i, node in enumerate(live):
+            for solid in node.solids:
+                code = RAY_TYPES[type(solid)]
+                kind.append(code)
+                if code == SEGMENT:
+                    a.append((*solid.getPointA(), 1.0))
+                    b.append((*solid.getPointB(), 1.0))
+                else:
+                    a.append((*solid.getOrigin(), 1.0))
+                    b.append((*solid.getDirection(), 0.0))
+                of.append(i)
+                tangible.append(solid.isTangible())
+        k = len(kind)
+        row = np.array(of, np.int64)
+        m = np.array([[list(r) for r in mat] for mat in mats], np.float64).reshape(-1, 4, 4)
+        # Panda3D's row vectors: world = (x, y, z, w) @ mat, w 1 for points, 0 for vectors.
+        a4 = np.array(a, np.float64).reshape(k, 4)
+        b4 = np.array(b, np.float64).reshape(k, 4)
+        world_a = np.einsum("ki,kij->kj", a4, m[row])[:, :3]
+        world_b = np.einsum("ki,kij->kj", b4, m[row])[:, :3]
+        return _Rays(live, np.array(kind, np.int8), world_a, world_b,
+                     np.array([n.from_mask for n in live], np.int64)[row], row,
+                     np.array(tangible, bool))  # fmt: skip
+
+
+class _Rays(NamedTuple):
+    """A pass's k rays: the nodes read, (k,) kind, (k, 3) world a and b (see
+    :func:`~._rays.cast_rays`), (k,) from mask, node (row of ``nodes``) and tangible."""
+
+    nodes: list[RayNode]
+    kind: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    mask: np.ndarray
+    node: np.ndarray
+    tangible: np.ndarray
+
+
+def ray_touches(
+    queries: SceneQueries, rays: RayNodes, out: set[int], warn: Any
+) -> list[tuple[tuple[int, int], Contact, None]]:
+    """The ray nodes' contacts in the world of ``queries``' last snapshot (taken by the
+    pass that calls this), one per (ray node, node hit): its first hit along the ray,
+    keyed (ray owner, into owner) as the pass's other contacts are. ``out``: owners of
+    nodes out of the scene; ``warn(text)`` for a ray node's non-finite transform."""
+    read = rays.read(queries._root, out, warn)
+    built = queries._world()
+    if built is None or not len(read.kind):
+        return []
+    world, columns = built
+    hits = cast_rays(world, read.kind, read.a, read.b, read.mask)
+    owner = np.array([n.owner for n in read.nodes], np.int64)[read.node]
+    rows = firsts_per_node(hits, owner)
+    if not len(rows):
+        return []
+    ray = hits.ray[rows]
+    node = hits.node[rows]
+    with np.errstate(over="ignore"):
+        point = hits.point[rows].astype(np.float32).astype(np.float64)
+        normal = hits.normal[rows].astype(np.float32).astype(np.float64)
+    center = columns.center[node].astype(np.float32).astype(np.float64)
+    # Beyond float32's range a hit cannot be stated (LPoint3 would hold inf): left out.
+    ok = np.isfinite(point).all(axis=1) & np.isfinite(normal).all(axis=1)
+    now = queries._clock.getFrameTime()
+    out_list: list[tuple[tuple[int, int], Contact, None]] = []
+    into_owner = columns.owner[node].tolist()
+    for i in np.flatnonzero(ok).tolist():
+        r, n = int(ray[i]), int(node[i])
+        ray_node = read.nodes[int(read.node[r])]
+        p = tuple(point[i].tolist())
+        contact = Contact._unchecked(
+            float(hits.t[rows[i]]),
+            now,
+            ray_node.nodepath,
+            columns.nodepath[n],
+            p,
+            tuple(normal[i].tolist()),
+            0.0,
+            p,
+            None if np.isnan(center[i, 0]) else tuple(center[i].tolist()),
+            bool(read.tangible[r]),
+            not bool(hits.sensor[rows[i]]),
+            queries._root,
+            ray_node.handle,
+            columns.handle[n],
+        )
+        solid = int(hits.solid[rows[i]])
+        if columns.is_piece[n] and solid >= 0:
+            contact._into_solid = columns.solid[n][solid]
+            feature = int(hits.feature[rows[i]])
+            contact._feature = FEATURES[feature] if feature >= 0 else None
+            contact._part = int(hits.part[rows[i]])
+        elif columns.solid[n] is not None:
+            contact._into_solid = columns.solid[n]
+        out_list.append(((ray_node.owner, into_owner[i]), contact, None))
+    return out_list
