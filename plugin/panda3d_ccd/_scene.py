@@ -9,12 +9,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import numpy as np
-from panda3d.core import BitMask32, CollisionLine, CollisionRay, CollisionSegment, NodePath
+from panda3d.core import (
+    BitMask32,
+    CollisionLine,
+    CollisionRay,
+    CollisionSegment,
+    LMatrix4f,
+    NodePath,
+    PTA_LMatrix4f,
+    PTA_LVecBase3f,
+)
 
 from . import _check
+from ._arrays import row_all
 from ._queries import Found, PieceRows, PlaneRows, SphereRows, World, closest, firsts
 from ._rays import LINE, RAY, SEGMENT, cast_rays, firsts_per_node
 from .contact import Contact
@@ -317,10 +328,17 @@ class RayNode:
     handle: NodePath | None = None  # the game's NodePath, as registered
     bad: bool = False  # a non-finite transform at the last pass (warned once)
 
+    def __post_init__(self) -> None:
+        #: Per solid: its kind, and whether it is tangible (``%fs``), as registered.
+        self.kinds = [RAY_TYPES[type(solid)] for solid in self.solids]
+        self.tangible = [bool(solid.isTangible()) for solid in self.solids]
+
 
 #: Panda3D's ray solids and their kinds. Exact types: CollisionLine derives from
 #: CollisionRay (a line is a ray both ways).
 RAY_TYPES = {CollisionRay: RAY, CollisionSegment: SEGMENT, CollisionLine: LINE}
+
+_NAN_MAT = LMatrix4f(*[math.nan] * 16)
 
 
 class RayNodes:
@@ -340,54 +358,46 @@ class RayNodes:
 
     def read(self, render: NodePath, out: set[int], warn: Any) -> _Rays:
         """This pass's rays in world space: one transform read per node in the scene (not
-        in ``out``, owners of nodes out of it), its solids as they are now (a picking ray
-        is aimed anew each frame). A node with a non-finite transform is skipped, with one
-        ``warn(text)`` until it is finite again."""
-        nodes = [n for n in self.nodes if n.owner not in out]
-        mats: list[Any] = []
-        live: list[RayNode] = []
+        in ``out``, owners of nodes out of it), and its solids as they are now (a picking
+        ray is aimed anew each frame). A node with a non-finite transform is skipped, with
+        one ``warn(text)`` until it is finite again."""
+        nodes = [n for n in self.nodes if n.owner not in out] if out else self.nodes
+        mats = PTA_LMatrix4f()
         for node in nodes:
             try:
                 ts = node.nodepath.getTransform(render)
-                mat = None if ts.isInvalid() else ts.getMat()
+                mats.pushBack(_NAN_MAT if ts.isInvalid() else ts.getMat())
             except AssertionError:  # a NaN in the chain trips an assertion in Panda3D
-                mat = None
-            good = mat is not None and all(math.isfinite(x) for row in mat for x in row)
-            if not good and not node.bad:
+                mats.pushBack(_NAN_MAT)
+        mat = np.frombuffer(mats, np.float32).reshape(-1, 4, 4).astype(np.float64)
+        good = np.isfinite(mat).reshape(-1, 16).all(axis=1)
+        for node, ok in zip(nodes, good.tolist()):
+            if not ok and not node.bad:
                 warn(f"{node.nodepath} has a non-finite transform; ray skipped until it is "
                      "finite again")  # fmt: skip
-            node.bad = not good
-            if good:
-                mats.append(mat)
-                live.append(node)
-        kind: list[int] = []
-        a: list[tuple[float, ...]] = []
-        b: list[tuple[float, ...]] = []
-        of: list[int] = []
-        tangible: list[bool] = []
-        for i, node in enumerate(live):
-            for solid in node.solids:
-                code = RAY_TYPES[type(solid)]
-                kind.append(code)
-                if code == SEGMENT:
-                    a.append((*solid.getPointA(), 1.0))
-                    b.append((*solid.getPointB(), 1.0))
-                else:
-                    a.append((*solid.getOrigin(), 1.0))
-                    b.append((*solid.getDirection(), 0.0))
-                of.append(i)
-                tangible.append(solid.isTangible())
+            node.bad = not ok
+        live = [n for n, ok in zip(nodes, good.tolist()) if ok]
+        mat = mat[good]
+        kind = np.array([k for n in live for k in n.kinds], np.int8)
+        node = np.repeat(np.arange(len(live)), [len(n.solids) for n in live])
+        a, b = PTA_LVecBase3f(), PTA_LVecBase3f()
+        for solid, code in zip((s for n in live for s in n.solids), kind.tolist()):
+            if code == SEGMENT:
+                a.pushBack(solid.getPointA())
+                b.pushBack(solid.getPointB())
+            else:
+                a.pushBack(solid.getOrigin())
+                b.pushBack(solid.getDirection())
         k = len(kind)
-        row = np.array(of, np.int64)
-        m = np.array([[list(r) for r in mat] for mat in mats], np.float64).reshape(-1, 4, 4)
-        # Panda3D's row vectors: world = (x, y, z, w) @ mat, w 1 for points, 0 for vectors.
-        a4 = np.array(a, np.float64).reshape(k, 4)
-        b4 = np.array(b, np.float64).reshape(k, 4)
-        world_a = np.einsum("ki,kij->kj", a4, m[row])[:, :3]
-        world_b = np.einsum("ki,kij->kj", b4, m[row])[:, :3]
-        return _Rays(live, np.array(kind, np.int8), world_a, world_b,
-                     np.array([n.from_mask for n in live], np.int64)[row], row,
-                     np.array(tangible, bool))  # fmt: skip
+        a_ = np.frombuffer(a, np.float32).reshape(k, 3).astype(np.float64)
+        b_ = np.frombuffer(b, np.float32).reshape(k, 3).astype(np.float64)
+        rot, move = mat[node, :3, :3], mat[node, 3, :3]
+        # Panda3D's row vectors: a point is p @ rot + move, a direction d @ rot.
+        world_a = np.einsum("ki,kij->kj", a_, rot) + move
+        world_b = np.einsum("ki,kij->kj", b_, rot) + np.where((kind == SEGMENT)[:, None], move, 0.0)
+        mask = np.array([n.from_mask for n in live], np.int64)[node]
+        tangible = np.array([t for n in live for t in n.tangible], bool)
+        return _Rays(live, kind, world_a, world_b, mask, node, tangible)
 
 
 class _Rays(NamedTuple):
@@ -420,44 +430,51 @@ def ray_touches(
     rows = firsts_per_node(hits, owner)
     if not len(rows):
         return []
-    ray = hits.ray[rows]
-    node = hits.node[rows]
+    rows = rows[row_all(np.isfinite(hits.point[rows])) & row_all(np.isfinite(hits.normal[rows]))]
+    ray, node = hits.ray[rows], hits.node[rows]
+
+    def f32(v: np.ndarray) -> list[tuple[float, ...]]:
+        # Rounded to float32, as LPoint3 would hold them (beyond its range: left out).
+        with np.errstate(over="ignore"):
+            return list(map(tuple, v.astype(np.float32).astype(np.float64).tolist()))
+
+    point = f32(hits.point[rows])
     with np.errstate(over="ignore"):
-        point = hits.point[rows].astype(np.float32).astype(np.float64)
-        normal = hits.normal[rows].astype(np.float32).astype(np.float64)
-    center = columns.center[node].astype(np.float32).astype(np.float64)
-    # Beyond float32's range a hit cannot be stated (LPoint3 would hold inf): left out.
-    ok = np.isfinite(point).all(axis=1) & np.isfinite(normal).all(axis=1)
-    now = queries._clock.getFrameTime()
-    out_list: list[tuple[tuple[int, int], Contact, None]] = []
-    into_owner = columns.owner[node].tolist()
-    for i in np.flatnonzero(ok).tolist():
-        r, n = int(ray[i]), int(node[i])
-        ray_node = read.nodes[int(read.node[r])]
-        p = tuple(point[i].tolist())
-        contact = Contact._unchecked(
-            float(hits.t[rows[i]]),
-            now,
-            ray_node.nodepath,
-            columns.nodepath[n],
-            p,
-            tuple(normal[i].tolist()),
-            0.0,
-            p,
-            None if np.isnan(center[i, 0]) else tuple(center[i].tolist()),
-            bool(read.tangible[r]),
-            not bool(hits.sensor[rows[i]]),
-            queries._root,
-            ray_node.handle,
-            columns.handle[n],
+        fits = row_all(np.isfinite(hits.point[rows].astype(np.float32)))
+    center = columns.center[node]
+    into_pos: list[Any] = f32(center)
+    for i in np.flatnonzero(np.isnan(center[:, 0])).tolist():
+        into_pos[i] = None
+    of_ray = read.node[ray]
+    from_np = [read.nodes[i].nodepath for i in of_ray.tolist()]
+    from_handle = [read.nodes[i].handle for i in of_ray.tolist()]
+    contacts = list(
+        map(
+            Contact._unchecked,
+            hits.t[rows].tolist(),
+            repeat(queries._clock.getFrameTime()),
+            from_np,
+            columns.nodepath[node].tolist(),
+            point,
+            f32(hits.normal[rows]),
+            repeat(0.0),
+            point,
+            into_pos,
+            read.tangible[ray].tolist(),
+            (~hits.sensor[rows]).tolist(),
+            repeat(queries._root),
+            from_handle,
+            columns.handle[node].tolist(),
         )
-        solid = int(hits.solid[rows[i]])
-        if columns.is_piece[n] and solid >= 0:
-            contact._into_solid = columns.solid[n][solid]
+    )
+    for i in np.flatnonzero(columns.is_piece[node]).tolist():
+        n, solid = int(node[i]), int(hits.solid[rows[i]])
+        if solid >= 0:
             feature = int(hits.feature[rows[i]])
-            contact._feature = FEATURES[feature] if feature >= 0 else None
-            contact._part = int(hits.part[rows[i]])
-        elif columns.solid[n] is not None:
-            contact._into_solid = columns.solid[n]
-        out_list.append(((ray_node.owner, into_owner[i]), contact, None))
-    return out_list
+            contacts[i]._into_solid = columns.solid[n][solid]
+            contacts[i]._feature = FEATURES[feature] if feature >= 0 else None
+            contacts[i]._part = int(hits.part[rows[i]])
+    for i in np.flatnonzero(~columns.is_piece[node]).tolist():
+        contacts[i]._into_solid = columns.solid[int(node[i])]
+    keys = zip(owner[ray].tolist(), columns.owner[node].tolist())
+    return [(key, c, None) for key, c, ok in zip(keys, contacts, fits.tolist()) if ok]
