@@ -104,9 +104,7 @@ def plugin_frame(ccd, recorder, prefixes):
     """{event name: Contact} of one pass, the events of the ray nodes ``prefixes`` only."""
     recorder.clear()
     ccd.step()
-    return {
-        name: contact for name, contact in recorder.sent if name.split("-")[0] in prefixes
-    }
+    return {name: contact for name, contact in recorder.sent if name.split("-")[0] in prefixes}
 
 
 def assert_same_frame(ours, theirs, render, scale=10.0):
@@ -383,7 +381,7 @@ def test_a_segment_contact_is_the_ray_nodes(base, ccd, recorder):
     probe = ray_node(render, "probe", CollisionSegment(0, 0, 9, 0, 0, -11))
     ccd.add_collision_node(probe)
     ccd.step()
-    (name, contact), = recorder.sent
+    ((name, contact),) = recorder.sent
     assert name == "probe-into-box"
     assert contact.getFromNodePath() == probe and contact.getIntoNodePath() == box
     assert contact.getT() == pytest.approx(8 / 20)
@@ -497,9 +495,7 @@ def test_a_ray_removed_with_remove_gets_one_out_at_once(base, ccd, recorder, wat
 
 
 @pytest.mark.parametrize("how", ["removeNode", "remove"])
-def test_a_ray_removed_by_its_own_handler_gets_one_out(
-    base, ccd, recorder, listener, watched, how
-):
+def test_a_ray_removed_by_its_own_handler_gets_one_out(base, ccd, recorder, listener, watched, how):
     ray, _ball = watched
 
     def gone(entry):
