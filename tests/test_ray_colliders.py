@@ -300,7 +300,7 @@ def test_roaming_ralphs_ground_ray_works_unchanged(base, ccd, listener):
     follows the ground every frame, where Panda3D's traverser finds it under the player."""
     render = base.render
     level = terrain(render)
-    ccd.add_collision_node(level, static=True)
+    ccd.add_collision_nodes(level, static=True)
     ralph = render.attachNewNode("ralph")
     ralph.setPos(-15, -12, 0)
 
