@@ -411,6 +411,42 @@ def test_ray_events_come_after_the_bodies_events(base, ccd, recorder):
     assert recorder.sent[0][1].getT() > recorder.sent[1][1].getT()
 
 
+def test_a_body_handler_removing_the_ray_voids_its_events(base, ccd, recorder, listener):
+    """Handlers run in the pass's order: the ball's hit removes the ray before the ray's own
+    in event, which is then never sent, nor any out."""
+    render = base.render
+    wall = collision_node(render, "wall", CollisionPlane(LPlane((-1, 0, 0), (10, 0, 0))))
+    ccd.add_collision_node(wall)
+    ball = collision_node(render, "ball", CollisionSphere(0, 0, 0, 1))
+    ccd.add_collision_node(ball)
+    ccd.step()
+    eye = ray_node(render, "eye", CollisionRay(-3, 0, 0, 1, 0, 0))
+    ccd.add_collision_node(eye)
+    listener.accept("ball-into-wall", lambda entry: ccd.remove(eye))
+    ball.setX(9.5)
+    for _ in range(3):
+        ccd.step()
+    assert recorder.names() == ["ball-into-wall", "ball-out-wall"]  # it stays, touching
+    assert ccd.colliders == 2
+
+
+def test_a_level_with_a_ray_node_in_it(base, ccd, recorder):
+    """add_collision_nodes takes a ray node among the level's nodes (default arguments)."""
+    render = base.render
+    level = render.attachNewNode("level")
+    collision_node(level, "floor", CollisionPlane(LPlane((0, 0, 1), (0, 0, 0))))
+    ray_node(level, "probe", CollisionSegment(0, 0, 5, 0, 0, -5))
+    assert sorted(n.getName() for n in ccd.add_collision_nodes(level)) == ["floor", "probe"]
+    ccd.step()
+    assert recorder.names() == ["probe-into-floor"]
+    ccd.remove(level.find("probe"))
+    ccd.remove(level.find("floor"))
+    # A static level refuses its ray node, and with it the whole call.
+    with pytest.raises(ValueError, match=r"^render/level/probe holds rays, cast each pass"):
+        ccd.add_collision_nodes(level, static=True)
+    assert ccd.colliders == 0
+
+
 def test_one_contact_per_node_hit_the_nearest_of_its_solids(base, ccd, recorder):
     """Unlike the traverser, whose CollisionHandlerEvent keeps the first solid it tested."""
     render = base.render

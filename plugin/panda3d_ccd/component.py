@@ -417,7 +417,9 @@ class ContinuousCollision:
         unless ``two_sided``), boxes, capsules and inverse spheres make the node a level
         piece: ``"kinematic"`` by default (the game moves it, the plugin never does, and
         bodies touching it are carried on its motion) or ``"sensor"``. Sphere-only nodes are
-        bodies, ``"rewind"`` by default. Intangible solids are sensors.
+        bodies, ``"rewind"`` by default. Intangible solids are sensors. A node of rays,
+        segments and lines (nothing else) is a from-only collider, cast each pass once the
+        bodies are resolved, from where it is then (no response, static or target).
 
         ``static=True`` promises the node never moves: read once, indexed once (call
         :meth:`teleport` after moving it anyway). ``target``: the ancestor the plugin reads
