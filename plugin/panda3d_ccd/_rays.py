@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from . import _frames
 from ._arrays import length, row_all
+from ._pieces import Pieces
 from ._queries import Found, PlaneRows, World
 from ._tolerance import DIST_REL_EPS
 
@@ -63,18 +64,17 @@ class RayHits(NamedTuple):
 _table_boxes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _table_box(table: object) -> tuple[Int, Float, Float]:
+def _table_box(table: Pieces) -> tuple[Int, Float, Float]:
     cached = _table_boxes.get(table)
     if cached is not None:
         return cached
-    spec = table.spec  # type: ignore[attr-defined]
-    geometry = table.geometry  # type: ignore[attr-defined]
+    spec, geometry = table.spec, table.geometry
     if spec.bounds is not None:
         lo, hi = spec.bounds(*geometry)
     else:  # an inverse sphere: what is not solid is its ball
         center, radius = geometry[0], geometry[1]
         lo, hi = center - radius[:, None], center + radius[:, None]
-    frame = table.frame  # type: ignore[attr-defined]
+    frame = table.frame
     if frame is None:
         out = (np.full(1, -1, np.int64), _lowest(lo)[None], _highest(hi)[None])
     else:
