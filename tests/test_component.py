@@ -17,9 +17,10 @@ from panda3d.core import (
     CollisionBox,
     CollisionCapsule,
     CollisionNode,
+    CollisionParabola,
     CollisionPlane,
-    CollisionRay,
     CollisionSphere,
+    LParabola,
     LPlane,
     LPoint3,
     LQuaternion,
@@ -363,10 +364,16 @@ def test_a_piece_cannot_be_a_body(base, ccd, solid, name, response):
 
 
 def test_an_unsupported_solid_is_refused(base, ccd):
-    cnode = base.render.attachNewNode(CollisionNode("ray"))
+    cnode = base.render.attachNewNode(CollisionNode("arc"))
     cnode.node().addSolid(CollisionSphere(0, 0, 0, 1))
-    cnode.node().addSolid(CollisionRay(0, 0, 0, 0, 0, -1))
-    with pytest.raises(ValueError, match=r"^render/ray holds a CollisionRay; panda3d-ccd sweeps "):
+    arc = LParabola(LVector3(0, 0, -1), LVector3(1, 0, 0), LPoint3(0, 0, 0))
+    cnode.node().addSolid(CollisionParabola(arc, 0, 1))
+    with pytest.raises(
+        ValueError,
+        match=r"^render/arc holds a CollisionParabola; panda3d-ccd sweeps CollisionSphere, "
+        r"CollisionPlane, CollisionPolygon, CollisionBox, CollisionCapsule and "
+        r"CollisionInvSphere, and casts CollisionRay, CollisionSegment and CollisionLine$",
+    ):
         ccd.add_collision_node(cnode)
     assert ccd.colliders == 0
 

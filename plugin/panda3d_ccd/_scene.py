@@ -9,16 +9,29 @@ from __future__ import annotations
 
 import math
 from array import array
+from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import numpy as np
-from panda3d.core import BitMask32, NodePath
+from panda3d.core import (
+    BitMask32,
+    CollisionLine,
+    CollisionRay,
+    CollisionSegment,
+    LMatrix4f,
+    NodePath,
+    PTA_LMatrix4f,
+    PTA_LVecBase3f,
+)
 
 from . import _check
+from ._arrays import row_all
 from ._queries import Found, PieceRows, PlaneRows, SphereRows, World, firsts
+from ._rays import LINE, RAY, SEGMENT, cast_rays, firsts_per_node
 from .contact import Contact
 
-__all__ = ["QueryResult", "Snapshot", "SceneQueries"]
+__all__ = ["QueryResult", "Snapshot", "SceneQueries", "RayNode", "RayNodes", "ray_touches"]
 
 ALL_BITS = 0xFFFFFFFF
 #: Names of the features of a piece (Contact.feature).
@@ -325,3 +338,168 @@ def _sensors(value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"sensors must be True or False, got {value!r}")
     return bool(value)
+
+
+# ------------------------------------------------------------------ ray colliders
+@dataclass(eq=False)
+class RayNode:
+    """One registered CollisionNode of rays, segments and lines (from-only colliders)."""
+
+    uid: int
+    owner: int
+    nodepath: NodePath  # the component's own copy
+    solids: list[Any]  # CollisionRay, CollisionSegment, CollisionLine
+    from_mask: int
+    handle: NodePath | None = None  # the game's NodePath, as registered
+    bad: bool = False  # a non-finite transform at the last pass (warned once)
+
+    def __post_init__(self) -> None:
+        #: Per solid: its kind, and whether it is tangible (``%fs``), as registered.
+        self.kinds = [RAY_TYPES[type(solid)] for solid in self.solids]
+        self.tangible = [bool(solid.isTangible()) for solid in self.solids]
+
+
+#: Panda3D's ray solids and their kinds. Exact types: CollisionLine derives from
+#: CollisionRay (a line is a ray both ways).
+RAY_TYPES = {CollisionRay: RAY, CollisionSegment: SEGMENT, CollisionLine: LINE}
+
+_NAN_MAT = LMatrix4f(*[math.nan] * 16)
+
+
+class RayNodes:
+    """The registered ray nodes, each read once a pass and cast in the queries' world."""
+
+    def __init__(self) -> None:
+        self.nodes: list[RayNode] = []
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def add(self, node: RayNode) -> None:
+        self.nodes.append(node)
+
+    def drop(self, owners: set[int]) -> None:
+        self.nodes = [n for n in self.nodes if n.owner not in owners]
+
+    def read(self, render: NodePath, out: set[int], warn: Any) -> _Rays:
+        """This pass's rays in world space: one transform read per node in the scene (not
+        in ``out``, owners of nodes out of it), and its solids as they are now (a picking
+        ray is aimed anew each frame). A node with a non-finite transform is skipped, with
+        one ``warn(text)`` until it is finite again."""
+        nodes = [n for n in self.nodes if n.owner not in out] if out else self.nodes
+        mats = PTA_LMatrix4f()
+        for node in nodes:
+            try:
+                ts = node.nodepath.getTransform(render)
+                mats.pushBack(_NAN_MAT if ts.isInvalid() else ts.getMat())
+            except AssertionError:  # a NaN in the chain trips an assertion in Panda3D
+                mats.pushBack(_NAN_MAT)
+        mat = np.frombuffer(mats, np.float32).reshape(-1, 4, 4).astype(np.float64)
+        good = np.isfinite(mat).reshape(-1, 16).all(axis=1)
+        for node, ok in zip(nodes, good.tolist()):
+            if not ok and not node.bad:
+                warn(f"{node.nodepath} has a non-finite transform; ray skipped until it is "
+                     "finite again")  # fmt: skip
+            node.bad = not ok
+        live = [n for n, ok in zip(nodes, good.tolist()) if ok]
+        mat = mat[good]
+        kind = np.array([k for n in live for k in n.kinds], np.int8)
+        node = np.repeat(np.arange(len(live)), [len(n.solids) for n in live])
+        a, b = PTA_LVecBase3f(), PTA_LVecBase3f()
+        for solid, code in zip((s for n in live for s in n.solids), kind.tolist()):
+            if code == SEGMENT:
+                a.pushBack(solid.getPointA())
+                b.pushBack(solid.getPointB())
+            else:
+                a.pushBack(solid.getOrigin())
+                b.pushBack(solid.getDirection())
+        k = len(kind)
+        a_ = np.frombuffer(a, np.float32).reshape(k, 3).astype(np.float64)
+        b_ = np.frombuffer(b, np.float32).reshape(k, 3).astype(np.float64)
+        rot, move = mat[node, :3, :3], mat[node, 3, :3]
+        # Panda3D's row vectors: a point is p @ rot + move, a direction d @ rot.
+        world_a = np.einsum("ki,kij->kj", a_, rot) + move
+        world_b = np.einsum("ki,kij->kj", b_, rot) + np.where((kind == SEGMENT)[:, None], move, 0.0)
+        mask = np.array([n.from_mask for n in live], np.int64)[node]
+        tangible = np.array([t for n in live for t in n.tangible], bool)
+        return _Rays(live, kind, world_a, world_b, mask, node, tangible)
+
+
+class _Rays(NamedTuple):
+    """A pass's k rays: the nodes read, (k,) kind, (k, 3) world a and b (see
+    :func:`~._rays.cast_rays`), (k,) from mask, node (row of ``nodes``) and tangible."""
+
+    nodes: list[RayNode]
+    kind: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    mask: np.ndarray
+    node: np.ndarray
+    tangible: np.ndarray
+
+
+def ray_touches(
+    queries: SceneQueries, rays: RayNodes, out: set[int], warn: Any
+) -> list[tuple[tuple[int, int], Contact, None]]:
+    """The ray nodes' contacts in the world of ``queries``' last snapshot (taken by the
+    pass that calls this), one per (ray node, node hit): its first hit along the ray,
+    keyed (ray owner, into owner) as the pass's other contacts are. ``out``: owners of
+    nodes out of the scene; ``warn(text)`` for a ray node's non-finite transform."""
+    read = rays.read(queries._root, out, warn)
+    built = queries._world()
+    if built is None or not len(read.kind):
+        return []
+    world, columns = built
+    hits = cast_rays(world, read.kind, read.a, read.b, read.mask)
+    owner = np.array([n.owner for n in read.nodes], np.int64)[read.node]
+    rows = firsts_per_node(hits, owner)
+    if not len(rows):
+        return []
+    rows = rows[row_all(np.isfinite(hits.point[rows])) & row_all(np.isfinite(hits.normal[rows]))]
+    ray, node = hits.ray[rows], hits.node[rows]
+
+    def f32(v: np.ndarray) -> list[tuple[float, ...]]:
+        # Rounded to float32, as LPoint3 would hold them (beyond its range: left out).
+        with np.errstate(over="ignore"):
+            return list(map(tuple, v.astype(np.float32).astype(np.float64).tolist()))
+
+    point = f32(hits.point[rows])
+    with np.errstate(over="ignore"):
+        fits = row_all(np.isfinite(hits.point[rows].astype(np.float32)))
+    center = columns.center[node]
+    into_pos: list[Any] = f32(center)
+    for i in np.flatnonzero(np.isnan(center[:, 0])).tolist():
+        into_pos[i] = None
+    of_ray = read.node[ray]
+    from_np = [read.nodes[i].nodepath for i in of_ray.tolist()]
+    from_handle = [read.nodes[i].handle for i in of_ray.tolist()]
+    contacts = list(
+        map(
+            Contact._unchecked,
+            hits.t[rows].tolist(),
+            repeat(queries._clock.getFrameTime()),
+            from_np,
+            columns.nodepath[node].tolist(),
+            point,
+            f32(hits.normal[rows]),
+            repeat(0.0),
+            point,
+            into_pos,
+            read.tangible[ray].tolist(),
+            (~hits.sensor[rows]).tolist(),
+            repeat(queries._root),
+            from_handle,
+            columns.handle[node].tolist(),
+        )
+    )
+    for i in np.flatnonzero(columns.is_piece[node]).tolist():
+        n, solid = int(node[i]), int(hits.solid[rows[i]])
+        if solid >= 0:
+            feature = int(hits.feature[rows[i]])
+            contacts[i]._into_solid = columns.solid[n][solid]
+            contacts[i]._feature = FEATURES[feature] if feature >= 0 else None
+            contacts[i]._part = int(hits.part[rows[i]])
+    for i in np.flatnonzero(~columns.is_piece[node]).tolist():
+        contacts[i]._into_solid = columns.solid[int(node[i])]
+    keys = zip(owner[ray].tolist(), columns.owner[node].tolist())
+    return [(key, c, None) for key, c, ok in zip(keys, contacts, fits.tolist()) if ok]

@@ -42,7 +42,16 @@ from ._index import StaticIndex
 from ._level import PIECE_TYPES, read_solids
 from ._obstacles import Planes
 from ._piecenodes import PieceNode, PieceNodes
-from ._scene import ALL_BITS, QueryResult, SceneQueries, Snapshot
+from ._scene import (
+    ALL_BITS,
+    RAY_TYPES,
+    QueryResult,
+    RayNode,
+    RayNodes,
+    SceneQueries,
+    Snapshot,
+    ray_touches,
+)
 from ._spheres import SphereRecord, SphereTable
 from .contact import Contact
 
@@ -332,6 +341,7 @@ class ContinuousCollision:
         self._dynamic: dict[NodePath, None] = {}
         self._statics = _StaticCache()
         self._pieces = PieceNodes()
+        self._rays = RayNodes()
         # Where the look at a few static piece nodes each pass goes on.
         self._piece_cursor = 0
         self._debug: Any = None
@@ -407,7 +417,9 @@ class ContinuousCollision:
         unless ``two_sided``), boxes, capsules and inverse spheres make the node a level
         piece: ``"kinematic"`` by default (the game moves it, the plugin never does, and
         bodies touching it are carried on its motion) or ``"sensor"``. Sphere-only nodes are
-        bodies, ``"rewind"`` by default. Intangible solids are sensors.
+        bodies, ``"rewind"`` by default. Intangible solids are sensors. A node of rays,
+        segments and lines (nothing else) is a from-only collider, cast each pass once the
+        bodies are resolved, from where it is then (no response, static or target).
 
         ``static=True`` promises the node never moves: read once, indexed once (call
         :meth:`teleport` after moving it anyway). ``target``: the ancestor the plugin reads
@@ -424,6 +436,9 @@ class ContinuousCollision:
         solids = [node.getSolid(i) for i in range(node.getNumSolids())]
         if not solids:
             raise ValueError(f"{nodepath} holds no collision solids")
+        if any(type(solid) in RAY_TYPES for solid in solids):
+            self._add_rays(nodepath, solids, response, static, target, two_sided)
+            return
         for solid in solids:
             # Exact types: CollisionPolygon derives from CollisionPlane (it is finite) and
             # CollisionInvSphere from CollisionSphere (it is hollow).
@@ -431,7 +446,8 @@ class ContinuousCollision:
                 raise ValueError(
                     f"{nodepath} holds a {type(solid).__name__}; panda3d-ccd sweeps "
                     "CollisionSphere, CollisionPlane, CollisionPolygon, CollisionBox, "
-                    "CollisionCapsule and CollisionInvSphere"
+                    "CollisionCapsule and CollisionInvSphere, and casts CollisionRay, "
+                    "CollisionSegment and CollisionLine"
                 )
         pieces = [(i, s) for i, s in enumerate(solids) if type(s) in PIECE_TYPES]
         if response is None:
@@ -500,6 +516,52 @@ class ContinuousCollision:
             )
         self._commit(nodepath, handle, owner, entries)
 
+    def _add_rays(
+        self,
+        nodepath: NodePath,
+        solids: list[Any],
+        response: Any,
+        static: bool,
+        target: Any,
+        two_sided: bool,
+    ) -> None:
+        """Register a node of rays, segments and lines: a from-only collider, cast each
+        pass from where the node is once the bodies are resolved."""
+        for i, solid in enumerate(solids):
+            if type(solid) not in RAY_TYPES:
+                raise ValueError(
+                    f"{nodepath} mixes a {type(solid).__name__} (solid {i}) with rays; a node "
+                    "of CollisionRay, CollisionSegment and CollisionLine solids holds only "
+                    "those: put the others on a node of their own"
+                )
+        if response is not None:
+            raise ValueError(
+                f"{nodepath} holds rays, which only report: response must be None, got {response!r}"
+            )
+        if static:
+            raise ValueError(
+                f"{nodepath} holds rays, cast each pass from where the node is then: "
+                "static must be False"
+            )
+        if target is not None:
+            raise ValueError(
+                f"{nodepath} holds rays, which the plugin never moves: target must be None, "
+                f"got {target!r}"
+            )
+        if two_sided:
+            raise ValueError(
+                f"{nodepath} holds rays: two_sided applies to a node's polygons (a ray hits "
+                "a polygon from the sides its own node was registered with)"
+            )
+        from_mask = nodepath.node().getFromCollideMask().getWord()
+        handle, nodepath = nodepath, self._new_node(nodepath)
+        owner = self._next_uid()
+        entry = RayNode(
+            uid=self._next_uid(), owner=owner, nodepath=nodepath, solids=solids,
+            from_mask=from_mask,
+        )  # fmt: skip
+        self._commit(nodepath, handle, owner, [entry])
+
     def add_collision_nodes(
         self,
         root: NodePath,
@@ -558,6 +620,8 @@ class ContinuousCollision:
                 self._state.spheres.add(entry)
             elif isinstance(entry, PieceNode):
                 self._pieces.add(entry)
+            elif isinstance(entry, RayNode):
+                self._rays.add(entry)
             else:
                 self._teleported.add(entry.uid)
                 entry.prev_world = self._world_plane(entry)
@@ -660,6 +724,7 @@ class ContinuousCollision:
         self._statics.inactive -= {self._node_of.get(owner) for owner in owners}
         self._state.planes = [p for p in self._state.planes if p.owner not in owners]
         self._pieces.drop(owners)
+        self._rays.drop(owners)
         if self._teleported:
             alive = self._state.spheres.uids() | {p.uid for p in self._state.planes}
             self._teleported &= alive
@@ -725,9 +790,10 @@ class ContinuousCollision:
 
     @property
     def colliders(self) -> int:
-        """Number of registered spheres and planes, and nodes of level pieces."""
+        """Number of registered spheres and planes, and nodes of level pieces or rays."""
         state = self._state
-        return len(state.spheres) + len(state.statics) + len(state.planes) + len(self._pieces)
+        count = len(state.spheres) + len(state.statics) + len(state.planes) + len(self._pieces)
+        return count + len(self._rays)
 
     # ------------------------------------------------------------------ the pass
     def _task_step(self, task: Any) -> int:
@@ -815,8 +881,20 @@ class ContinuousCollision:
             radius0,
             result.t_stop,
         )
+        rays: list[Any] = []
+        if len(self._rays):
+            # Cast now, in the world the queries see: the bodies where they ended.
+            rays = ray_touches(self._queries, self._rays, left_out, notify.warning)
+            touches += rays
         self._contacts = [enter for _key, enter, _exit in touches]
         events = self._pairs.advance(touches)
+        if rays:
+            # The rays were cast once the frame's motion was over: their events come after
+            # the bodies' (their t is a fraction of the ray's cast, not of the frame).
+            cast = {id(enter) for _key, enter, _exit in rays}
+            events = [e for e in events if id(e[1]) not in cast] + [
+                e for e in events if id(e[1]) in cast
+            ]
         _count_colliders.setLevel(self.colliders)
         _count_candidates.setLevel(result.candidates)
         _count_contacts.setLevel(len(self._contacts))
@@ -1644,6 +1722,7 @@ class ContinuousCollision:
         self._by_node.clear()
         self._dynamic.clear()
         self._statics = _StaticCache()
+        self._rays = RayNodes()
         self._contacts = []
         self._queries.forget()
         send_events(self._messenger, self._patterns, events)
