@@ -1251,3 +1251,46 @@ def test_nodes_taken_out_of_the_scene_are_not_seen_until_back(base, ccd):
         path.reparentTo(render)
     ccd.step()
     assert [c.getIntoNodePath() for c in ccd.ray_test_all(*ray)] == everything
+
+
+def test_rays_down_a_mesh_seams_never_fall_through(base, ccd):
+    """A terrain of CollisionPolygon triangles at uneven heights and coordinates far from
+    the origin: Panda3D rebuilds each polygon's corners from its own plane in float32, so
+    the corners two polygons share differ by a rounding. Rays aimed straight down at the
+    shared edges and corners (and at random points) all hit, batch and single alike, at
+    the height of the mesh there. (Triangles: Panda3D flattens a non-planar quad, which
+    opens real gaps.)"""
+    rng = np.random.default_rng(21)
+    n = 12
+    x0, y0, cell = 812.37, -433.91, 1.73
+    z = rng.uniform(-2, 2, (n + 1, n + 1))
+
+    def corner(i, j):
+        return (x0 + i * cell, y0 + j * cell, z[i, j])
+
+    cells = [(corner(i, j), corner(i + 1, j), corner(i + 1, j + 1), corner(i, j + 1))
+             for i in range(n) for j in range(n)]  # fmt: skip
+    tris = [quad(p, q, r) for p, q, r, _s in cells] + [quad(p, r, s) for p, _q, r, s in cells]
+    ground = cnode(base.render, "ground", *tris)
+    ccd.add_collision_node(ground, static=True)
+    ccd.step()
+    i, j = np.meshgrid(np.arange(1, n), np.arange(1, n), indexing="ij")
+    i, j = i.ravel(), j.ravel()
+    s = rng.uniform(0, 1, len(i))
+    aims = np.concatenate([
+        np.stack([x0 + i * cell, y0 + j * cell], axis=1),  # shared corners
+        np.stack([x0 + (i + s) * cell, y0 + j * cell], axis=1),  # edges along x
+        np.stack([x0 + i * cell, y0 + (j + s) * cell], axis=1),  # edges along y
+        np.stack([x0 + (i + s) * cell, y0 + (j + s) * cell], axis=1),  # fan diagonals
+        np.stack([x0 + rng.uniform(0, n, 200) * cell, y0 + rng.uniform(0, n, 200) * cell],
+                 axis=1),  # fmt: skip
+    ])
+    top = np.concatenate([aims, np.full((len(aims), 1), 10.0)], axis=1)
+    bottom = np.concatenate([aims, np.full((len(aims), 1), -10.0)], axis=1)
+    res = ccd.ray_test_batch(top, bottom)
+    assert np.isfinite(res.t).all()
+    assert {res.nodes[c] for c in res.collider} == {ground}
+    assert np.all(np.abs(res.point[:, 2]) <= 2.0 + 1e-4)
+    for k in range(0, len(top), 7):
+        c = ccd.ray_test_closest(tuple(top[k]), tuple(bottom[k]))
+        assert c is not None and c.getT() == pytest.approx(res.t[k], abs=1e-12)

@@ -1,6 +1,7 @@
 """The query geometry layer (no panda3d): the index's segment descent against brute force,
-the point kernel against the full kernel at radius 0, and a batch's blocked, piecewise
-first hits against every hit of every cast.
+the point kernel against the full kernel at radius 0 (the same hits, and more only within
+the seam slop), and a batch's blocked, piecewise first hits against every hit of every
+cast.
 
 Strongest predicates: equality of pair sets with an exhaustive slab test of every (segment,
 padded box) pair; the point kernel's hits, times and normals equal to the sphere kernel's
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from panda3d_ccd import _index, _queries
 from panda3d_ccd._pieces import TRIANGLE, Pieces
 from panda3d_ccd._queries import PieceRows, PlaneRows, SphereRows, World, closest
-from panda3d_ccd._tolerance import DIST_REL_EPS
+from panda3d_ccd._tolerance import DIST_REL_EPS, SEAM_REL
 from panda3d_ccd.broadphase import StaticIndex
 from panda3d_ccd.sweep.sphere_triangle import _point_data, _point_sweep, _sweep
 
@@ -152,37 +153,35 @@ def test_segment_pairs_bad_input_names_the_argument():
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**16), scale=st.sampled_from([1.0, 100.0, 1e4]))
-def test_point_kernel_equals_the_sphere_kernel_at_radius_0(seed, scale):
+def test_point_kernel_finds_what_the_sphere_kernel_finds_at_radius_0(seed, scale):
     rng = np.random.default_rng(seed)
     n = 4000
     a, b, c = (rng.normal(size=(n, 3)) * scale for _ in range(3))
     c0 = rng.normal(size=(n, 3)) * 2 * scale
     c1 = rng.normal(size=(n, 3)) * 2 * scale
     two = rng.random(n) < 0.3
-    fast = _point_sweep(c0, c1, _point_data(a, b, c, two))
+    data = _point_data(a, b, c, two)
+    fast = _point_sweep(c0, c1, data)
     full = _sweep(c0, c1, np.zeros(n), a, b, c, two)
     hit = np.isfinite(full.t)
     assert hit.sum() > 0
-    # Rays within rounding of an edge may go either way: compare the others exactly.
-    near_edge = _edge_distance(c0, c1, full.t, a, b, c) < 1e-9 * scale
-    sure = ~near_edge | ~hit
-    assert np.array_equal(np.isfinite(fast.t)[sure], hit[sure])
+    # Every hit of the full kernel, and more only within the seam slop: a ray that passes
+    # outside an edge by at most SEAM_REL of the triangle's size (times the sine of their
+    # angle) also hits.
+    assert np.all(np.isfinite(fast.t)[hit])
+    extra = np.flatnonzero(np.isfinite(fast.t) & ~hit)
+    if len(extra):
+        d = c1[extra] - c0[extra]
+        ray = np.concatenate([np.cross(c0[extra], d), d], axis=1)
+        side = (data[extra, :18].reshape(-1, 3, 6) * ray[:, None, :]).sum(axis=2)
+        outside = np.abs(side) / (np.linalg.norm(d, axis=1)[:, None] * data[extra, 23:26])
+        assert np.all(outside.min(axis=1) <= SEAM_REL * data[extra, 26] * (1 + 1e-9))
+    assert len(extra) <= n // 1000
     both = np.isfinite(fast.t) & hit
     assert np.allclose(fast.t[both], full.t[both], rtol=0, atol=1e-12)
     assert np.allclose(fast.normal[both], full.normal[both], atol=1e-12)
     assert np.allclose(fast.point[both], full.point[both], rtol=0, atol=1e-12 * scale)
     assert np.all(fast.feature[both] == 0)
-
-
-def _edge_distance(c0, c1, t, a, b, c):
-    """(n,) distance from the point at t (where finite) to the nearest edge."""
-    p = c0 + np.where(np.isfinite(t), t, 0.0)[:, None] * (c1 - c0)
-    out = np.full(len(p), np.inf)
-    for u, v in ((a, b), (b, c), (c, a)):
-        e = v - u
-        s = np.clip(np.einsum("ij,ij->i", p - u, e) / np.einsum("ij,ij->i", e, e), 0, 1)
-        out = np.minimum(out, np.linalg.norm(p - u - s[:, None] * e, axis=1))
-    return out
 
 
 def test_point_kernel_is_watertight_along_a_shared_edge():

@@ -676,14 +676,6 @@ def test_the_traversers_again_event_carries_the_frame_before(base):
                     ("probe-again-slope", 1), ("probe-again-slope", 2)]  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a ray within ~1e-7 of an edge two Panda3D polygons share falls between them: "
-    "CollisionPolygon.getPoints() rebuilds each polygon's vertices from its own plane in "
-    "float32, so the shared vertices differ by ~1e-7, and the point kernel "
-    "(sweep.sphere_triangle._point_sweep) is watertight only for identical vertices; "
-    "the full kernel at radius 0 hits (see the report for issue 14)",
-)
 def test_a_ray_through_a_shared_edge_of_a_mesh_hits_it(base, ccd, recorder):
     render = base.render
     level = terrain(render)

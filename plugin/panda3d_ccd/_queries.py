@@ -26,6 +26,7 @@ from . import _frames
 from ._arrays import length
 from ._index import StaticIndex, _morton
 from ._pieces import Pieces
+from ._tolerance import SEAM_REL
 from .sweep._result import Sweep
 from .sweep.sphere_plane import _sphere_plane_toi
 from .sweep.sphere_sphere import _sphere_sphere_toi
@@ -221,11 +222,18 @@ class World:
     ) -> Found:
         table = rows.table
         spec = table.spec
+        point = spec.point is not None and not r.any()
+        reach = r
+        if point:
+            # The point kernel's slop (SEAM_REL): a ray threading the seam between two
+            # polygons meets both, so the index is asked that much around it.
+            scale = np.maximum(np.abs(p0).max(axis=1), np.abs(p1).max(axis=1))
+            reach = SEAM_REL * scale
         if spec.bounds is not None and len(p0) == 1:
-            k = table.index()._segment_one(p0[0], p1[0], float(r[0]), int(mask[0]))
+            k = table.index()._segment_one(p0[0], p1[0], float(reach[0]), int(mask[0]))
             q = np.zeros(len(k), np.int64)
         elif spec.bounds is not None:
-            q, k = table.index()._segment_pairs(p0, p1, r, mask)
+            q, k = table.index()._segment_pairs(p0, p1, reach, mask)
         else:  # unbounded rows (the solid outside an inverse sphere): every cast
             m = len(table)
             q, k = np.divmod(np.arange(len(p0) * m), m)
@@ -243,7 +251,7 @@ class World:
             rot, pos = frames.rot1[f], frames.pos1[f]
             c0, c1 = _frames.unapply(rot, c0 - pos), _frames.unapply(rot, c1 - pos)
         data = table.point_data()
-        if spec.point is not None and data is not None and not r.any():
+        if point and data is not None:
             found = spec.point(c0, c1, data[k])
         else:
             found = spec.sweep(c0, c1, r[q], *table.rows(k))

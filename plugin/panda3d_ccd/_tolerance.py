@@ -28,6 +28,14 @@ DEGENERATE_REL = 1e-12
 #: (about 6e-8 relative), so motion along a surface reads as up to ~1e-7 into it.
 SLOP_REL = 1e-6
 
+#: How far outside a triangle's edge a ray (a point cast) still hits it, relative to the
+#: triangle's coordinates' magnitude. Panda3D keeps a CollisionPolygon as 2-d points and a
+#: float32 matrix, and rebuilds its corners from them: the corners two polygons share then
+#: differ, and open seams, by up to 4e-7 of the coordinates near the origin, 1.2e-6 at
+#: 30 and 2e-5 at 800 (a terrain of 1.7-unit cells, measured). A ray threading such a
+#: seam would fall through a mesh; 3e-5 closes them (a graze of 2.4 cm at 800).
+SEAM_REL = 3e-5
+
 #: Upper bound on the number of resolution rounds in one pass before the solver gives up,
 #: holds the unresolved colliders where they are safe and warns.
 MAX_ROUNDS = 256

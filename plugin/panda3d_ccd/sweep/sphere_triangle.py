@@ -35,7 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import _check
 from .._arrays import cross
-from .._tolerance import DEGENERATE_REL, ROUNDING_REL
+from .._tolerance import DEGENERATE_REL, ROUNDING_REL, SEAM_REL
 from . import _features as F
 from ._result import EDGE, FACE, VERTEX, Sweep
 
@@ -145,30 +145,37 @@ def _sweep(
 
 
 def _point_data(a: Float, b: Float, c: Float, two_sided: ArrayLike = False) -> Float:
-    """(m, 23) what :func:`_point_sweep` needs of triangles a, b, c (m, 3), computed once
+    """(m, 27) what :func:`_point_sweep` needs of triangles a, b, c (m, 3), computed once
     per mesh: the Pluecker coordinates (direction q - p, moment p x q) of the edges a-b,
-    b-c, c-a, then the plane's normal (b - a) x (c - a) and offset -n . a, then 1 where
-    the triangle is two-sided."""
-    edges = []
+    b-c, c-a, then the plane's normal (b - a) x (c - a) and offset -n . a, 1 where the
+    triangle is two-sided, the edges' lengths, and the largest coordinate magnitude."""
+    edges, lengths = [], []
     for p, q in ((a, b), (b, c), (c, a)):
-        edges += [q - p, np.cross(p, q)]
+        u = q - p
+        edges += [u, np.cross(p, q)]
+        lengths.append(np.sqrt((u * u).sum(axis=1)))
     n = np.cross(b - a, c - a)
     two = np.broadcast_to(np.asarray(two_sided, dtype=np.float64), (len(a),))
     offset = -np.einsum("ij,ij->i", n, a)
-    return np.concatenate([*edges, n, offset[:, None], two[:, None]], axis=1)
+    scale = np.maximum(np.maximum(np.abs(a).max(axis=1), np.abs(b).max(axis=1)),
+                       np.abs(c).max(axis=1))  # fmt: skip
+    columns = [offset, two, *lengths, scale]
+    return np.concatenate([*edges, n, np.stack(columns, axis=1)], axis=1)
 
 
 def _point_sweep(c0: Float, c1: Float, data: Float) -> Sweep:
     """:func:`_sweep` with radius 0 (a ray or segment) on rows already checked, the
     triangles given by their :func:`_point_data` (k, 23): the same contacts (a crossing of
     the front, or of either side where two-sided, inside the triangle or on its boundary)
-    in some twenty numpy calls instead of a thousand.
+    in some twenty-five numpy calls instead of a thousand.
 
     Inside is decided by the side of each edge the ray passes (the permuted inner product
-    of their Pluecker coordinates): two triangles sharing an edge hold its coordinates
-    negated bit for bit, and sum the same products in the same order, so a ray through a
-    shared edge or vertex hits one of them at least (watertight). A zero-area triangle is
-    never hit (the full kernel's edges are only ever met by a ray along them exactly)."""
+    of their Pluecker coordinates), with a slop: a ray passing outside an edge by up to
+    ``SEAM_REL`` times the triangle's coordinates' size counts as inside. Two triangles
+    sharing an edge hold its coordinates negated bit for bit, so a ray through a shared
+    edge hits one of them at least; the slop also closes the seams between polygons whose
+    shared corners Panda3D rebuilt apart (see ``SEAM_REL``). A zero-area triangle is never
+    hit (the full kernel's edges are only ever met by a ray along them exactly)."""
     k = len(c0)
     if k <= _SCALAR_ROWS:
         return _point_rows(c0, c1, data)
@@ -176,13 +183,17 @@ def _point_sweep(c0: Float, c1: Float, data: Float) -> Sweep:
     # The ray's Pluecker coordinates, in the order that pairs them with the edges'.
     ray = np.concatenate([cross(c0, d), d], axis=1)
     side = (data[:, :18].reshape(k, 3, 6) * ray[:, None, :]).sum(axis=2)
+    # A side is the ray's length times the edge's times their distance (times the sine
+    # of their angle): the slop in those units, from the triangle's own size (a far start
+    # would widen it for a long ray).
+    slop = (SEAM_REL * data[:, 26] * np.sqrt((d * d).sum(axis=1)))[:, None] * data[:, 23:26]
     n = data[:, 18:21]
     s0 = (n * c0).sum(axis=1) + data[:, 21]
     dn = (n * d).sum(axis=1)
-    hit = (side <= 0.0).all(axis=1) & (s0 >= 0.0) & (s0 + dn <= 0.0) & (dn < 0.0)
+    hit = (side <= slop).all(axis=1) & (s0 >= 0.0) & (s0 + dn <= 0.0) & (dn < 0.0)
     two = data[:, 22] != 0.0
     if two.any():
-        back = (side >= 0.0).all(axis=1) & (s0 <= 0.0) & (s0 + dn >= 0.0) & (dn > 0.0) & two
+        back = (side >= -slop).all(axis=1) & (s0 <= 0.0) & (s0 + dn >= 0.0) & (dn > 0.0) & two
         hit |= back
         n = np.where(back[:, None], -n, n)
     # s0 <= -dn where it hits: the quotient rounds into [0, 1].
@@ -214,12 +225,15 @@ def _point_rows(c0: Float, c1: Float, data: Float) -> Sweep:
             for u, v in zip(row[e : e + 6], ray):
                 total += u * v
             sides.append(total)
-        nx, ny, nz, off, two = row[18:23]
+        nx, ny, nz, off, two, la, lb, lc, size = row[18:27]
+        base = SEAM_REL * size * math.sqrt(dx * dx + dy * dy + dz * dz)
+        slop = (base * la, base * lb, base * lc)
         s0 = nx * ox + ny * oy + nz * oz + off
         dn = nx * dx + ny * dy + nz * dz
-        if dn < 0.0 and s0 >= 0.0 and s0 + dn <= 0.0 and max(sides) <= 0.0:
+        if dn < 0.0 and s0 >= 0.0 and s0 + dn <= 0.0 and all(map(float.__le__, sides, slop)):
             flip = 1.0
-        elif two and dn > 0.0 and s0 <= 0.0 and s0 + dn >= 0.0 and min(sides) >= 0.0:
+        elif (two and dn > 0.0 and s0 <= 0.0 and s0 + dn >= 0.0
+              and all(map(float.__ge__, sides, (-x for x in slop)))):  # fmt: skip
             flip = -1.0
         else:
             continue
