@@ -68,13 +68,15 @@ def _empty() -> Found:
 
 
 class SphereRows(NamedTuple):
-    """Spheres: (m, 3) centres, (m,) radii, into masks, sensor flags and node indices."""
+    """Spheres: (m, 3) centres, (m,) radii, into masks, sensor flags and node indices, and
+    an index of their boxes if the caller keeps one (else one is made when needed)."""
 
     center: Float
     radius: Float
     mask: Int
     sensor: Bool
     node: Int
+    index: StaticIndex | None = None
 
 
 class PlaneRows(NamedTuple):
@@ -185,12 +187,16 @@ class World:
         if m <= _FEW_SPHERES or len(p0) * m <= 4096:
             q, k = np.divmod(np.arange(len(p0) * m), m)
         else:
-            index = self._sphere_index.get(j)
+            index = rows.index if rows.index is not None else self._sphere_index.get(j)
             if index is None:
                 index = StaticIndex(rows.center - rows.radius[:, None],
                                     rows.center + rows.radius[:, None])  # fmt: skip
                 self._sphere_index[j] = index
-            q, k = index._segment_pairs(p0, p1, r, mask)
+            if len(p0) == 1:
+                k = index._segment_one(p0[0], p1[0], float(r[0]), int(mask[0]))
+                q = np.zeros(len(k), np.int64)
+            else:
+                q, k = index._segment_pairs(p0, p1, r, mask)
         keep = _allowed(mask[q], rows.mask[k], rows.sensor[k], sensors)
         q, k = q[keep], k[keep]
         c = rows.center[k]

@@ -66,17 +66,43 @@ class Snapshot(NamedTuple):
     tables: list[Any]  # the pass's piece tables
     pieces: Any  # PieceNodes
     sensor_code: int  # the solver's SENSOR response
+    static_rows: np.ndarray  # rows of ``statics`` in the scene and finite
+    static_index: Any  # StaticIndex of those rows' boxes, or None (the component's own)
+
+
+class _Parts:
+    """A column of a World's nodes kept as the parts it came in (static spheres, dynamic
+    ones, planes, piece nodes), gathered only for the nodes asked: joining 30,000 static
+    spheres' NodePaths each pass, and letting them go at the next, cost half a
+    millisecond a pass with a ray collider among them."""
+
+    def __init__(self, parts: list[np.ndarray], starts: np.ndarray) -> None:
+        self._parts = parts
+        self._starts = starts
+
+    def __getitem__(self, node: Any) -> Any:
+        if np.ndim(node) == 0:
+            j = int(np.searchsorted(self._starts, node, "right")) - 1
+            return self._parts[j][int(node) - int(self._starts[j])]
+        node = np.asarray(node, np.int64)
+        which = np.searchsorted(self._starts, node, "right") - 1
+        first = self._parts[0]
+        out = np.empty((len(node), *first.shape[1:]), first.dtype)
+        for j in np.unique(which).tolist():
+            rows = which == j
+            out[rows] = self._parts[j][node[rows] - self._starts[j]]
+        return out
 
 
 class _Columns(NamedTuple):
     """Per node of a World: what Contacts need."""
 
-    nodepath: np.ndarray  # object
-    handle: np.ndarray  # object
+    nodepath: _Parts  # object
+    handle: _Parts  # object
     owner: np.ndarray  # int64
-    solid: list[Any]  # per piece node: its solids; per other node: None
+    solid: _Parts  # object: per piece node its solids; per other node its solid or None
     is_piece: np.ndarray  # bool
-    center: np.ndarray  # (nodes, 3) a sphere's centre, nan otherwise
+    center: _Parts  # (3,) float64: a sphere's centre, nan otherwise
 
 
 class SceneQueries:
@@ -91,6 +117,7 @@ class SceneQueries:
         self._live = live
         self._snapshot: Snapshot | None = None
         self._built: tuple[World, _Columns] | None = None
+        self._statics: tuple[tuple[int, int, int], _Part] | None = None
 
     def snapshot(self, snapshot: Snapshot) -> None:
         """What the pass just ended with; the World is made from it on the next query."""
@@ -100,11 +127,19 @@ class SceneQueries:
     def forget(self) -> None:
         self._snapshot = None
         self._built = None
+        self._statics = None
 
     # ------------------------------------------------------------------ the world
     def _world(self) -> tuple[World, _Columns] | None:
         if self._built is None and self._snapshot is not None:
-            self._built = _build(self._snapshot)
+            s = self._snapshot
+            # The static spheres' part is made again only when they changed (the
+            # component makes a new index, or new rows, then): a pass with a ray collider
+            # among 30,000 statics would otherwise remake it every frame.
+            key = (id(s.static_index), id(s.static_rows), id(s.statics.prev_center))
+            if self._statics is None or self._statics[0] != key:
+                self._statics = (key, _static_part(s))
+            self._built = _build(s, self._statics[1])
         return self._built
 
     # ------------------------------------------------------------------ public forms
@@ -228,46 +263,63 @@ class SceneQueries:
         return contact
 
 
-def _build(s: Snapshot) -> tuple[World, _Columns]:
-    """The World of a pass's snapshot, with its node columns: the dynamic spheres read this
-    pass, the static spheres, the planes, then the piece nodes."""
-    out = np.fromiter(s.left_out, np.int64, len(s.left_out))
-    nodepath: list[np.ndarray] = []
-    handle: list[np.ndarray] = []
-    owner: list[np.ndarray] = []
-    solid: list[Any] = []
-    center: list[np.ndarray] = []
-    spheres: list[SphereRows] = []
-    start = 0
-    for table in (s.spheres, s.statics):
-        rows = np.flatnonzero(
-            np.isfinite(table.prev_center).all(axis=1)
-            & np.isfinite(table.world_radius)
-            & ~table.bad
-            & ~np.isin(table.owner, out)
-        )
-        m = len(rows)
-        spheres.append(SphereRows(
-            table.prev_center[rows], table.world_radius[rows], table.into_mask[rows],
-            table.response[rows] == s.sensor_code, start + np.arange(m),
-        ))  # fmt: skip
-        nodepath.append(table.nodepath[rows])
-        handle.append(table.handle[rows])
-        owner.append(table.owner[rows])
-        solid += table.solid[rows].tolist()
-        center.append(table.prev_center[rows])
-        start += m
-    m = len(s.planes)
-    planes = PlaneRows(
-        s.plane_normal, s.plane_offset,
-        np.fromiter((p.into_mask for p in s.planes), np.int64, m), np.zeros(m, bool),
-        start + np.arange(m),
+class _Part(NamedTuple):
+    """Some nodes of a World: their rows, and their columns for Contacts."""
+
+    rows: SphereRows
+    nodepath: np.ndarray
+    handle: np.ndarray
+    owner: np.ndarray
+    solid: np.ndarray
+    center: np.ndarray
+
+
+def _static_part(s: Snapshot) -> _Part:
+    """The static spheres, the World's first nodes (so their node numbers hold from pass
+    to pass): the rows the component indexed, with its index."""
+    t, rows = s.statics, s.static_rows
+    if s.static_index is None:  # a few: their own index, if any, is made of finite rows
+        rows = rows[np.isfinite(t.prev_center[rows]).all(axis=1)
+                    & np.isfinite(t.world_radius[rows])]  # fmt: skip
+    return _Part(
+        SphereRows(t.prev_center[rows], t.world_radius[rows], t.into_mask[rows],
+                   t.response[rows] == s.sensor_code, np.arange(len(rows)),
+                   s.static_index),  # fmt: skip
+        t.nodepath[rows], t.handle[rows], t.owner[rows], t.solid[rows], t.prev_center[rows],
     )  # fmt: skip
-    nodepath.append(np.fromiter((p.nodepath for p in s.planes), object, m))
-    handle.append(np.fromiter((p.handle for p in s.planes), object, m))
-    owner.append(np.fromiter((p.owner for p in s.planes), np.int64, m))
-    solid += [p.solid for p in s.planes]
-    center.append(np.full((m, 3), np.nan))
+
+
+def _build(s: Snapshot, statics: _Part) -> tuple[World, _Columns]:
+    """The World of a pass's snapshot, with its node columns: the static spheres, the
+    dynamic spheres read this pass, the planes, then the piece nodes."""
+    out = np.fromiter(s.left_out, np.int64, len(s.left_out))
+    start = len(statics.owner)
+    table = s.spheres
+    rows = np.flatnonzero(
+        np.isfinite(table.prev_center).all(axis=1)
+        & np.isfinite(table.world_radius)
+        & ~table.bad
+        & ~np.isin(table.owner, out)
+    )
+    m = len(rows)
+    dynamic = _Part(
+        SphereRows(table.prev_center[rows], table.world_radius[rows], table.into_mask[rows],
+                   table.response[rows] == s.sensor_code, start + np.arange(m)),
+        table.nodepath[rows], table.handle[rows], table.owner[rows], table.solid[rows],
+        table.prev_center[rows],
+    )  # fmt: skip
+    start += m
+    m = len(s.planes)
+    planes = _Part(
+        PlaneRows(s.plane_normal, s.plane_offset,  # type: ignore[arg-type]
+                  np.fromiter((p.into_mask for p in s.planes), np.int64, m),
+                  np.zeros(m, bool), start + np.arange(m)),
+        np.fromiter((p.nodepath for p in s.planes), object, m),
+        np.fromiter((p.handle for p in s.planes), object, m),
+        np.fromiter((p.owner for p in s.planes), np.int64, m),
+        np.fromiter((p.solid for p in s.planes), object, m),
+        np.full((m, 3), np.nan),
+    )  # fmt: skip
     start += m
     cols = s.pieces.columns()
     pieces = []
@@ -275,16 +327,25 @@ def _build(s: Snapshot) -> tuple[World, _Columns]:
         node, solid_ix, part = s.pieces.locate(table.kind, np.arange(len(table)))
         pieces.append(PieceRows(table, start + node, solid_ix, part))
     k = len(cols["owner"])
-    nodepath.append(cols["nodepath"])
-    handle.append(cols["handle"])
-    owner.append(cols["owner"])
-    solid += [n.solids for n in s.pieces.nodes]
-    center.append(np.full((k, 3), np.nan))
+    parts = [statics, dynamic, planes]
+    starts = np.cumsum([0, *(len(p.owner) for p in parts)])
     is_piece = np.zeros(start + k, bool)
     is_piece[start:] = True
-    columns = _Columns(np.concatenate(nodepath), np.concatenate(handle), np.concatenate(owner),
-                       solid, is_piece, np.concatenate(center))  # fmt: skip
-    return World(spheres, planes, pieces), columns
+
+    def column(name: str, pieces: np.ndarray) -> _Parts:
+        return _Parts([*(getattr(p, name) for p in parts), pieces], starts)
+
+    solids = np.empty(k, object)
+    solids[:] = [n.solids for n in s.pieces.nodes]
+    columns = _Columns(
+        column("nodepath", cols["nodepath"]),
+        column("handle", cols["handle"]),
+        np.concatenate([*(p.owner for p in parts), cols["owner"]]),
+        column("solid", solids),
+        is_piece,
+        column("center", np.full((k, 3), np.nan)),
+    )
+    return World([statics.rows, dynamic.rows], planes.rows, pieces), columns  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ argument checks

@@ -871,8 +871,14 @@ class ContinuousCollision:
         _collect["Write back"].stop()
         left_out = {self._owner_of[n] for n in self._inactive | self._statics.inactive
                     if n in self._owner_of}  # fmt: skip
-        self._queries.snapshot(Snapshot(spheres, statics, left_out, planes, plane_n, off1,
-                                        tables, self._pieces, _solver.SENSOR))  # fmt: skip
+        cache = self._statics
+        static_rows, static_index = cache.rows, cache.index
+        if static_index is None:  # the statics changed during the pass: not indexed yet
+            static_rows = np.flatnonzero(~statics.bad & ~np.isin(statics.owner, list(left_out)))
+        self._queries.snapshot(Snapshot(
+            spheres, statics, left_out, planes, plane_n, off1, tables, self._pieces,
+            _solver.SENSOR, static_rows, None if static_index in (None, _FEW) else static_index,
+        ))  # fmt: skip
 
         touches = self._touches(
             _Bodies.of(spheres, statics, near, planes, self._pieces.columns()),
