@@ -158,7 +158,18 @@ def _unsupported(solid, name):
     return pytest.param(
         _cnode(CollisionSphere(0, 0, 0, 1), solid),
         rf"^render/mixed holds a {name}; panda3d-ccd sweeps CollisionSphere, CollisionPlane, "
-        r"CollisionPolygon, CollisionBox, CollisionCapsule and CollisionInvSphere$",
+        r"CollisionPolygon, CollisionBox, CollisionCapsule and CollisionInvSphere, and casts "
+        r"CollisionRay, CollisionSegment and CollisionLine$",
+        id=f"solid-{name}",
+    )
+
+
+def _mixed_ray(solid, name):
+    return pytest.param(
+        _cnode(CollisionSphere(0, 0, 0, 1), solid),
+        r"^render/mixed mixes a CollisionSphere \(solid 0\) with rays; a node of CollisionRay, "
+        r"CollisionSegment and CollisionLine solids holds only those: put the others on a "
+        r"node of their own$",
         id=f"solid-{name}",
     )
 
@@ -300,10 +311,11 @@ DOOR = [
         id="cnode-planes-only-response-bounce",
     ),
     # A CollisionNode holding a solid the plugin cannot sweep: the message names it.
-    _unsupported(CollisionRay(0, 0, 0, 0, 0, 1), "CollisionRay"),
-    _unsupported(CollisionSegment(0, 0, 0, 1, 0, 0), "CollisionSegment"),
-    _unsupported(CollisionLine(0, 0, 0, 1, 0, 0), "CollisionLine"),
     _unsupported(CollisionParabola(LParabola(), 0, 1), "CollisionParabola"),
+    # Ray solids are colliders of their own: not on a node with other solids.
+    _mixed_ray(CollisionRay(0, 0, 0, 0, 0, 1), "CollisionRay"),
+    _mixed_ray(CollisionSegment(0, 0, 0, 1, 0, 0), "CollisionSegment"),
+    _mixed_ray(CollisionLine(0, 0, 0, 1, 0, 0), "CollisionLine"),
     # Level pieces cannot be bodies. (CollisionPolygon and CollisionInvSphere subclass
     # CollisionPlane and CollisionSphere, but are not a half-space or a ball.)
     *(
