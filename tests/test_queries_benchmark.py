@@ -85,12 +85,13 @@ def test_queries_tables_and_no_disagreement_with_bullet(queries_run: tuple[str, 
     check = run["rays_check"]
     assert record["disagree"] == 0, check["examples"]
     assert check["front"] + check["miss"] + check["back"] == RAYS
-    assert check["front_agree"] == check["front"] and check["miss_agree"] == check["miss"]
+    assert check["front_agree"] == check["front"]
+    assert check["miss_agree"] + check["graze"] == check["miss"]
     # Every start is outside every solid: the first surface met is a front face.
     assert check["back"] == 0
     ground = check["kinds"]["ground"]
     assert ground == {"rays": RAYS // 2, "front": RAYS // 2, "miss": 0, "back": 0,
-                      "disagree": 0}  # fmt: skip
+                      "graze": 0, "disagree": 0}  # fmt: skip
     assert check["kinds"]["hitscan"]["front"] > 0 and check["kinds"]["hitscan"]["miss"] > 0
     assert check["worst"] < 1e-3
     assert run["sweeps_check"]["sweeps"] == SWEEPS
@@ -156,6 +157,9 @@ _NONE = (np.inf, [np.nan] * 3, -1)
         (_DOWN, (np.inf, [np.nan] * 3), (0.5, _AT, 0), "front", False),
         (_DOWN, (np.inf, [np.nan] * 3), _NONE, "miss", True),
         (_DOWN, (0.5, _AT), _NONE, "miss", False),
+        # Just outside the edge x = 0: within the seam slop (3e-5 of 1) a graze, beyond not.
+        (([-1e-5, 0.2, 1.0], [-1e-5, 0.2, -1.0]), (0.5, [-1e-5, 0.2, 0.0]), _NONE, "miss", True),
+        (([-1e-3, 0.2, 1.0], [-1e-3, 0.2, -1.0]), (0.5, [-1e-3, 0.2, 0.0]), _NONE, "miss", False),
         (_UP, (np.inf, [np.nan] * 3), (0.5, _AT, 0), "back", True),
         (_UP, (0.8, [0.2, 0.2, 0.6]), (0.5, _AT, 0), "back", True),
         (_UP, (0.3, [0.2, 0.2, -0.4]), (0.5, _AT, 0), "back", False),

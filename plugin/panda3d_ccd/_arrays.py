@@ -52,12 +52,3 @@ def largest_abs(*points: NDArray) -> NDArray:
         scale = np.maximum(scale, row_max(np.abs(p)))
     return scale
 
-
-def cross(u: NDArray, v: NDArray) -> NDArray:
-    """Row-wise cross products of (k, 3) arrays: np.cross costs some 15 us a call on a few
-    rows (it moves axes about), this a few."""
-    return u[:, _Y] * v[:, _Z] - u[:, _Z] * v[:, _Y]
-
-
-_Y = np.array([1, 2, 0])
-_Z = np.array([2, 0, 1])

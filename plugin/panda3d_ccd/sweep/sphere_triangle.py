@@ -34,7 +34,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _check
-from .._arrays import cross
 from .._tolerance import DEGENERATE_REL, ROUNDING_REL, SEAM_REL
 from . import _features as F
 from ._result import EDGE, FACE, VERTEX, Sweep
@@ -145,62 +144,62 @@ def _sweep(
 
 
 def _point_data(a: Float, b: Float, c: Float, two_sided: ArrayLike = False) -> Float:
-    """(m, 27) what :func:`_point_sweep` needs of triangles a, b, c (m, 3), computed once
-    per mesh: the Pluecker coordinates (direction q - p, moment p x q) of the edges a-b,
-    b-c, c-a, then the plane's normal (b - a) x (c - a) and offset -n . a, 1 where the
-    triangle is two-sided, the edges' lengths, and the largest coordinate magnitude."""
-    edges, lengths = [], []
+    """(m, 18) what :func:`_point_sweep` needs of triangles a, b, c (m, 3), computed once
+    per mesh: the plane's normal n = (b - a) x (c - a) and offset -n . a; for each edge
+    a-b, b-c, c-a the unit normal in the plane pointing inward, then its offset (the
+    inward distance of a point x from the edge is that normal . x less the offset); 1
+    where the triangle is two-sided; and how far outside an edge a ray still hits it,
+    ``SEAM_REL`` of the triangle's largest coordinate magnitude."""
+    n = np.cross(b - a, c - a)
+    size = np.sqrt((n * n).sum(axis=1))
+    inward, offsets = [], []
     for p, q in ((a, b), (b, c), (c, a)):
         u = q - p
-        edges += [u, np.cross(p, q)]
-        lengths.append(np.sqrt((u * u).sum(axis=1)))
-    n = np.cross(b - a, c - a)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = np.cross(n, u) / (size * np.sqrt((u * u).sum(axis=1)))[:, None]
+        inward.append(m)
+        offsets.append((m * p).sum(axis=1))
     two = np.broadcast_to(np.asarray(two_sided, dtype=np.float64), (len(a),))
-    offset = -np.einsum("ij,ij->i", n, a)
     scale = np.maximum(np.maximum(np.abs(a).max(axis=1), np.abs(b).max(axis=1)),
                        np.abs(c).max(axis=1))  # fmt: skip
-    columns = [offset, two, *lengths, scale]
-    return np.concatenate([*edges, n, np.stack(columns, axis=1)], axis=1)
+    columns = [-(n * a).sum(axis=1), *offsets, two, SEAM_REL * scale]
+    return np.concatenate([n, *inward, np.stack(columns, axis=1)], axis=1)[
+        :, [0, 1, 2, 12, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17]
+    ]
 
 
 def _point_sweep(c0: Float, c1: Float, data: Float) -> Sweep:
     """:func:`_sweep` with radius 0 (a ray or segment) on rows already checked, the
-    triangles given by their :func:`_point_data` (k, 23): the same contacts (a crossing of
+    triangles given by their :func:`_point_data` (k, 18): the same contacts (a crossing of
     the front, or of either side where two-sided, inside the triangle or on its boundary)
-    in some twenty-five numpy calls instead of a thousand.
+    in some twenty numpy calls instead of a thousand.
 
-    Inside is decided by the side of each edge the ray passes (the permuted inner product
-    of their Pluecker coordinates), with a slop: a ray passing outside an edge by up to
-    ``SEAM_REL`` times the triangle's coordinates' size counts as inside. Two triangles
-    sharing an edge hold its coordinates negated bit for bit, so a ray through a shared
-    edge hits one of them at least; the slop also closes the seams between polygons whose
-    shared corners Panda3D rebuilt apart (see ``SEAM_REL``). A zero-area triangle is never
-    hit (the full kernel's edges are only ever met by a ray along them exactly)."""
+    Where the ray crosses the plane, the crossing must lie inside every edge, or outside
+    by no more than the seam slop (``SEAM_REL`` of the triangle's size): a ray aimed at an
+    edge two triangles share hits one of them at least, and so does one threading the
+    seam between polygons whose shared corners Panda3D rebuilt apart (see ``SEAM_REL``).
+    A zero-area triangle is never hit (the full kernel's edges are only ever met by a ray
+    along them exactly)."""
     k = len(c0)
     if k <= _SCALAR_ROWS:
         return _point_rows(c0, c1, data)
     d = c1 - c0
-    # The ray's Pluecker coordinates, in the order that pairs them with the edges'.
-    ray = np.concatenate([cross(c0, d), d], axis=1)
-    side = (data[:, :18].reshape(k, 3, 6) * ray[:, None, :]).sum(axis=2)
-    # A side is the ray's length times the edge's times their distance (times the sine
-    # of their angle): the slop in those units, from the triangle's own size (a far start
-    # would widen it for a long ray).
-    slop = (SEAM_REL * data[:, 26] * np.sqrt((d * d).sum(axis=1)))[:, None] * data[:, 23:26]
-    n = data[:, 18:21]
-    s0 = (n * c0).sum(axis=1) + data[:, 21]
+    n = data[:, 0:3]
+    s0 = (n * c0).sum(axis=1) + data[:, 3]
     dn = (n * d).sum(axis=1)
-    hit = (side <= slop).all(axis=1) & (s0 >= 0.0) & (s0 + dn <= 0.0) & (dn < 0.0)
-    two = data[:, 22] != 0.0
-    if two.any():
-        back = (side >= -slop).all(axis=1) & (s0 <= 0.0) & (s0 + dn >= 0.0) & (dn > 0.0) & two
-        hit |= back
-        n = np.where(back[:, None], -n, n)
-    # s0 <= -dn where it hits: the quotient rounds into [0, 1].
-    t = np.divide(s0, -dn, out=np.full(k, np.inf), where=hit)
+    two = data[:, 16] != 0.0
+    front = (s0 >= 0.0) & (s0 + dn <= 0.0) & (dn < 0.0)
+    back = (s0 <= 0.0) & (s0 + dn >= 0.0) & (dn > 0.0) & two
+    # s0 <= -dn where it crosses: the quotient rounds into [0, 1].
+    t = np.divide(s0, -dn, out=np.full(k, np.inf), where=front | back)
+    x = c0 + np.where(np.isfinite(t), t, 0.0)[:, None] * d
+    inside = (data[:, 4:13].reshape(k, 3, 3) * x[:, None, :]).sum(axis=2) - data[:, 13:16]
+    hit = (front | back) & (inside.min(axis=1) >= -data[:, 17])
+    t[~hit] = np.inf
     size = np.sqrt((n * n).sum(axis=1))[:, None]
-    normal = np.divide(n, size, out=np.full((k, 3), np.nan), where=hit[:, None])
-    point = np.where(hit[:, None], c0 + np.where(hit, t, 0.0)[:, None] * d, np.nan)
+    normal = np.divide(np.where(back[:, None], -n, n), size, out=np.full((k, 3), np.nan),
+                       where=hit[:, None])  # fmt: skip
+    point = np.where(hit[:, None], x, np.nan)
     feature = np.where(hit, FACE, -1).astype(np.int8)
     return Sweep(t, point, normal, feature, np.where(hit, 0, -1).astype(np.int64))
 
@@ -218,29 +217,28 @@ def _point_rows(c0: Float, c1: Float, data: Float) -> Sweep:
         zip(c0.tolist(), c1.tolist(), data.tolist())
     ):
         dx, dy, dz = ex - ox, ey - oy, ez - oz
-        ray = (oy * dz - oz * dy, oz * dx - ox * dz, ox * dy - oy * dx, dx, dy, dz)
-        sides = []
-        for e in (0, 6, 12):
-            total = 0.0
-            for u, v in zip(row[e : e + 6], ray):
-                total += u * v
-            sides.append(total)
-        nx, ny, nz, off, two, la, lb, lc, size = row[18:27]
-        base = SEAM_REL * size * math.sqrt(dx * dx + dy * dy + dz * dz)
-        slop = (base * la, base * lb, base * lc)
+        nx, ny, nz, off = row[0:4]
         s0 = nx * ox + ny * oy + nz * oz + off
         dn = nx * dx + ny * dy + nz * dz
-        if dn < 0.0 and s0 >= 0.0 and s0 + dn <= 0.0 and all(map(float.__le__, sides, slop)):
+        if dn < 0.0 and s0 >= 0.0 and s0 + dn <= 0.0:
             flip = 1.0
-        elif (two and dn > 0.0 and s0 <= 0.0 and s0 + dn >= 0.0
-              and all(map(float.__ge__, sides, (-x for x in slop)))):  # fmt: skip
+        elif row[16] and dn > 0.0 and s0 <= 0.0 and s0 + dn >= 0.0:
             flip = -1.0
         else:
             continue
-        t[j] = tj = s0 / -dn
-        size = math.sqrt(nx * nx + ny * ny + nz * nz) * flip
+        tj = s0 / -dn
+        x, y, z = ox + tj * dx, oy + tj * dy, oz + tj * dz
+        slop = -row[17]
+        if (row[4] * x + row[5] * y + row[6] * z - row[13] < slop
+                or row[7] * x + row[8] * y + row[9] * z - row[14] < slop
+                or row[10] * x + row[11] * y + row[12] * z - row[15] < slop):  # fmt: skip
+            continue
+        t[j] = tj
+        size = math.sqrt(nx * nx + ny * ny + nz * nz)
+        if flip < 0.0:
+            nx, ny, nz = -nx, -ny, -nz
         normal[j] = (nx / size, ny / size, nz / size)
-        point[j] = (ox + tj * dx, oy + tj * dy, oz + tj * dz)
+        point[j] = (x, y, z)
         feature[j] = FACE
     return Sweep(np.array(t), np.array(point), np.array(normal), np.array(feature, np.int8),
                  np.array([0 if f == FACE else -1 for f in feature], np.int64))  # fmt: skip
