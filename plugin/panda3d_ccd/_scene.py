@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, NamedTuple
@@ -79,11 +80,13 @@ class _Parts:
     def __init__(self, parts: list[np.ndarray], starts: np.ndarray) -> None:
         self._parts = parts
         self._starts = starts
+        self._first = starts.tolist()
 
     def __getitem__(self, node: Any) -> Any:
-        if np.ndim(node) == 0:
-            j = int(np.searchsorted(self._starts, node, "right")) - 1
-            return self._parts[j][int(node) - int(self._starts[j])]
+        if not isinstance(node, np.ndarray):
+            node = int(node)
+            j = bisect_right(self._first, node) - 1
+            return self._parts[j][node - self._first[j]]
         node = np.asarray(node, np.int64)
         which = np.searchsorted(self._starts, node, "right") - 1
         first = self._parts[0]
