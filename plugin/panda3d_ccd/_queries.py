@@ -109,6 +109,8 @@ class World:
         self.spheres = [s for s in spheres if len(s.radius)]
         self.planes = planes if planes is not None and len(planes.offset) else None
         self.pieces = [p for p in pieces if len(p.table)]
+        #: Per piece table, (m, 3) node, solid and part of each row: one gather for all.
+        self._piece_meta = [np.stack([p.node, p.solid, p.part], axis=1) for p in self.pieces]
         self._sphere_index: dict[int, StaticIndex] = {}
         self._size: float | None = None
 
@@ -118,7 +120,8 @@ class World:
                  for j, rows in enumerate(self.spheres)]  # fmt: skip
         if self.planes is not None:
             found.append(self._planes(self.planes, p0, p1, radius, mask, sensors))
-        found += [self._pieces(rows, p0, p1, radius, mask, sensors) for rows in self.pieces]
+        found += [self._pieces(j, rows, p0, p1, radius, mask, sensors)
+                  for j, rows in enumerate(self.pieces)]  # fmt: skip
         return _concat([f for f in found if len(f.t)])
 
     def first(
@@ -224,27 +227,31 @@ class World:
         return _found(q, t, point, normal, rows.node[k], rows.sensor[k])
 
     def _pieces(
-        self, rows: PieceRows, p0: Float, p1: Float, r: Float, mask: Int, sensors: bool
+        self, j: int, rows: PieceRows, p0: Float, p1: Float, r: Float, mask: Int, sensors: bool
     ) -> Found:
         table = rows.table
         spec = table.spec
         point = spec.point is not None and not r.any()
-        reach = r
-        if point:
-            # The point kernel's slop (SEAM_REL): a ray threading the seam between two
-            # polygons meets both, so the index is asked that much around it.
-            scale = np.maximum(np.abs(p0).max(axis=1), np.abs(p1).max(axis=1))
-            reach = SEAM_REL * scale
-        if spec.bounds is not None and len(p0) == 1:
-            k = table.index()._segment_one(p0[0], p1[0], float(reach[0]), int(mask[0]))
-            q = np.zeros(len(k), np.int64)
-        elif spec.bounds is not None:
-            q, k = table.index()._segment_pairs(p0, p1, reach, mask)
-        else:  # unbounded rows (the solid outside an inverse sphere): every cast
+        # A point cast (a ray) is asked of the index with the point kernel's slop around
+        # it (SEAM_REL): a ray threading the seam between two polygons meets both.
+        if spec.bounds is None:  # unbounded rows (the solid outside an inverse sphere)
             m = len(table)
             q, k = np.divmod(np.arange(len(p0) * m), m)
             keep = (mask[q] & table.mask[k]) != 0
             q, k = q[keep], k[keep]
+        elif len(p0) == 1:  # a lone cast: its own descent, its slop in plain Python
+            if point:
+                reach = SEAM_REL * max(map(abs, p0[0].tolist() + p1[0].tolist()))
+            else:
+                reach = float(r[0])
+            k = table.index()._segment_one(p0[0], p1[0], reach, int(mask[0]))
+            q = np.zeros(len(k), np.int64)
+        else:
+            if point:
+                scale = np.maximum(np.abs(p0).max(axis=1), np.abs(p1).max(axis=1))
+                q, k = table.index()._segment_pairs(p0, p1, SEAM_REL * scale, mask)
+            else:
+                q, k = table.index()._segment_pairs(p0, p1, r, mask)
         if not sensors:
             keep = ~table.sensor[k]
             q, k = q[keep], k[keep]
@@ -270,8 +277,9 @@ class World:
             f = table.frame[k]
             point = _frames.apply(frames.rot1[f], point) + frames.pos1[f]
             normal = _frames.apply(frames.rot1[f], normal)
-        return Found(q, found.t, point, normal, rows.node[k], rows.solid[k], rows.part[k],
-                     found.feature.astype(np.int8), table.sensor[k])  # fmt: skip
+        node, solid, part = self._piece_meta[j][k].T
+        return Found(q, found.t, point, normal, node, solid, part, found.feature,
+                     table.sensor[k])  # fmt: skip
 
 
 def _concat(parts: list[Found]) -> Found:
