@@ -122,6 +122,8 @@ class Game:
             self.system = PluginSystem(self.world, PluginOptions(), self.messenger)
             self.system.ccd.add_again_pattern(AGAIN_PATTERN)
         elif kind == TRAVERSER:
+            # Its events go through Panda3D's global queue: start it empty.
+            EventQueue.getGlobalEventQueue().clear()
             handler = CollisionHandlerEvent()
             handler.addInPattern(IN_PATTERN)
             handler.addAgainPattern(AGAIN_PATTERN)

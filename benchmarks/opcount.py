@@ -38,6 +38,7 @@ caller sees a SystemError instead), so a count taken over one is known to be voi
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 import types
 from collections import Counter
@@ -187,7 +188,8 @@ class _Counted:
 
 
 class OpCounter:
-    """Counts the numpy operations of the plugin's code inside :meth:`counting`.
+    """Counts the numpy operations of the plugin's code (the files under ``root``) inside
+    :meth:`counting`.
 
     Attributes
     ----------
@@ -200,8 +202,10 @@ class OpCounter:
         void).
     """
 
-    def __init__(self) -> None:
-        self.root = str(Path(panda3d_ccd.__file__).resolve().parent)
+    def __init__(self, root: str | Path | None = None) -> None:
+        #: Operations are counted where the caller's file is under this folder (by default
+        #: the plugin's package).
+        self.root = os.path.join(Path(panda3d_ccd.__file__).parent if root is None else root, "")
         self.counts: Counter[tuple[str, str, str]] = Counter()
         self.errors: list[str] = []
         self._depth = 0
