@@ -34,6 +34,7 @@ from .level import (
 )
 from .level_mesh import Level
 from .memory import measure_memory
+from .opcount import OpCounter, Unsupported
 from .profiling import PileUpPasses, phase_table, profile_plugin
 from .queries import (
     RADIUS,
@@ -534,6 +535,12 @@ def _top_functions(result: GameResult, top: int = 15) -> str:
 def _game(args: argparse.Namespace) -> int:
     """The game-like scene: time per frame, numpy operations, the demo, the profile."""
     started = time.perf_counter()
+    if not args.no_ops:
+        try:
+            OpCounter()
+        except Unsupported as exc:
+            _say(f"numpy operations are not counted here: {exc}")
+            args.no_ops = True
     setup = (
         f"panda3d {panda3d.__version__}, numpy {np.__version__}, Python "
         f"{platform.python_version()}, {platform.machine()}; seed {args.seed}; medians of "

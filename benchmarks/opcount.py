@@ -23,12 +23,13 @@ operator are none of those. Three hooks, installed only around the counted pass,
 * **methods**: ``sys.setprofile``'s ``c_call`` events for methods bound to an ndarray.
 
 An operation is counted once, where its caller's frame is a file of the plugin's package
-and no other counted operation is under way (``np.linalg.norm`` is one, not the several it
+and no other hooked operation is under way (``np.linalg.norm`` is one, not the several it
 makes itself). Not counted: the arithmetic of numpy scalars (``np.float64`` times a float,
 which numpy's scalar types do themselves, as ``a[i] * 2.0`` after the counted ``a[i]``),
 an operator whose left operand is a numpy scalar and which that scalar computes itself,
 reads of array attributes (``a.shape``, ``a.T``, ``a.size``), ``len()``, ``bool()`` and
-iteration of arrays, scalar and dtype constructors (``np.float64(x)``, ``np.int64``), and
+iteration of arrays, numpy's classes (``np.float64(x)``, ``np.dtype``, the
+``np.errstate(...)`` context, whose entry and exit cProfile does show), and
 numpy callables bound to a name before the count began (``from numpy import ...`` or a
 module-level alias: the plugin has none). An operation that raises inside the count is
 recorded in :attr:`OpCounter.errors` (the callback cannot hand the exception on: its
