@@ -1,16 +1,18 @@
-"""Command line: ``python -m benchmarks [--quick] [--sizes ...] [--profile] ...``;
-``python -m benchmarks --geometry`` runs only the geometry benchmark (static index and
-sphere-triangle kernel), ``--statics`` only the static-collider one, ``--level`` only the
-level one (spheres over a 32,000-polygon level, and fast spheres fired at it), ``--queries``
-only the scene-query one (rays and sweeps cast into that level, against Bullet and the
-traverser)."""
+"""Command line: ``python -m benchmarks [--quick] [--sizes ...] [--profile] ...`` runs the
+game-like scene (spheres bouncing in a walled arena, see :mod:`benchmarks.game`);
+``--pileup`` the pile-up stress scene (fast spheres put back on course whatever they hit,
+with the correctness and memory runs); ``--geometry`` runs only the geometry benchmark
+(static index and sphere-triangle kernel), ``--statics`` only the static-collider one,
+``--level`` only the level one (spheres over a 32,000-polygon level, and fast spheres fired
+at it), ``--queries`` only the scene-query one (rays and sweeps cast into that level,
+against Bullet and the traverser)."""
 
 from __future__ import annotations
 
 import argparse
 import platform
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import panda3d
 
 from . import report
 from .correctness import measure_correctness
+from .game import GamePasses, GameResult, demo_times, time_game
 from .geometry import geometry_table, measure_geometry
 from .level import (
     build_level,
@@ -31,7 +34,8 @@ from .level import (
 )
 from .level_mesh import Level
 from .memory import measure_memory
-from .profiling import phase_table, profile_plugin
+from .opcount import OpCounter, Unsupported
+from .profiling import PileUpPasses, phase_table, profile_plugin
 from .queries import (
     RADIUS,
     Rays,
@@ -51,7 +55,10 @@ __all__ = ["main", "parse_args"]
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 
-#: (option, full value, --quick value) for the options --quick shrinks.
+ROOT = Path(__file__).resolve().parents[1]
+
+#: (option, full value, --quick value) for the options --quick shrinks (--pileup's; the
+#: other modes' own tables come first).
 _QUICK = {
     "sizes": ([100, 1000, 3000, 10000, 30000], [100, 1000]),
     "frames": (10, 3),
@@ -59,8 +66,17 @@ _QUICK = {
     "pairs": (2000, 500),
     "mem_n": (1000, 100),
     "mem_frames": (2000, 100),
-    "profile_n": (10000, 1000),
+    "profile_n": ([10000], [1000]),
     "profile_frames": (5, 3),
+}
+#: The same for the game-like scene, the default.
+_GAME_QUICK = {
+    "sizes": ([10, 30, 100, 300, 1000, 3000, 10000], [10, 100]),
+    "frames": (100, 10),
+    "warmup": (10, 2),
+    "profile_n": ([10, 100], [10]),
+    "profile_frames": (100, 10),
+    "demo_frames": (300, 30),
 }
 #: The same for --geometry, whose --sizes are sphere counts over the mesh.
 _GEOMETRY_QUICK = {
@@ -116,14 +132,32 @@ def _count(text: str) -> int:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Time panda3d-ccd against Panda3D's CollisionTraverser, Bullet and the "
-        "bare scene-graph read on one moving scene; measure correctness under speed, "
-        "memory over a long run, and (optionally) profile the plugin's pass.",
+        description="Time panda3d-ccd against Panda3D's CollisionTraverser and the bare "
+        "scene-graph read on a game-like scene (spheres bouncing in a walled arena, each "
+        "system's own events bouncing them), with the plugin's numpy operations per pass "
+        "and the bundled demo's times; --pileup: the pile-up stress scene, with Bullet, "
+        "correctness under speed and memory over a long run. Other modes: --geometry, "
+        "--statics, --level, --queries.",
     )
     p.add_argument("--quick", action="store_true", help="small, fast run for CI smoke use")
-    p.add_argument("--sizes", type=_sizes, help="comma-separated n (default 100,...,30000)")
-    p.add_argument("--frames", type=_positive, help="timed frames per size (default 10)")
-    p.add_argument("--warmup", type=_count, help="untimed frames first (default 3)")
+    p.add_argument(
+        "--pileup",
+        action="store_true",
+        help="the pile-up stress scene (the default before the game-like scene): spheres "
+        "put back on course each frame whatever they hit, 10%% at 50 units a frame; with "
+        "Bullet, the correctness table and the memory run",
+    )
+    p.add_argument(
+        "--sizes",
+        type=_sizes,
+        help="comma-separated n (default 10,30,...,10000; --pileup 100,...,30000)",
+    )
+    p.add_argument(
+        "--frames", type=_positive, help="timed frames per size (default 100; --pileup 10)"
+    )
+    p.add_argument(
+        "--warmup", type=_count, help="untimed frames first (default 10; --pileup 3)"
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--walls", action="store_true", help="add the box's six walls as planes")
     p.add_argument(
@@ -144,14 +178,39 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=3.0,
         help="skip the traverser or Bullet where one frame would take longer (s; default 3)",
     )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=20.0,
+        help="game scene: stop timing the traverser at a size once its timed frames add up "
+        "to this (s; default 20; at least 3 frames)",
+    )
+    p.add_argument(
+        "--no-ops",
+        action="store_true",
+        help="game scene: do not count the plugin's numpy operations (saves a third copy "
+        "of the game run under the counter)",
+    )
+    p.add_argument(
+        "--demo-frames",
+        type=_count,
+        help="game scene: frames of the bundled demo run headless with each system for "
+        "its ms a frame (default 300; 0: skip)",
+    )
     p.add_argument("--pairs", type=_count, help="fast pairs for the correctness table (0: skip)")
     p.add_argument("--mem-n", type=_positive, help="spheres in the memory run (default 1000)")
     p.add_argument(
         "--mem-frames", type=_count, help="frames of the memory run (default 2000; 0: skip)"
     )
     p.add_argument("--profile", action="store_true", help="cProfile the plugin's pass")
-    p.add_argument("--profile-n", type=_positive, help="spheres to profile (default 10000)")
-    p.add_argument("--profile-frames", type=_positive, help="passes profiled (default 5)")
+    p.add_argument(
+        "--profile-n",
+        type=_sizes,
+        help="comma-separated sizes to profile (default 10,100; --pileup 10000)",
+    )
+    p.add_argument(
+        "--profile-frames", type=_positive, help="passes profiled (default 100; --pileup 5)"
+    )
     p.add_argument(
         "--geometry",
         action="store_true",
@@ -215,7 +274,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         _GEOMETRY_QUICK if args.geometry
         else _LEVEL_QUICK if args.level
         else _QUERIES_QUICK if args.queries
-        else {}
+        else {} if args.pileup or args.statics
+        else _GAME_QUICK
     )  # fmt: skip
     for name, (full, quick) in own.items():
         if getattr(args, name) is None:
@@ -442,6 +502,144 @@ def _queries(args: argparse.Namespace) -> int:
     return 0
 
 
+def _profile_section(
+    passes: Callable[[], Any], frames: int, record: dict[str, Any], ops: str = ""
+) -> str:
+    """The phase table (no profiler), the cProfile tables and listing of the plugin's pass
+    over the frames of ``passes()`` (called once for each), with ``ops`` before the
+    listing."""
+    phases = phase_table(passes(), frames=frames, warmup=2)
+    made = passes()
+    n = len(made.system.world.nodes)
+    profile = profile_plugin(made, frames=frames, warmup=2)
+    record[str(n)] = {"phases": phases, "profile": profile}
+    parts = [f"## Profile of the plugin's pass at n={n:,}", phases, profile.by_phase]
+    parts += [profile.top, ops] if ops else [profile.top]
+    return "\n\n".join(parts) + "\n\n```\n" + profile.listing.rstrip() + "\n```"
+
+
+def _top_functions(result: GameResult, top: int = 15) -> str:
+    """The plugin functions making the most numpy operations per pass, as a table."""
+    rows = list(result.ops_by.get("function", {}).items())[:top]
+    lines = [
+        f"numpy operations per pass by the plugin function making them (n={result.n:,}, "
+        "mean over the counted passes):",
+        "",
+        "| function | ops per pass |",
+        "|---|---:|",
+    ]
+    lines += [f"| `{name}` | {count:,.1f} |" for name, count in rows]
+    return "\n".join(lines)
+
+
+def _game(args: argparse.Namespace) -> int:
+    """The game-like scene: time per frame, numpy operations, the demo, the profile."""
+    started = time.perf_counter()
+    if not args.no_ops:
+        try:
+            OpCounter()
+        except Unsupported as exc:
+            _say(f"numpy operations are not counted here: {exc}")
+            args.no_ops = True
+    setup = (
+        f"panda3d {panda3d.__version__}, numpy {np.__version__}, Python "
+        f"{platform.python_version()}, {platform.machine()}; seed {args.seed}; medians of "
+        f"{args.frames} frames after {args.warmup} warm-up; the traverser is skipped where "
+        f"one frame would take more than {args.limit:g} s and timed for at most "
+        f"{args.budget:g} s a size (at least 3 frames)"
+    )
+    _say(setup)
+    results: list[GameResult] = []
+    for n in args.sizes:
+        t0 = time.perf_counter()
+        results.append(
+            time_game(
+                n, seed=args.seed, frames=args.frames, warmup=args.warmup,
+                limit_s=args.limit, budget_s=args.budget, history=results,
+                count_ops=not args.no_ops,
+            )
+        )  # fmt: skip
+        _say(f"n={n:,}: plugin {results[-1].ms[PLUGIN]:.2f} ms "
+             f"({time.perf_counter() - t0:.1f} s incl. set-up)")  # fmt: skip
+    sections = [
+        f"# panda3d-ccd benchmark: the game-like scene\n\n{setup}",
+        "## Time per frame (ms)\n\n"
+        "n spheres of radius 0.45 in an arena closed by 6 walls (planes), at the pile-up "
+        "scene's density (4 n^(1/3) units a side), apart at the start; 90% move about 0.3 "
+        "units a frame, 10% about 2 (+-25%). Each system plays its own copy of the game from "
+        "the same start: each frame every sphere moves on by its velocity (setFluidPos), the "
+        "system's pass runs (timed), then the game's handler on `%fn-into-%in` and "
+        "`%fn-again-%in` reflects each event's from-sphere's velocity about "
+        "`getSurfaceNormal(render)`. The plugin: one `step()` (planes by `add_plane`, events "
+        "through a messenger that keeps them); the traverser: `traverse()` with "
+        "respect-prev-transform, every sphere a from- and into-object, the walls as "
+        "CollisionPlanes, a CollisionHandlerEvent. The floor reads every sphere's position. "
+        "numpy ops: the plugin's numpy calls, operators and subscripts a pass "
+        "(`benchmarks/opcount.py`), counted on a third copy of the plugin's game that must "
+        "end every frame exactly where the timed one does; us per op: the median pass over "
+        "the median count.\n\n" + report.game_table(results),
+        "What the frames held (totals over the timed frames; rounds: the plugin's rounds of "
+        "resolution a pass, 0 where nothing was near; past a wall: a centre beyond a wall's "
+        "plane; overlapping: a sphere more than 1% of its radius into a wall or another "
+        "sphere; pairs missed: pairs whose straight paths of the frame touch by the exact "
+        "kernel and that the system reported in neither direction, counted for the "
+        "traverser, which moves nothing):\n\n" + report.game_detail_table(results),
+    ]
+    record: dict[str, Any] = {
+        "setup": setup,
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "timing": results,
+    }
+    if not args.no_ops:
+        sections.append(
+            "## numpy operations per pass, by phase\n\n"
+            "Mean per counted pass: read (`_scan`, `_read_all`, `_read_planes`, "
+            "`_piece_tables`), solve (`_near_statics`, `_solver.solve`: broad phase, times "
+            "of impact, rounds), write back (`_write_back`), events (`_touches`, the pair "
+            "tracker, sending), other (`step()`'s own lines and the rest it calls).\n\n"
+            + report.ops_table(results)
+        )
+    if args.demo_frames:
+        t0 = time.perf_counter()
+        times = demo_times(args.demo_frames, root=ROOT)
+        line = (
+            f"The bundled demo (`python -m demo --headless --frames {args.demo_frames} "
+            "--system plugin` and `--system traverser`; seed 7, 60 balls; its HUD's timer: "
+            "the collision pass with the game's handlers, the mean over the frames, the "
+            f"first included): plugin {report._ms(times['plugin'])} ms a frame, traverser "
+            f"{report._ms(times['traverser'])} ms a frame, plugin/traverser "
+            f"{report._ratio(times['plugin'], times['traverser'])}."
+        )
+        sections.append("## The demo\n\n" + line)
+        record["demo"] = times
+        _say(f"demo: {time.perf_counter() - t0:.1f} s")
+    if args.profile:
+        record["profile"] = {}
+        by_n = {r.n: r for r in results}
+        for n in args.profile_n:
+            ops = _top_functions(by_n[n]) if n in by_n and by_n[n].ops_by else ""
+            sections.append(
+                _profile_section(
+                    lambda n=n: GamePasses(n, seed=args.seed),
+                    args.profile_frames,
+                    record["profile"],
+                    ops,
+                )
+            )
+    if not args.no_plot:
+        png = args.out / "time_per_frame.png"
+        note = report.write_plot(png, results, "Game-like scene: time per frame vs n (median)")
+        sections.append(f"Plot: {png}" if note is None else f"Note: {note}")
+    text = "\n\n".join(sections) + "\n"
+    _say()
+    _say(text)
+    (args.out / "results.md").write_text(text)
+    report.write_json(args.out / "results.json", record)
+    _say(f"Wrote {args.out / 'results.md'} and results.json "
+         f"({time.perf_counter() - started:.1f} s in all)")  # fmt: skip
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -453,6 +651,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _level(args)
     if args.queries:
         return _queries(args)
+    if args.pileup:
+        return _pileup(args)
+    return _game(args)
+
+
+def _pileup(args: argparse.Namespace) -> int:
+    """The pile-up stress scene: timing, correctness, memory and the profile."""
     started = time.perf_counter()
     plugin = PluginOptions(
         response=args.response, respect_prev_transform=not args.plugin_own_prev
@@ -529,31 +734,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     if args.profile:
-        listing = profile_plugin(
-            args.profile_n,
-            frames=args.profile_frames,
-            warmup=2,
-            seed=args.seed,
-            plugin=plugin,
-            walls=args.walls,
-        )
-        phases = phase_table(
-            args.profile_n,
-            frames=args.profile_frames,
-            warmup=2,
-            seed=args.seed,
-            plugin=plugin,
-            walls=args.walls,
-        )
-        sections.append(
-            "## Profile of the plugin's pass\n\n"
-            + phases
-            + "\n\n```\n"
-            + listing.rstrip()
-            + "\n```"
-        )
-        record["profile"] = listing
-        record["phases"] = phases
+        record["profile"] = {}
+        for n in args.profile_n:
+            def passes(n: int = n) -> PileUpPasses:
+                return PileUpPasses(n, seed=args.seed, plugin=plugin, walls=args.walls)
+
+            sections.append(_profile_section(passes, args.profile_frames, record["profile"]))
 
     if not args.no_plot:
         png = args.out / "time_per_frame.png"

@@ -8,11 +8,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .correctness import CorrectnessRow
+from .game import GameResult
 from .memory import MemoryResult
+from .opcount import PHASE_ORDER
 from .timing import BULLET, FLOOR, PLUGIN, SYSTEMS, TRAVERSER, SizeResult
 
 __all__ = [
+    "game_table",
+    "game_detail_table",
+    "ops_table",
     "timing_table",
     "detail_table",
     "correctness_table",
@@ -57,6 +64,76 @@ def timing_table(results: Sequence[SizeResult]) -> str:
             f"| {_cell(r, FLOOR)} | {_ratio(r.ms.get(TRAVERSER), plugin)} "
             f"| {_ratio(plugin, r.ms.get(FLOOR))} | {per} |"
         )
+    return "\n".join(lines)
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def game_table(results: Sequence[GameResult]) -> str:
+    """The game scene: time per frame (medians), the ratios and the plugin's numpy
+    operations per pass (median, and the fewest and most of a pass)."""
+    lines = [
+        "| colliders | plugin ms | traverser ms | traverser/plugin | floor ms | plugin/floor "
+        "| numpy ops per pass (fewest to most) | plugin us per op |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        plugin = r.ms.get(PLUGIN)
+        ops, per = "-", "-"
+        if r.ops:
+            middle = float(np.median(r.ops))
+            ops = f"{_count(middle)} ({_count(min(r.ops))} to {_count(max(r.ops))})"
+            per = "-" if plugin is None else f"{1e3 * plugin / middle:.2f}"
+        lines.append(
+            f"| {r.n:,} | {_cell(r, PLUGIN)} | {_cell(r, TRAVERSER)} "
+            f"| {_ratio(r.ms.get(TRAVERSER), plugin)} | {_cell(r, FLOOR)} "
+            f"| {_ratio(plugin, r.ms.get(FLOOR))} | {ops} | {per} |"
+        )
+    return "\n".join(lines)
+
+
+def game_detail_table(results: Sequence[GameResult]) -> str:
+    """What each system's copy of the game held over its timed frames."""
+    lines = [
+        "| colliders | arena side | system | frames timed | frames with contacts "
+        "| contacts a frame | rounds a pass (most) | ended past a wall | ended overlapping "
+        "| pairs missed |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        for name in (PLUGIN, TRAVERSER):
+            stat = {k[len(name) + 1 :]: v for k, v in r.stats.items() if k.startswith(name + " ")}
+            frames = stat.get("frames")
+            if not frames:
+                continue
+            rounds = "-"
+            if "rounds" in stat:
+                rounds = f"{stat['rounds'] / frames:.2f} ({stat.get('rounds max', 0):.0f})"
+            missed = _count(stat["missed"]) if "missed" in stat else "-"
+            lines.append(
+                f"| {r.n:,} | {r.side:.1f} | {name} | {frames:.0f} "
+                f"| {_count(stat.get('frames with contacts', 0))} "
+                f"| {stat.get('contacts', 0) / frames:.1f} | {rounds} "
+                f"| {_count(stat.get('outside', 0))} | {_count(stat.get('overlapping', 0))} "
+                f"| {missed} |"
+            )
+    return "\n".join(lines)
+
+
+def ops_table(results: Sequence[GameResult]) -> str:
+    """The plugin's numpy operations per pass (mean over the counted passes), by phase."""
+    lines = [
+        "| colliders | " + " | ".join(PHASE_ORDER) + " | all |",
+        "|---:|" + "---:|" * (len(PHASE_ORDER) + 1),
+    ]
+    for r in results:
+        phase = r.ops_by.get("phase")
+        if not phase:
+            continue
+        cells = [_count(phase.get(name, 0.0)) for name in PHASE_ORDER]
+        lines.append(f"| {r.n:,} | " + " | ".join(cells) + f" | {_count(sum(phase.values()))} |")
     return "\n".join(lines)
 
 

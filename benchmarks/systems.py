@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from panda3d.core import (
+    CollisionHandler,
     CollisionHandlerQueue,
     CollisionNode,
     CollisionPlane,
@@ -50,6 +51,7 @@ __all__ = [
     "FloorSystem",
     "NoTasks",
     "CountingMessenger",
+    "read_positions",
     "begin_frame",
     "end_frame",
 ]
@@ -79,6 +81,13 @@ class CountingMessenger:
 
     def send(self, event: str, sentArgs: Any = None, taskChain: Any = None) -> None:  # noqa: N803
         self.count += 1
+
+
+def read_positions(nodes: list[NodePath], render: NodePath) -> Float:
+    """(n, 3) float64 world positions of ``nodes``: one scene-graph read per node."""
+    # Iterating an LPoint3f yields its floats; fromiter skips the per-node tuple.
+    flat = itertools.chain.from_iterable([node.getPos(render) for node in nodes])
+    return np.fromiter(flat, np.float64, 3 * len(nodes)).reshape(len(nodes), 3)
 
 
 def begin_frame() -> None:
@@ -194,9 +203,11 @@ class PluginSystem(System):
     would produce).
     """
 
-    def __init__(self, world: World, options: PluginOptions) -> None:
+    def __init__(
+        self, world: World, options: PluginOptions, messenger: Any = None
+    ) -> None:
         super().__init__("panda3d-ccd", world)
-        self.messenger = CountingMessenger()
+        self.messenger = CountingMessenger() if messenger is None else messenger
         self.ccd = ContinuousCollision(
             taskmgr=NoTasks(),
             render=world.render,
@@ -236,21 +247,23 @@ class PluginSystem(System):
 
 class TraverserSystem(System):
     """Panda3D's CollisionTraverser: every sphere a from- and into-object, swept from its
-    previous transform (respect-prev-transform), into a CollisionHandlerQueue."""
+    previous transform (respect-prev-transform), into ``handler`` (by default a
+    CollisionHandlerQueue, whose entries are counted)."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, handler: CollisionHandler | None = None) -> None:
         super().__init__("CollisionTraverser", world)
         self.traverser = CollisionTraverser("bench")
         self.traverser.setRespectPrevTransform(True)
-        self.queue = CollisionHandlerQueue()
+        self.handler = CollisionHandlerQueue() if handler is None else handler
         for solid in world.solids:
-            self.traverser.addCollider(solid, self.queue)
+            self.traverser.addCollider(solid, self.handler)
 
     def run(self) -> None:
         self.traverser.traverse(self.world.render)
 
     def after(self, current: Float) -> None:
-        self._count("entries", self.queue.getNumEntries())
+        if isinstance(self.handler, CollisionHandlerQueue):
+            self._count("entries", self.handler.getNumEntries())
 
     def close(self) -> None:
         self.traverser.clearColliders()
@@ -330,11 +343,7 @@ class FloorSystem(System):
         self.last: Float = np.zeros((0, 3))
 
     def run(self) -> None:
-        render = self.world.render
-        n = len(self.world.nodes)
-        # Iterating an LPoint3f yields its floats; fromiter skips the per-node tuple.
-        flat = itertools.chain.from_iterable([node.getPos(render) for node in self.world.nodes])
-        self.last = np.fromiter(flat, np.float64, 3 * n).reshape(n, 3)
+        self.last = read_positions(self.world.nodes, self.world.render)
 
     def after(self, current: Float) -> None:
         # The harness itself is checked every frame: every node is where the generator put it.

@@ -22,7 +22,16 @@ from .systems import (
     end_frame,
 )
 
-__all__ = ["PLUGIN", "TRAVERSER", "BULLET", "FLOOR", "SYSTEMS", "SizeResult", "time_size"]
+__all__ = [
+    "PLUGIN",
+    "TRAVERSER",
+    "BULLET",
+    "FLOOR",
+    "SYSTEMS",
+    "SizeResult",
+    "skip_note",
+    "time_size",
+]
 
 PLUGIN, TRAVERSER, BULLET, FLOOR = "panda3d-ccd", "CollisionTraverser", "Bullet", "floor"
 SYSTEMS = (PLUGIN, TRAVERSER, BULLET, FLOOR)
@@ -58,6 +67,20 @@ def _estimate_ms(name: str, n: int, history: Sequence[SizeResult]) -> float | No
     return None
 
 
+def skip_note(name: str, n: int, history: Sequence[SizeResult], limit_s: float) -> str | None:
+    """Why system ``name`` is not run at ``n`` spheres, or None if it is (always for a
+    system outside ``_GROWTH``): it was skipped or over ``limit_s`` at a smaller size, or
+    the sizes before extrapolate to more than ``_TRY_FACTOR`` times the limit."""
+    if name not in _GROWTH:
+        return None
+    if any(past.ms.get(name) is None or name in past.notes for past in history):
+        return "skipped (over the limit at a smaller n)"
+    estimate = _estimate_ms(name, n, history)
+    if estimate is not None and estimate > 1e3 * limit_s * _TRY_FACTOR:
+        return f"skipped (est. {estimate / 1e3:.1f} s per frame)"
+    return None
+
+
 def time_size(
     n: int,
     *,
@@ -79,26 +102,15 @@ def time_size(
     """
     scene = MovingSpheres.generate(n, seed=seed)
     result = SizeResult(n=n, side=scene.side)
-    over_before = {
-        name
-        for past in history
-        for name in SYSTEMS
-        if past.ms.get(name) is None or name in past.notes
-    }
     world = World.build(scene, walls=walls)
     active: list[System] = []
     try:
         for name in systems:
-            if name in _GROWTH:
-                if name in over_before:
-                    result.ms[name] = None
-                    result.notes[name] = "skipped (over the limit at a smaller n)"
-                    continue
-                estimate = _estimate_ms(name, n, history)
-                if estimate is not None and estimate > 1e3 * limit_s * _TRY_FACTOR:
-                    result.ms[name] = None
-                    result.notes[name] = f"skipped (est. {estimate / 1e3:.1f} s per frame)"
-                    continue
+            note = skip_note(name, n, history, limit_s)
+            if note is not None:
+                result.ms[name] = None
+                result.notes[name] = note
+                continue
             active.append(_make(name, world, plugin))
         _run_frames(scene, world, active, result, frames=frames, warmup=warmup, limit_s=limit_s)
     finally:

@@ -48,7 +48,7 @@ def run_benchmarks(out: Path, *args: str) -> tuple[str, dict]:
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
     return run_benchmarks(
         tmp_path_factory.mktemp("bench"),
-        "--quick", "--sizes", "40,150", "--frames", "2", "--warmup", "1",
+        "--pileup", "--quick", "--sizes", "40,150", "--frames", "2", "--warmup", "1",
         "--pairs", "300", "--mem-n", "40", "--mem-frames", "20",
     )  # fmt: skip
 
@@ -143,7 +143,7 @@ def test_walls_option_runs_every_system_with_the_box_closed(tmp_path: Path) -> N
     # registered once), one CollisionNode for the traverser, plane bodies for Bullet.
     _, record = run_benchmarks(
         tmp_path,
-        "--walls", "--sizes", "60", "--frames", "2", "--warmup", "1",
+        "--pileup", "--walls", "--sizes", "60", "--frames", "2", "--warmup", "1",
         "--pairs", "0", "--mem-frames", "0",
     )  # fmt: skip
     assert "walls on" in record["setup"]
@@ -153,10 +153,11 @@ def test_walls_option_runs_every_system_with_the_box_closed(tmp_path: Path) -> N
 def test_phase_table_times_every_phase_including_the_broad_phase() -> None:
     # The table wraps the component's and the solver's functions by name; one renamed
     # behind its back must fail here, not vanish from the table.
-    from benchmarks.profiling import phase_table
+    from benchmarks.profiling import PileUpPasses, phase_table
     from benchmarks.systems import PluginOptions
 
-    table = phase_table(150, frames=2, warmup=1, seed=1, plugin=PluginOptions(), walls=True)
+    passes = PileUpPasses(150, seed=1, plugin=PluginOptions(), walls=True)
+    table = phase_table(passes, frames=2, warmup=1)
     for label in (
         "read every sphere's transforms",
         "solve: broad phase, times of impact, resolution",

@@ -88,10 +88,14 @@ def test_no_sphere_fired_through_the_plugin_ends_beyond_a_front_face(
 def test_default_benchmark_options_are_unchanged() -> None:
     from benchmarks.cli import parse_args
 
-    args = parse_args([])
-    assert not args.level
+    game = parse_args([])
+    assert not game.level and not game.pileup
+    assert game.sizes == [10, 30, 100, 300, 1000, 3000, 10000]
+    assert (game.frames, game.warmup, game.demo_frames) == (100, 10, 300)
+    assert game.profile_n == [10, 100]
+    args = parse_args(["--pileup"])
     assert args.sizes == [100, 1000, 3000, 10000, 30000]
-    assert (args.frames, args.warmup) == (10, 3)
+    assert (args.frames, args.warmup, args.profile_n) == (10, 3, [10000])
     level = parse_args(["--level"])
     assert level.sizes == [10, 100, 1000] and level.cells == 120 and level.fired == 1000
     assert args.response == "rewind" and level.response == "slide"
