@@ -874,7 +874,10 @@ class ContinuousCollision:
         cache = self._statics
         static_rows, static_index = cache.rows, cache.index
         if static_index is None:  # the statics changed during the pass: not indexed yet
-            static_rows = np.flatnonzero(~statics.bad & ~np.isin(statics.owner, list(left_out)))
+            static_rows = np.zeros(0, np.int64)
+            if len(statics.owner):
+                out = list(left_out)
+                static_rows = np.flatnonzero(~statics.bad & ~np.isin(statics.owner, out))
         self._queries.snapshot(Snapshot(
             spheres, statics, left_out, planes, plane_n, off1, tables, self._pieces,
             _solver.SENSOR, static_rows, None if static_index in (None, _FEW) else static_index,
@@ -1367,6 +1370,12 @@ class ContinuousCollision:
         moved = np.flatnonzero(
             result.moved[:n] | ((result.t_stop[:n] < 1.0) & (frame.radius0 != frame.radius))
         )
+        if not len(moved):
+            # Nothing moved (most passes of a game): every sphere is where it was read.
+            kept = valid & frame.read
+            spheres.prev_transform[kept] = frame.transforms[kept]
+            spheres.prev_center[kept] = p1[kept]
+            return
         # Largest correction first: a node with several spheres takes that one's answer.
         order = moved[np.argsort(-length(result.end[moved] - p1[moved]))]
         _, first = np.unique(spheres.owner[order], return_index=True)
