@@ -259,7 +259,8 @@ class PieceNodes:
 
     # ------------------------------------------------------------------ contacts
     def columns(self) -> dict[str, np.ndarray]:
-        """Per node: nodepath, handle, owner, into_mask, tangible (cached)."""
+        """Per node: nodepath, handle, owner, into_mask, tangible, solids (cached; made
+        again, not changed, when nodes come and go)."""
         if self._columns is None:
             nodes = self.nodes
             m = len(nodes)
@@ -269,8 +270,16 @@ class PieceNodes:
                 "owner": np.fromiter((n.owner for n in nodes), np.int64, m),
                 "into_mask": np.fromiter((n.into_mask for n in nodes), np.int64, m),
                 "tangible": np.fromiter((not n.sensor for n in nodes), bool, m),
+                "solids": np.empty(m, object),
             }
+            for i, node in enumerate(nodes):
+                self._columns["solids"][i] = node.solids
         return self._columns
+
+    def table_rows(self) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per table code, (m,) node row, solid index and part of each row of that table: a
+        copy (tables made again replace their entries)."""
+        return dict(self._where)
 
     def locate(self, code: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(node row, solid index, part) of rows of the table with ``code``."""

@@ -32,7 +32,15 @@ from ._queries import Found, PieceRows, PlaneRows, SphereRows, World, firsts
 from ._rays import LINE, RAY, SEGMENT, cast_rays, firsts_per_node
 from .contact import Contact
 
-__all__ = ["QueryResult", "Snapshot", "SceneQueries", "RayNode", "RayNodes", "ray_touches"]
+__all__ = [
+    "QueryResult",
+    "Snapshot",
+    "PieceView",
+    "SceneQueries",
+    "RayNode",
+    "RayNodes",
+    "ray_touches",
+]
 
 ALL_BITS = 0xFFFFFFFF
 #: Names of the features of a piece (Contact.feature).
@@ -65,7 +73,7 @@ class Snapshot(NamedTuple):
     plane_normal: np.ndarray  # (m, 3)
     plane_offset: np.ndarray  # (m,) at the end of the pass
     tables: list[Any]  # the pass's piece tables
-    pieces: Any  # PieceNodes
+    pieces: Any  # PieceView: the piece nodes as the pass left them
     sensor_code: int  # the solver's SENSOR response
     static_rows: np.ndarray  # rows of ``statics`` in the scene and finite
     static_index: Any  # StaticIndex of those rows' boxes, or None (the component's own)
@@ -95,6 +103,19 @@ class _Parts:
             rows = which == j
             out[rows] = self._parts[j][node[rows] - self._starts[j]]
         return out
+
+
+class PieceView(NamedTuple):
+    """The piece nodes as a pass left them: a node registered or removed after it
+    (``remove()`` between passes, or in a handler) changes the component's PieceNodes,
+    never these."""
+
+    columns: dict[str, np.ndarray]  # PieceNodes.columns(), one row per node
+    where: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  # per table code: node, solid, part
+
+    @classmethod
+    def of(cls, pieces: Any) -> PieceView:
+        return cls(pieces.columns(), pieces.table_rows())
 
 
 class _Columns(NamedTuple):
@@ -324,10 +345,10 @@ def _build(s: Snapshot, statics: _Part) -> tuple[World, _Columns]:
         np.full((m, 3), np.nan),
     )  # fmt: skip
     start += m
-    cols = s.pieces.columns()
+    cols = s.pieces.columns
     pieces = []
     for table in s.tables:
-        node, solid_ix, part = s.pieces.locate(table.kind, np.arange(len(table)))
+        node, solid_ix, part = s.pieces.where[table.kind]
         pieces.append(PieceRows(table, start + node, solid_ix, part))
     k = len(cols["owner"])
     parts = [statics, dynamic, planes]
@@ -338,8 +359,7 @@ def _build(s: Snapshot, statics: _Part) -> tuple[World, _Columns]:
     def column(name: str, pieces: np.ndarray) -> _Parts:
         return _Parts([*(getattr(p, name) for p in parts), pieces], starts)
 
-    solids = np.empty(k, object)
-    solids[:] = [n.solids for n in s.pieces.nodes]
+    solids = cols["solids"]
     columns = _Columns(
         column("nodepath", cols["nodepath"]),
         column("handle", cols["handle"]),

@@ -45,6 +45,7 @@ from ._piecenodes import PieceNode, PieceNodes
 from ._scene import (
     ALL_BITS,
     RAY_TYPES,
+    PieceView,
     QueryResult,
     RayNode,
     RayNodes,
@@ -879,7 +880,8 @@ class ContinuousCollision:
                 out = list(left_out)
                 static_rows = np.flatnonzero(~statics.bad & ~np.isin(statics.owner, out))
         self._queries.snapshot(Snapshot(
-            spheres, statics, left_out, planes, plane_n, off1, tables, self._pieces,
+            spheres, statics, left_out, planes, plane_n, off1, tables,
+            PieceView.of(self._pieces),
             _solver.SENSOR, static_rows, None if static_index in (None, _FEW) else static_index,
         ))  # fmt: skip
 
