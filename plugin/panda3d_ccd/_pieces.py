@@ -63,7 +63,8 @@ class Kind(NamedTuple):
     closest: Callable[..., tuple[Float, Float]]
     #: Where the kind has a faster kernel for a point (radius 0: rays) than ``sweep``:
     #: ``point_data(*geometry)`` -> (m, w) rows computed once per table, and
-    #: ``point(c0, c1, data rows)`` -> Sweep. None: ``sweep`` with radius 0.
+    #: ``point(c0, c1, data rows)`` -> ((h,) rows that hit, their Sweep). None: ``sweep``
+    #: with radius 0.
     point_data: Callable[..., Float] | None = None
     point: Callable[..., Sweep] | None = None
 
@@ -145,7 +146,7 @@ def _inv_closest(p: Float, center: Float, radius: Float) -> tuple[Float, Float]:
 
 KINDS = {
     TRIANGLE: Kind(TRIANGLE, "triangle", _tri._sweep, _triangle_bounds, _triangle_closest,
-                   _tri._point_data, _tri._point_sweep),
+                   _tri._point_data, _tri._point_hits),
     BOX: Kind(BOX, "box", _box._sweep, _box_bounds, _box_closest),
     CAPSULE: Kind(CAPSULE, "capsule", _capsule._sweep, _capsule_bounds, _capsule_closest),
     INV_SPHERE: Kind(INV_SPHERE, "inverse sphere", _inv._sweep, None, _inv_closest),

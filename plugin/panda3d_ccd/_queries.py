@@ -265,13 +265,14 @@ class World:
             c0, c1 = _frames.unapply(rot, c0 - pos), _frames.unapply(rot, c1 - pos)
         data = table.point_data()
         if point and data is not None:
-            found = spec.point(c0, c1, data[k])
+            hit, found = spec.point(c0, c1, data[k])
+            q, k = q[hit], k[hit]
         else:
             found = spec.sweep(c0, c1, r[q], *table.rows(k))
-        hit = np.flatnonzero(np.isfinite(found.t))
-        if len(hit) < len(q):
-            q, k = q[hit], k[hit]
-            found = Sweep(*(col[hit] for col in found))
+            hit = np.flatnonzero(np.isfinite(found.t))
+            if len(hit) < len(q):
+                q, k = q[hit], k[hit]
+                found = Sweep(*(col[hit] for col in found))
         point, normal = found.point, found.normal
         if frames is not None:
             f = table.frame[k]

@@ -172,7 +172,8 @@ def _point_sweep(c0: Float, c1: Float, data: Float) -> Sweep:
     """:func:`_sweep` with radius 0 (a ray or segment) on rows already checked, the
     triangles given by their :func:`_point_data` (k, 18): the same contacts (a crossing of
     the front, or of either side where two-sided, inside the triangle or on its boundary)
-    in some twenty numpy calls instead of a thousand.
+    in some twenty numpy calls instead of a thousand. One row per row given; the rows hit
+    alone, as :func:`_point_hits`.
 
     Where the ray crosses the plane, the crossing must lie inside every edge, or outside
     by no more than the seam slop (``SEAM_REL`` of the triangle's size): a ray aimed at an
@@ -180,6 +181,21 @@ def _point_sweep(c0: Float, c1: Float, data: Float) -> Sweep:
     seam between polygons whose shared corners Panda3D rebuilt apart (see ``SEAM_REL``).
     A zero-area triangle is never hit (the full kernel's edges are only ever met by a ray
     along them exactly)."""
+    k = len(c0)
+    rows, hits = _point_hits(c0, c1, data)
+    t = np.full(k, np.inf)
+    point = np.full((k, 3), np.nan)
+    normal = np.full((k, 3), np.nan)
+    feature = np.full(k, -1, np.int8)
+    index = np.full(k, -1, np.int64)
+    t[rows], point[rows], normal[rows] = hits.t, hits.point, hits.normal
+    feature[rows], index[rows] = hits.feature, hits.index
+    return Sweep(t, point, normal, feature, index)
+
+
+def _point_hits(c0: Float, c1: Float, data: Float) -> tuple[NDArray[np.int64], Sweep]:
+    """The rows of :func:`_point_sweep` that hit, (h,) increasing, and their Sweep (h rows):
+    a caller that wants the hits alone skips gathering them out of every row."""
     k = len(c0)
     if k <= _SCALAR_ROWS:
         return _point_rows(c0, c1, data)
@@ -194,25 +210,21 @@ def _point_sweep(c0: Float, c1: Float, data: Float) -> Sweep:
     t = np.divide(s0, -dn, out=np.full(k, np.inf), where=front | back)
     x = c0 + np.where(np.isfinite(t), t, 0.0)[:, None] * d
     inside = (data[:, 4:13].reshape(k, 3, 3) * x[:, None, :]).sum(axis=2) - data[:, 13:16]
-    hit = (front | back) & (inside.min(axis=1) >= -data[:, 17])
-    t[~hit] = np.inf
-    size = np.sqrt((n * n).sum(axis=1))[:, None]
-    normal = np.divide(np.where(back[:, None], -n, n), size, out=np.full((k, 3), np.nan),
-                       where=hit[:, None])  # fmt: skip
-    point = np.where(hit[:, None], x, np.nan)
-    feature = np.where(hit, FACE, -1).astype(np.int8)
-    return Sweep(t, point, normal, feature, np.where(hit, 0, -1).astype(np.int64))
+    rows = np.flatnonzero((front | back) & (inside.min(axis=1) >= -data[:, 17]))
+    n = n[rows]
+    normal = np.where(back[rows, None], -n, n) / np.sqrt((n * n).sum(axis=1))[:, None]
+    h = len(rows)
+    return rows, Sweep(t[rows], x[rows], normal, np.full(h, FACE, np.int8), np.zeros(h, np.int64))
 
 
-def _point_rows(c0: Float, c1: Float, data: Float) -> Sweep:
-    """:func:`_point_sweep` of a few rows in plain Python: a lone ray meets a handful of
+def _point_rows(c0: Float, c1: Float, data: Float) -> tuple[NDArray[np.int64], Sweep]:
+    """:func:`_point_hits` of a few rows in plain Python: a lone ray meets a handful of
     candidates, and each numpy call costs more than their arithmetic. The same sums in the
     same order, so the same answers, bit for bit."""
-    k = len(c0)
-    t = [math.inf] * k
-    point = [(math.nan,) * 3] * k
-    normal = [(math.nan,) * 3] * k
-    feature = [-1] * k
+    rows: list[int] = []
+    t: list[float] = []
+    point: list[tuple[float, float, float]] = []
+    normal: list[tuple[float, float, float]] = []
     for j, ((ox, oy, oz), (ex, ey, ez), row) in enumerate(
         zip(c0.tolist(), c1.tolist(), data.tolist())
     ):
@@ -221,9 +233,9 @@ def _point_rows(c0: Float, c1: Float, data: Float) -> Sweep:
         s0 = nx * ox + ny * oy + nz * oz + off
         dn = nx * dx + ny * dy + nz * dz
         if dn < 0.0 and s0 >= 0.0 and s0 + dn <= 0.0:
-            flip = 1.0
+            flip = False
         elif row[16] and dn > 0.0 and s0 <= 0.0 and s0 + dn >= 0.0:
-            flip = -1.0
+            flip = True
         else:
             continue
         tj = s0 / -dn
@@ -233,15 +245,19 @@ def _point_rows(c0: Float, c1: Float, data: Float) -> Sweep:
                 or row[7] * x + row[8] * y + row[9] * z - row[14] < slop
                 or row[10] * x + row[11] * y + row[12] * z - row[15] < slop):  # fmt: skip
             continue
-        t[j] = tj
         size = math.sqrt(nx * nx + ny * ny + nz * nz)
-        if flip < 0.0:
+        if flip:
             nx, ny, nz = -nx, -ny, -nz
-        normal[j] = (nx / size, ny / size, nz / size)
-        point[j] = (x, y, z)
-        feature[j] = FACE
-    return Sweep(np.array(t), np.array(point), np.array(normal), np.array(feature, np.int8),
-                 np.array([0 if f == FACE else -1 for f in feature], np.int64))  # fmt: skip
+        rows.append(j)
+        t.append(tj)
+        point.append((x, y, z))
+        normal.append((nx / size, ny / size, nz / size))
+    h = len(rows)
+    return np.array(rows, np.int64), Sweep(
+        np.array(t, np.float64), np.array(point, np.float64).reshape(h, 3),
+        np.array(normal, np.float64).reshape(h, 3), np.full(h, FACE, np.int8),
+        np.zeros(h, np.int64),
+    )  # fmt: skip
 
 
 #: Up to this many rows, :func:`_point_sweep` works in plain Python.
