@@ -150,7 +150,9 @@ def _crosses(origin: Float, inv: Float, grow: Float, q: Int, lo: Float, hi: Floa
 def _slab(t: Float) -> Bool:
     """(k,) whether slab times t (6, k), the near faces' then the far faces' of k boxes,
     leave an interval that meets [0, 1]; nan boxes never do."""
-    return np.maximum(t[:3].max(axis=0), 0.0) <= np.minimum(t[3:].min(axis=0), 1.0)
+    # Spelled out: a reduction over an axis of 3 costs more than two binary calls.
+    near = np.maximum(np.maximum(np.maximum(t[0], t[1]), t[2]), 0.0)
+    return near <= np.minimum(np.minimum(np.minimum(t[3], t[4]), t[5]), 1.0)
 
 
 #: A lone segment tests every node of this level, then descends _ONE_STRIDE levels at a
@@ -160,6 +162,12 @@ _ONE_START = 7
 _ONE_STRIDE = 4
 #: ... and from this many levels above the leaves, straight to the items.
 _ONE_TAIL = 3
+#: A lone segment's faces in the order it meets them, per direction: (6, 1) rows of the
+#: (6, nodes) boxes, keyed by the first three (the near face of each axis).
+_ORDERS = {
+    near: np.array([*near, *(r + 3 if r < 3 else r - 3 for r in near)])[:, None]
+    for near in [(x, y, z) for x in (0, 3) for y in (1, 4) for z in (2, 5)]
+}
 #: The children offsets of a step of each number of levels.
 _FANS = [np.arange(1 << bits) for bits in range(24)]
 #: A query of r boxes starts at the level of about _WIDE_START / r nodes (see _pairs).
@@ -245,6 +253,8 @@ class StaticIndex:
         mask = np.zeros(slots, dtype=np.int64)
         mask[:m] = np.take(self.into_mask, order)
         self._mask = mask
+        #: The bits every item's mask has: a query with one of them needs no mask test.
+        self._common_bits = int(np.bitwise_and.reduce(self.into_mask)) if m else 0
         # Levels from the leaves up, each a reduction over pairs of the one below.
         nlo = np.fmin.reduce(self._lo.reshape(3, -1, _LEAF), axis=2)
         nhi = np.fmax.reduce(self._hi.reshape(3, -1, _LEAF), axis=2)
@@ -476,12 +486,11 @@ class StaticIndex:
             start[axis] = o + grow if up else o - grow
             start[axis + 3] = o - grow if up else o + grow
             inv[axis] = inv[axis + 3] = i
-        order = np.array(rows)[:, None]
-        at = np.array(start)[:, None]
-        scale_t = np.array(inv)[:, None]
+        order = _ORDERS[(rows[0], rows[1], rows[2])]
+        at, scale_t = np.array([start, inv])[:, :, None]
         last = len(levels) - 1
         level = min(last, _ONE_START)
-        node = np.flatnonzero(_slab((levels[level][rows] - at) * scale_t))
+        node = np.flatnonzero(_slab((levels[level][order[:, 0]] - at) * scale_t))
         while last - level > _ONE_TAIL:
             step = min(_ONE_STRIDE, last - level - _ONE_TAIL)
             level += step
@@ -490,7 +499,7 @@ class StaticIndex:
         fan = (1 << (last - level)) * _LEAF
         slot = np.add.outer(node * fan, np.arange(fan)).ravel()
         slot = slot[_slab((slots[order, slot] - at) * scale_t)]
-        if (from_mask & np.bitwise_and.reduce(self.into_mask)) == 0:
+        if (from_mask & self._common_bits) == 0:
             slot = slot[(np.take(self._mask, slot) & from_mask) != 0]
         return np.sort(np.take(self._ids, slot))
 

@@ -236,9 +236,9 @@ class SceneQueries:
     # ------------------------------------------------------------------ internals
     def _cast_one(
         self, radius: Any, from_pos: Any, to_pos: Any, mask: Any, sensors: Any
-    ) -> tuple[Found, _Columns, np.ndarray, np.ndarray] | None:
-        p0 = np.array(_vector("from_pos", from_pos))
-        p1 = np.array(_vector("to_pos", to_pos))
+    ) -> tuple[Found, _Columns, tuple[float, ...], tuple[float, ...]] | None:
+        p0 = _vector("from_pos", from_pos)
+        p1 = _vector("to_pos", to_pos)
         r = _radius_one(radius)
         bits = _mask_of(mask)
         flag = _sensors(sensors)
@@ -246,18 +246,24 @@ class SceneQueries:
         if built is None:
             return None
         world, columns = built
-        found = world.cast(p0[None], p1[None], np.full(1, r), np.full(1, bits, np.int64), flag)
+        ends = np.array([p0, p1])
+        found = world.cast(ends[:1], ends[1:], np.array([r]), np.array([bits], np.int64), flag)
         return found, columns, p0, p1
 
     def _contact(
-        self, found: Found, columns: _Columns, row: int, p0: np.ndarray, p1: np.ndarray
+        self,
+        found: Found,
+        columns: _Columns,
+        row: int,
+        p0: tuple[float, ...],
+        p1: tuple[float, ...],
     ) -> Contact:
         node = int(found.node[row])
         t = float(found.t[row])
         center = columns.center[node]
+        at = [a + t * (b - a) for a, b in zip(p0, p1)]
         # Rounded to float32 as LPoint3 would (one conversion for the four vectors).
-        x, y, z = (p0 + t * (p1 - p0)).tolist()
-        f32 = array("f", [*found.point[row].tolist(), *found.normal[row].tolist(), x, y, z,
+        f32 = array("f", [*found.point[row].tolist(), *found.normal[row].tolist(), *at,
                           *center.tolist()]).tolist()  # fmt: skip
         point, normal, at, centre = f32[0:3], f32[3:6], f32[6:9], f32[9:12]
         contact = Contact._unchecked(
