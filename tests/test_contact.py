@@ -289,3 +289,54 @@ def test_getters_match_a_real_collision_entry():
     assert c.get_from_node_path() == entry.get_from_node_path() == ball
     assert c.get_into_node_path() == entry.get_into_node_path() == into
     assert c.get_into_node() == entry.get_into_node()
+
+
+def test_an_event_names_the_into_solid_as_the_traversers_entry_does(base, ccd, recorder):
+    """Balls dropped onto a node of two spheres, onto a floor plane and onto a sphere added
+    with add_sphere: each event's getIntoSolid() is the solid hit (the second sphere of
+    the pair, as a CollisionTraverser's entry names it; the CollisionPlane), and None for
+    the sphere given without a solid."""
+    from panda3d.core import CollisionPlane, LPlane, LPoint3
+
+    render = base.render
+
+    def node(name, *solids, pos):
+        path = render.attach_new_node(CollisionNode(name))
+        for solid in solids:
+            path.node().add_solid(solid)
+        path.set_pos(*pos)
+        return path
+
+    first, second = CollisionSphere(-3, 0, 0, 1), CollisionSphere(3, 0, 0, 1)
+    plane = CollisionPlane(LPlane((0, 0, 1), LPoint3(0, 0, -5)))
+    pair = node("pair", first, second, pos=(0, 0, 0))
+    floor = node("floor", plane, pos=(0, 0, 0))
+    ccd.add_collision_node(pair, response="kinematic")
+    ccd.add_collision_node(floor)
+    bare = render.attach_new_node("bare")
+    bare.set_pos(-20, 0, 0)
+    ccd.add_sphere(bare, 1.0, response="kinematic")
+    balls = {
+        "onpair": node("onpair", CollisionSphere(0, 0, 0, 0.5), pos=(3, 0, 4)),
+        "onfloor": node("onfloor", CollisionSphere(0, 0, 0, 0.5), pos=(10, 0, 0)),
+        "onbare": node("onbare", CollisionSphere(0, 0, 0, 0.5), pos=(-20, 0, 4)),
+    }
+    for ball in balls.values():
+        ccd.add_collision_node(ball)
+    ccd.step()
+    for ball in balls.values():
+        ball.set_z(ball.get_z() - 6)
+    recorder.clear()
+    ccd.step()
+    got = {name: c.getIntoSolid() for name, c in recorder.sent if "-into-" in name}
+    assert got["onpair-into-pair"] == second and got["onfloor-into-floor"] == plane
+    assert got["onbare-into-bare"] is None
+    # The kinematic pair's own from side names the ball's solid.
+    assert got["pair-into-onpair"] == balls["onpair"].node().get_solid(0)
+    # Panda3D's traverser names the same solid of the pair for that contact.
+    probe = node("probe", CollisionSphere(0, 0, 0, 0.5), pos=(3, 0, 1.45))
+    trav, queue = CollisionTraverser(), CollisionHandlerQueue()
+    trav.add_collider(probe, queue)
+    trav.traverse(render)
+    entries = [queue.get_entry(i) for i in range(queue.get_num_entries())]
+    assert [e.into_solid for e in entries if e.get_into_node_path() == pair] == [second]

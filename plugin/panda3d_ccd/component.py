@@ -154,6 +154,7 @@ class _Bodies(NamedTuple):
     from_mask: np.ndarray  # (n + m,) int64; 0 for planes (into-only)
     into_mask: np.ndarray  # (n + m,) int64
     tangible: np.ndarray  # (n + m,) bool: False for sensors
+    solid: np.ndarray  # (n + m,) object: the CollisionSphere or CollisionPlane, or None
 
     @classmethod
     def of(
@@ -199,6 +200,9 @@ class _Bodies(NamedTuple):
                 np.where(pieces["tangible"], _solver.REWIND, _solver.SENSOR).astype(np.int8),
             )
             != _solver.SENSOR,
+            solid=spheres_then(
+                "solid", np.fromiter((p.solid for p in planes), object, m), np.full(k, None)
+            ),
         )
 
 
@@ -1636,6 +1640,7 @@ class ContinuousCollision:
                 repeat(self._render),
                 bodies.handle[d.from_body].tolist(),
                 bodies.handle[d.into_body].tolist(),
+                bodies.solid[d.into_body].tolist(),
             )
         )
 

@@ -185,6 +185,7 @@ class Contact:
         world: NodePath,
         from_handle: NodePath,
         into_handle: NodePath,
+        into_solid: Any = None,
     ) -> Contact:
         """A Contact from values that already pass every check of ``__init__``, vectors as
         tuples of floats already rounded to float32 (internal: the component checks a whole
@@ -206,7 +207,7 @@ class Contact:
         self._from_tangible = from_tangible
         self._into_tangible = into_tangible
         self._world = world
-        self._into_solid = None
+        self._into_solid = into_solid
         self._feature = None
         self._part = 0
         return self
@@ -336,8 +337,10 @@ class Contact:
 
     @property
     def into_solid(self) -> Any:
-        """The into CollisionSolid hit, for the solids of a level piece (a polygon, box,
-        capsule or inverse sphere); None for spheres and planes."""
+        """The into CollisionSolid hit: the polygon, box, capsule or inverse sphere of a
+        level piece, or the CollisionSphere or CollisionPlane of a node registered with
+        ``add_collision_node``; None for a sphere or plane registered with ``add_sphere``
+        or ``add_plane``."""
         return self._into_solid
 
     @property
