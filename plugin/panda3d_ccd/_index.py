@@ -34,6 +34,8 @@ ValueError: hi must be >= lo, got lo [0.0, 0.0, 0.0] and hi [1.0, -1.0, 1.0] at 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -434,31 +436,10 @@ class StaticIndex:
         with np.errstate(over="ignore"):
             scale = np.maximum(np.abs(p0).max(axis=1), np.abs(p1).max(axis=1))
         grow = reach + DIST_REL_EPS * np.maximum(scale, reach)
-        masked = (np.bitwise_and.reduce(from_) & np.bitwise_and.reduce(self.into_mask)) == 0
-        start = min(len(self._levels) - 1, max(0, int(np.log2(_WIDE_START / n))))
-        width = 1 << start
-        q = np.repeat(np.arange(n), width)
-        node = np.tile(np.arange(width, dtype=np.int64), n)
-        for depth, (lo, hi, nmask) in enumerate(self._levels):
-            if depth < start:
-                continue
-            if depth > start:
-                q = np.repeat(q, 2)
-                node = (node[:, None] * 2 + np.arange(2)).ravel()
-            hit = _crosses(origin, inv, grow, q, lo, hi, node)
-            if masked:
-                hit &= (np.take(from_, q) & np.take(nmask, node)) != 0
-            keep = np.flatnonzero(hit)
-            q = np.take(q, keep)
-            node = np.take(node, keep)
-        q = np.repeat(q, _LEAF)
-        slot = (node[:, None] * _LEAF + np.arange(_LEAF)).ravel()
-        hit = _crosses(origin, inv, grow, q, self._lo, self._hi, slot)
-        if masked:
-            hit &= (np.take(from_, q) & np.take(self._mask, slot)) != 0
-        keep = np.flatnonzero(hit)
-        key = np.sort(np.take(q, keep) * self.size + np.take(self._ids, np.take(slot, keep)))
-        return np.divmod(key, self.size)
+        q, k = self._descend(
+            n, from_, lambda q, lo, hi, k: _crosses(origin, inv, grow, q, lo, hi, k)
+        )
+        return np.divmod(np.sort(q * self.size + k), self.size)
 
     def _segment_one(self, p0: Float, p1: Float, reach: float, from_mask: int) -> Int:
         """:meth:`segment_pairs` of one segment p0, p1 (3,): its items, sorted.
@@ -511,20 +492,17 @@ class StaticIndex:
             self._segment_columns = (levels, np.concatenate([self._lo, self._hi]))
         return self._segment_columns
 
-    def _pairs(self, qlo: Float, qhi: Float, ids: Int, from_: Int, n: int) -> tuple[Int, Int]:
-        """Pairs (ids[q], item) for query boxes qlo, qhi (3, r) already padded, sorted.
+    def _descend(
+        self, r: int, mask: Int, test: Callable[[Int, Float, Float, Int], Bool]
+    ) -> tuple[Int, Int]:
+        """(query, item) of every pair ``test(q, lo, hi, node)`` keeps, for r queries with
+        32-bit from-masks ``mask`` (r,): the test of (query, node) pairs against boxes lo,
+        hi (3, .), level by level, then against the items. Unsorted.
 
-        The frontier holds (query, node) pairs whose boxes overlap; each level keeps those
-        that still do among the children. Each item lies in one leaf, so each pair is found
-        once.
-        """
-        empty = np.empty(0, dtype=np.int64)
-        if self.size == 0 or qlo.shape[1] == 0:
-            return empty, empty.copy()
-        r = qlo.shape[1]
-        mask = np.take(from_, ids)
+        The frontier holds (query, node) pairs that pass; each level keeps those children
+        that still do. Each item lies in one leaf, so each pair is found once."""
         # The mask test is skipped when some bit is in every mask (the common case).
-        masked = (np.bitwise_and.reduce(mask) & np.bitwise_and.reduce(self.into_mask)) == 0
+        masked = (np.bitwise_and.reduce(mask) & self._common_bits) == 0
         # A few queries start below the root, against every node of a level at once: the
         # levels above cost more numpy calls than the wider test does (each level is some
         # ten calls, whatever the frontier's size).
@@ -538,7 +516,7 @@ class StaticIndex:
             if depth > start:
                 q = np.repeat(q, 2)
                 node = (node[:, None] * 2 + np.arange(2)).ravel()
-            hit = _overlap(qlo, qhi, q, lo, hi, node)
+            hit = test(q, lo, hi, node)
             if masked:
                 hit &= (np.take(mask, q) & np.take(nmask, node)) != 0
             keep = np.flatnonzero(hit)
@@ -546,12 +524,21 @@ class StaticIndex:
             node = np.take(node, keep)
         q = np.repeat(q, _LEAF)
         slot = (node[:, None] * _LEAF + np.arange(_LEAF)).ravel()
-        hit = _overlap(qlo, qhi, q, self._lo, self._hi, slot)
+        hit = test(q, self._lo, self._hi, slot)
         if masked:
             hit &= (np.take(mask, q) & np.take(self._mask, slot)) != 0
         keep = np.flatnonzero(hit)
-        i = np.take(ids, np.take(q, keep))
-        k = np.take(self._ids, np.take(slot, keep))
+        return np.take(q, keep), np.take(self._ids, np.take(slot, keep))
+
+    def _pairs(self, qlo: Float, qhi: Float, ids: Int, from_: Int, n: int) -> tuple[Int, Int]:
+        """Pairs (ids[q], item) for query boxes qlo, qhi (3, r) already padded, sorted."""
+        empty = np.empty(0, dtype=np.int64)
+        if self.size == 0 or qlo.shape[1] == 0:
+            return empty, empty.copy()
+        q, k = self._descend(
+            qlo.shape[1], np.take(from_, ids), lambda q, lo, hi, k: _overlap(qlo, qhi, q, lo, hi, k)
+        )
+        i = np.take(ids, q)
         # Queries come out grouped in order already only if ids increase; sorting the keys
         # settles both orders at once.
         key = np.sort(i * self.size + k)

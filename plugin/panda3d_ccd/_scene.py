@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from panda3d.core import (
-    BitMask32,
     CollisionLine,
     CollisionRay,
     CollisionSegment,
@@ -26,7 +25,7 @@ from panda3d.core import (
     PTA_LVecBase3f,
 )
 
-from . import _check
+from . import _args, _check
 from ._arrays import row_all
 from ._queries import Found, PieceRows, PlaneRows, SphereRows, World, firsts
 from ._rays import LINE, RAY, SEGMENT, cast_rays, firsts_per_node
@@ -203,8 +202,8 @@ class SceneQueries:
                              f"got {p1.shape}")  # fmt: skip
         k = len(p0)
         r = _radius(radius, k)
-        bits = _mask_of(mask)
-        flag = _sensors(sensors)
+        bits = _args.mask("mask", mask)
+        flag = _args.flag("sensors", sensors)
         t = np.full(k, np.inf)
         point = np.full((k, 3), np.nan)
         normal = np.full((k, 3), np.nan)
@@ -237,11 +236,11 @@ class SceneQueries:
     def _cast_one(
         self, radius: Any, from_pos: Any, to_pos: Any, mask: Any, sensors: Any
     ) -> tuple[Found, _Columns, tuple[float, ...], tuple[float, ...]] | None:
-        p0 = _vector("from_pos", from_pos)
-        p1 = _vector("to_pos", to_pos)
+        p0 = _args.vector("from_pos", from_pos)
+        p1 = _args.vector("to_pos", to_pos)
         r = _radius_one(radius)
-        bits = _mask_of(mask)
-        flag = _sensors(sensors)
+        bits = _args.mask("mask", mask)
+        flag = _args.flag("sensors", sensors)
         built = self._world()
         if built is None:
             return None
@@ -378,16 +377,6 @@ def _build(s: Snapshot, statics: _Part) -> tuple[World, _Columns]:
 
 
 # ------------------------------------------------------------------ argument checks
-def _vector(name: str, value: Any) -> tuple[float, float, float]:
-    try:
-        x, y, z = (float(c) for c in value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be three numbers, got {value!r}") from None
-    if not all(math.isfinite(c) for c in (x, y, z)):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return (x, y, z)
-
-
 def _points(name: str, value: Any) -> np.ndarray:
     arr = _check.points(name, value, single=False)
     bad = ~np.isfinite(arr).all(axis=1)
@@ -412,22 +401,6 @@ def _radius(value: Any, k: int) -> np.ndarray:
     if r.ndim == 1 and len(r) != k:
         raise ValueError(f"radius must be a scalar or have shape ({k},), got {r.shape}")
     return np.broadcast_to(r, (k,)).astype(np.float64)
-
-
-def _mask_of(value: Any) -> int:
-    if isinstance(value, BitMask32):
-        return int(value.getWord())
-    if isinstance(value, (bool, float)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"mask must be a BitMask32 or an int, got {value!r}")
-    if not 0 <= int(value) < 2**32:
-        raise ValueError(f"mask must fit in 32 bits (0 to 2**32 - 1), got {value!r}")
-    return int(value)
-
-
-def _sensors(value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"sensors must be True or False, got {value!r}")
-    return bool(value)
 
 
 # ------------------------------------------------------------------ ray colliders

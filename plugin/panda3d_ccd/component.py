@@ -35,7 +35,7 @@ from panda3d.core import (
     TransformState,
 )
 
-from . import _solver
+from . import _args, _solver
 from ._arrays import length, row_all, row_any, unique
 from ._events import EventPatterns, PairTracker, send_contact, send_events
 from ._index import StaticIndex
@@ -89,16 +89,6 @@ _count_candidates = PStatCollector("CCD candidate pairs")
 _count_contacts = PStatCollector("CCD contacts")
 
 
-def _mask(name: str, value: Any) -> int:
-    if isinstance(value, BitMask32):
-        return int(value.getWord())
-    if isinstance(value, (bool, float)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be a BitMask32 or an int, got {value!r}")
-    if not 0 <= int(value) < 2**32:
-        raise ValueError(f"{name} must fit in 32 bits (0 to 2**32 - 1), got {value!r}")
-    return int(value)
-
-
 def _response(value: Any) -> int:
     if not isinstance(value, str) or value not in RESPONSES:
         raise ValueError(
@@ -107,28 +97,12 @@ def _response(value: Any) -> int:
     return RESPONSES[value]
 
 
-def _flag(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
 def _nodepath(value: Any) -> NodePath:
     if not isinstance(value, NodePath):
         raise ValueError(f"nodepath must be a NodePath, got {value!r}")
     if value.isEmpty():
         raise ValueError("nodepath is empty (NodePath() or a removed node)")
     return value
-
-
-def _finite_vec(name: str, value: Any) -> tuple[float, float, float]:
-    try:
-        x, y, z = (float(c) for c in value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be three numbers, got {value!r}") from None
-    if not all(math.isfinite(c) for c in (x, y, z)):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return (x, y, z)
 
 
 @dataclass(eq=False)
@@ -322,7 +296,7 @@ class ContinuousCollision:
         self.respect_prev_transform = (
             respect_prev_config.getValue()
             if respect_prev_transform is None
-            else _flag("respect_prev_transform", respect_prev_transform)
+            else _args.flag("respect_prev_transform", respect_prev_transform)
         )
         self._state = _State()
         self._by_node: dict[NodePath, list[Any]] = {}
@@ -436,8 +410,8 @@ class ContinuousCollision:
         node = nodepath.node()
         if not isinstance(node, CollisionNode):
             raise ValueError(f"nodepath {nodepath} is not a CollisionNode")
-        static = _flag("static", static)
-        two_sided = _flag("two_sided", two_sided)
+        static = _args.flag("static", static)
+        two_sided = _args.flag("two_sided", two_sided)
         solids = [node.getSolid(i) for i in range(node.getNumSolids())]
         if not solids:
             raise ValueError(f"{nodepath} holds no collision solids")
@@ -661,7 +635,7 @@ class ContinuousCollision:
         if not math.isfinite(r) or r < 0:
             raise ValueError(f"radius must be finite and >= 0, got {radius!r}")
         kind = _response(response)
-        static = _flag("static", static)
+        static = _args.flag("static", static)
         if static and kind != _solver.SENSOR:
             # A static sphere is a kinematic one that never moves: never moved, and only
             # reported against other kinematic things.
@@ -671,10 +645,10 @@ class ContinuousCollision:
             owner=owner,
             nodepath=nodepath,
             radius=r,
-            center=_finite_vec("center", center),
+            center=_args.vector("center", center),
             response=kind,
-            from_mask=_mask("from_mask", from_mask),
-            into_mask=_mask("into_mask", into_mask),
+            from_mask=_args.mask("from_mask", from_mask),
+            into_mask=_args.mask("into_mask", into_mask),
             static=static,
             solid=solid,
         )
@@ -692,7 +666,7 @@ class ContinuousCollision:
             owner=owner,
             nodepath=nodepath,
             plane=LPlane(plane),
-            into_mask=_mask("into_mask", into_mask),
+            into_mask=_args.mask("into_mask", into_mask),
             solid=solid,
         )
 
