@@ -1290,7 +1290,19 @@ def test_rays_down_a_mesh_seams_never_fall_through(base, ccd):
     res = ccd.ray_test_batch(top, bottom)
     assert np.isfinite(res.t).all()
     assert {res.nodes[c] for c in res.collider} == {ground}
-    assert np.all(np.abs(res.point[:, 2]) <= 2.0 + 1e-4)
+    # The height of the mesh under each aim: the plane of its cell's triangle (p, q, r)
+    # below the diagonal, (p, r, s) above it. Panda3D rebuilds the corners in float32 from
+    # each polygon's plane, which moves the surface by up to 4e-2 here (measured).
+    u, v = (aims[:, 0] - x0) / cell, (aims[:, 1] - y0) / cell
+    ci = np.clip(np.floor(u).astype(int), 0, n - 1)
+    cj = np.clip(np.floor(v).astype(int), 0, n - 1)
+    fx, fy = u - ci, v - cj
+    zp, zq, zr, zs = z[ci, cj], z[ci + 1, cj], z[ci + 1, cj + 1], z[ci, cj + 1]
+    height = np.where(fy <= fx, zp + fx * (zq - zp) + fy * (zr - zq),
+                      zp + fy * (zs - zp) + fx * (zr - zs))  # fmt: skip
+    assert np.allclose(res.point[:, 2], height, rtol=0, atol=5e-2)
+    assert np.allclose(res.point[:, :2], aims, rtol=0, atol=1e-9)
+    assert np.allclose(res.t, (10.0 - res.point[:, 2]) / 20.0, rtol=0, atol=1e-12)
     for k in range(0, len(top), 7):
         c = ccd.ray_test_closest(tuple(top[k]), tuple(bottom[k]))
         assert c is not None and c.getT() == pytest.approx(res.t[k], abs=1e-12)
