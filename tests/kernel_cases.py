@@ -708,3 +708,28 @@ def deepest(case: KernelCase, inst: Instance, grid: Float = COARSE, fine: Float 
 def case(case_id: str) -> KernelCase:
     """The case called ``case_id``."""
     return next(c for c in CASES if c.id == case_id)
+
+
+def shared_edges(rng: np.random.Generator, n: int, span: float):
+    """n pairs of triangles folded (by up to 30 degrees) about a shared edge a-b at random,
+    not round, coordinates within ``span``, both facing +up, and a path aimed at a random
+    point of the edge from above: ((a, b, c), (b, a, d), c0, c1, front, behind), where
+    ``front`` / ``behind`` (n,) say which paths start in front of / behind both."""
+    a, b = rng.uniform(-span, span, (n, 3)), rng.uniform(-span, span, (n, 3))
+    mid = 0.5 * (a + b)
+    side = np.cross(b - a, rng.normal(size=(n, 3)))
+    side /= np.linalg.norm(side, axis=1)[:, None]
+    up = np.cross(b - a, side)
+    up /= np.linalg.norm(up, axis=1)[:, None]
+    fold = rng.uniform(-0.5, 0.5, (n, 1))
+    first, second = (a, b, mid + 5 * side + 5 * fold * up), (b, a, mid - 5 * side + 5 * fold * up)
+    aim = a + rng.uniform(0, 1, (n, 1)) * (b - a)
+    towards = -up + 0.4 * rng.normal(size=(n, 3))
+    c0, c1 = aim - 3 * towards, aim + 3 * towards
+    front, behind = np.ones(n, bool), np.ones(n, bool)
+    for tri in (first, second):
+        normal = np.cross(tri[1] - tri[0], tri[2] - tri[0])
+        assert np.all(np.einsum("ij,ij->i", normal, up) > 0)  # both face +up
+        front &= np.einsum("ij,ij->i", normal, c0 - tri[0]) > 0
+        behind &= np.einsum("ij,ij->i", normal, c0 - tri[0]) < 0
+    return first, second, c0, c1, front, behind

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_cases import shared_edges
 
 from panda3d_ccd import _index, _queries
 from panda3d_ccd._pieces import TRIANGLE, Pieces
@@ -198,24 +199,8 @@ def _outside(p, a, b, c):
 def test_point_kernel_is_watertight_along_a_shared_edge():
     """A ray aimed at an edge two triangles share, at random (not round) coordinates, hits
     one of them at least: from the front of both, or from behind both where two-sided."""
-    rng = np.random.default_rng(11)
     n = 20000
-    a, b = rng.uniform(-500, 500, (n, 3)), rng.uniform(-500, 500, (n, 3))
-    mid = 0.5 * (a + b)
-    side = np.cross(b - a, rng.normal(size=(n, 3)))
-    side /= np.linalg.norm(side, axis=1)[:, None]
-    up = np.cross(b - a, side)
-    up /= np.linalg.norm(up, axis=1)[:, None]
-    fold = rng.uniform(-0.5, 0.5, (n, 1))
-    first, second = (a, b, mid + 5 * side + 5 * fold * up), (b, a, mid - 5 * side + 5 * fold * up)
-    aim = a + rng.uniform(0, 1, (n, 1)) * (b - a)
-    towards = -up + 0.4 * rng.normal(size=(n, 3))
-    c0, c1 = aim - 3 * towards, aim + 3 * towards
-    front, behind = np.ones(n, bool), np.ones(n, bool)
-    for tri in (first, second):
-        normal = np.cross(tri[1] - tri[0], tri[2] - tri[0])
-        front &= np.einsum("ij,ij->i", normal, c0 - tri[0]) > 0
-        behind &= np.einsum("ij,ij->i", normal, c0 - tri[0]) < 0
+    first, second, c0, c1, front, behind = shared_edges(np.random.default_rng(11), n, 500.0)
     assert front.sum() > n // 2
     # Two-sided, from behind both as well. (A ray in front of one and behind the other
     # sees them folded over each other: at their edge it grazes a ridge, and within

@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 import pytest
+from kernel_cases import shared_edges
 
 from panda3d_ccd import sweep
 from panda3d_ccd.sweep import sphere_box as box_mod
@@ -429,31 +430,11 @@ def test_a_path_through_the_edge_two_triangles_share_hits_one_of_them(r):
     """Watertight: a point or a sphere aimed exactly at an edge two triangles share (random,
     not round, coordinates, so the aim point is on the edge only up to rounding) hits at
     least one of them, from either side, two-sided or one-sided from the front."""
-    rng = np.random.default_rng(4)
     n = 20000
-    a, b = rng.uniform(-50, 50, (n, 3)), rng.uniform(-50, 50, (n, 3))
-    mid = 0.5 * (a + b)
-    side = np.cross(b - a, rng.normal(size=(n, 3)))
-    side /= np.linalg.norm(side, axis=1)[:, None]
-    up = np.cross(b - a, side)
-    up /= np.linalg.norm(up, axis=1)[:, None]
-    # Two triangles on either side of the edge a-b, both facing +up (a fold of up to 30
-    # degrees), so that a path from above meets their fronts.
-    fold = rng.uniform(-0.5, 0.5, (n, 1))
-    c = mid + 5 * side + 5 * fold * up
-    d = mid - 5 * side + 5 * fold * up
-    first, second = (a, b, c), (b, a, d)
-    for tri in (first, second):  # front faces +up
-        n_raw = np.cross(tri[1] - tri[0], tri[2] - tri[0])
-        assert np.all(np.einsum("ij,ij->i", n_raw, up) > 0)
-    aim = a + rng.uniform(0, 1, (n, 1)) * (b - a)
-    towards = -up + 0.4 * rng.normal(size=(n, 3))
-    c0, c1 = aim - 3 * towards, aim + 3 * towards
-    # One-sided, only paths that start in front of both (from behind, they pass).
-    front = np.ones(n, bool)
-    for tri in (first, second):
-        n_raw = np.cross(tri[1] - tri[0], tri[2] - tri[0])
-        front &= np.einsum("ij,ij->i", n_raw, c0 - tri[0]) > 0
+    # Two triangles on either side of the edge, both facing up (a fold of up to 30
+    # degrees), so that a path from above meets their fronts; one-sided, only paths that
+    # start in front of both count (from behind, they pass).
+    first, second, c0, c1, front, _behind = shared_edges(np.random.default_rng(4), n, 50.0)
     assert front.sum() > n // 2
     for two_sided, rows in ((False, front), (True, np.ones(n, bool))):
         t1 = sphere_triangle_toi(c0, c1, r, *first, two_sided=two_sided)
