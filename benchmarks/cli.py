@@ -290,6 +290,17 @@ def _say(text: str = "") -> None:
     print(text, flush=True)
 
 
+def _write(args: argparse.Namespace, text: str, record: dict, started: float) -> int:
+    """Print the report, write it to results.md and ``record`` to results.json."""
+    _say()
+    _say(text)
+    (args.out / "results.md").write_text(text)
+    report.write_json(args.out / "results.json", record)
+    _say(f"Wrote {args.out / 'results.md'} and results.json "
+         f"({time.perf_counter() - started:.1f} s in all)")  # fmt: skip
+    return 0
+
+
 def _geometry(args: argparse.Namespace) -> int:
     """The geometry benchmark alone: its table on stdout, results.md and results.json."""
     started = time.perf_counter()
@@ -313,17 +324,12 @@ def _geometry(args: argparse.Namespace) -> int:
         "about 50 units a frame (cut into pieces) and the rest 0.5. Pairs: candidate "
         "(sphere, triangle) pairs found.\n\n" + geometry_table(rows) + "\n"
     )
-    _say(text)
-    (args.out / "results.md").write_text(text)
     record = {
         "setup": setup,
         "args": {k: str(v) for k, v in vars(args).items()},
         "geometry": rows,
     }
-    report.write_json(args.out / "results.json", record)
-    _say(f"Wrote {args.out / 'results.md'} and results.json "
-         f"({time.perf_counter() - started:.1f} s in all)")
-    return 0
+    return _write(args, text, record, started)
 
 
 def _statics(args: argparse.Namespace) -> int:
@@ -411,14 +417,7 @@ def _level(args: argparse.Namespace) -> int:
         )
         record["volley"] = [dict(vars(row), share=row.share) for row in rows]
         _say(f"volley: {args.fired:,} spheres ({time.perf_counter() - t0:.1f} s)")
-    text = "\n\n".join(sections) + "\n"
-    _say()
-    _say(text)
-    (args.out / "results.md").write_text(text)
-    report.write_json(args.out / "results.json", record)
-    _say(f"Wrote {args.out / 'results.md'} and results.json "
-         f"({time.perf_counter() - started:.1f} s in all)")
-    return 0
+    return _write(args, "\n\n".join(sections) + "\n", record, started)
 
 
 def _queries(args: argparse.Namespace) -> int:
@@ -488,18 +487,13 @@ def _queries(args: argparse.Namespace) -> int:
             + "\n```"
         )
     text = "\n\n".join(sections) + "\n"
-    _say(text)
-    (args.out / "results.md").write_text(text)
     record = {
         "setup": setup,
         "args": {k: str(v) for k, v in vars(args).items()},
         "run": run,
         "disagree": check.disagree,
     }
-    report.write_json(args.out / "results.json", record)
-    _say(f"Wrote {args.out / 'results.md'} and results.json "
-         f"({time.perf_counter() - started:.1f} s in all)")
-    return 0
+    return _write(args, text, record, started)
 
 
 def _profile_section(
@@ -630,14 +624,7 @@ def _game(args: argparse.Namespace) -> int:
         png = args.out / "time_per_frame.png"
         note = report.write_plot(png, results, "Game-like scene: time per frame vs n (median)")
         sections.append(f"Plot: {png}" if note is None else f"Note: {note}")
-    text = "\n\n".join(sections) + "\n"
-    _say()
-    _say(text)
-    (args.out / "results.md").write_text(text)
-    report.write_json(args.out / "results.json", record)
-    _say(f"Wrote {args.out / 'results.md'} and results.json "
-         f"({time.perf_counter() - started:.1f} s in all)")  # fmt: skip
-    return 0
+    return _write(args, "\n\n".join(sections) + "\n", record, started)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -746,11 +733,4 @@ def _pileup(args: argparse.Namespace) -> int:
         note = report.write_plot(png, results, "Time per frame vs n (median)")
         sections.append(f"Plot: {png}" if note is None else f"Note: {note}")
 
-    text = "\n\n".join(sections) + "\n"
-    _say()
-    _say(text)
-    (args.out / "results.md").write_text(text)
-    report.write_json(args.out / "results.json", record)
-    _say(f"Wrote {args.out / 'results.md'} and results.json "
-         f"({time.perf_counter() - started:.1f} s in all)")
-    return 0
+    return _write(args, "\n\n".join(sections) + "\n", record, started)
