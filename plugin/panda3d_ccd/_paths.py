@@ -4,6 +4,7 @@ the rows of contacts they produce (:class:`Hits`), and the slop. Pure numpy.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -152,24 +153,60 @@ class Paths:
         self.ts = self.rows[:, 6]
         self.xs[:] = p0
         self.xe[:] = p1
-        # The last contact normal that deflected each body, and when (slides in a wedge).
-        self.normal = np.zeros_like(self.xs)
-        self.normal_t = np.full(len(p0), -1.0)
-        self.normal_carry = np.zeros_like(self.xs)
-        # The last three contacts' normals, carries and times (corners of moving walls).
-        self.held_n = np.zeros((len(p0), 3, 3))
-        self.held_carry = np.zeros((len(p0), 3, 3))
-        self.held_t = np.full((len(p0), 3), -1.0)
-        self.held_fixed = np.zeros((len(p0), 3), bool)
         # Each body's own motion over the whole pass (a slide meeting a second fixed
         # surface is deflected from what it meant to do, not from its first deflection).
         self.motion = self.xe - self.xs
-        self.crushed = np.zeros(len(p0), bool)
-        # What last carried each body (kinematic contacts): its carry per unit of time left,
-        # and the bodies squeezed against something that yielded to it (see _respond).
-        self.carrier = np.zeros_like(self.xs)
-        self.yielded = np.zeros(len(p0), bool)
         self.log: list[tuple[Int, Float, Float, Float, Float]] = []
+
+    # What only responses read and write (slides, carrying), made on first use: a pass of
+    # a few rewinds (most frames, ``_one_round``) never needs it.
+
+    @cached_property
+    def normal(self) -> Float:
+        """The last contact normal that deflected each body (slides in a wedge)."""
+        return np.zeros_like(self.xs)
+
+    @cached_property
+    def normal_t(self) -> Float:
+        """When :attr:`normal` was met (-1: never)."""
+        return np.full(len(self.xs), -1.0)
+
+    @cached_property
+    def normal_carry(self) -> Float:
+        return np.zeros_like(self.xs)
+
+    @cached_property
+    def held_n(self) -> Float:
+        """The last three contacts' normals, carries, times and fixedness (corners of
+        moving walls)."""
+        return np.zeros((len(self.xs), 3, 3))
+
+    @cached_property
+    def held_carry(self) -> Float:
+        return np.zeros((len(self.xs), 3, 3))
+
+    @cached_property
+    def held_t(self) -> Float:
+        return np.full((len(self.xs), 3), -1.0)
+
+    @cached_property
+    def held_fixed(self) -> Bool:
+        return np.zeros((len(self.xs), 3), bool)
+
+    @cached_property
+    def crushed(self) -> Bool:
+        return np.zeros(len(self.xs), bool)
+
+    @cached_property
+    def carrier(self) -> Float:
+        """What last carried each body (kinematic contacts): its carry per unit of time
+        left (see ``_solver._respond``)."""
+        return np.zeros_like(self.xs)
+
+    @cached_property
+    def yielded(self) -> Bool:
+        """Bodies squeezed against something that yielded to their carrier."""
+        return np.zeros(len(self.xs), bool)
 
     def at(self, idx: Int, t: Float) -> Float:
         """(k, 3) positions of bodies idx at times t (t >= their segment start)."""

@@ -1,0 +1,176 @@
+"""The pass of most game frames, in one round: a few isolated contacts, each body stopped
+at its first. Pure numpy; :func:`~panda3d_ccd._solver.solve` tries it first.
+
+Most frames of a game have a few contacts far apart: a ball reaches a wall, two meet. The
+general solver's machinery (causality bounds, rounds, slides, carrying) costs about a
+thousand numpy operations a pass whatever the scene holds; this path costs a tenth of that
+and gives the general solver's answer exactly (the same kernels, the same arithmetic:
+``tests/test_one_round.py`` compares the two on random frames). It takes a frame only when
+that answer is one round:
+
+- nothing but rewound bodies, sensors and still planes (no slide, no kinematic sphere, no
+  level piece, no growing or static sphere, no rigid group of several spheres), every row
+  finite;
+- each body stops at its earliest contact, and no stop can change another pair's answer:
+  every pair of moving solid spheres near each other stops at the same moment (both stopped
+  by their contact, or neither stopped), or one of them never moves, or the one that moves
+  on after the other stopped does not touch it on the rest of its straight path. (A
+  rewound body stays on its straight path; until the first of a pair stops, their paths
+  are the ones whose time of impact is known.)
+
+Otherwise it returns None, having changed nothing, and the general solver runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._arrays import row_any as _row_any
+from ._arrays import unique as _unique
+from ._paths import Hits, Paths, concat_hits, empty_hits
+from .broadphase import _sphere_pairs
+
+Float = NDArray[np.float64]
+Int = NDArray[np.int64]
+Bool = NDArray[np.bool_]
+
+
+def one_round(
+    p0: Float,
+    p1: Float,
+    radius: Float,
+    response: NDArray[np.int8],
+    from_mask: Int,
+    into_mask: Int,
+    planes: Any,
+    group: Int | None,
+    plane_group: Int | None,
+) -> Any:
+    """The :class:`~panda3d_ccd._solver.PassResult` of a frame of isolated contacts, or
+    None where the frame needs the general solver (see the module). ``planes``: a
+    :class:`~panda3d_ccd._obstacles.Planes` or None; the caller has checked that there is
+    nothing else (no other table, no growth, no statics)."""
+    # (Imported here: the solver imports this module.)
+    from ._solver import REWIND, SENSOR, PassResult, _segment_toi, _sensor_hits, _sphere_hits
+
+    sensor = response == SENSOR
+    if not np.all(sensor | (response == REWIND)):
+        return None
+    if planes is not None and planes.moving.any():
+        return None
+    if group is not None and len(_unique(group)) != len(group):
+        return None
+    if not (np.isfinite(p0).all() and np.isfinite(p1).all()):
+        return None
+    n = len(p0)
+    everyone = np.ones(n, bool)
+    moving = _row_any(p0 != p1)
+    ci, cj = _sphere_pairs(p0, p1, radius, from_mask, into_mask, everyone, everyone)
+    if group is not None:
+        apart = group[ci] != group[cj]
+        ci, cj = ci[apart], cj[apart]
+    pair_sensor = sensor[ci] | sensor[cj]
+    pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
+    si, sj = ci[pair_solid], cj[pair_solid]
+    t_stop = np.ones(n)
+    paths = Paths(p0, p1, radius, None, t_stop)
+    toi = _segment_toi(paths, radius, si, sj)
+
+    qi = qk = pi = pk = np.zeros(0, np.int64)
+    ptoi = np.zeros(0)
+    if planes is not None:
+        qi, qk = planes.candidates(p0, p1, radius, from_mask, everyone, everyone)
+        if plane_group is not None and group is not None:
+            apart = group[qi] != plane_group[qk]
+            qi, qk = qi[apart], qk[apart]
+        body = ~sensor[qi] & moving[qi]
+        pi, pk = qi[body], qk[body]
+        ptoi, _ = planes.toi(paths, pi, pk)
+
+    # Each moving body's earliest contact: where it stops.
+    first = np.full(n, np.inf)
+    np.minimum.at(first, si, toi)
+    np.minimum.at(first, sj, toi)
+    np.minimum.at(first, pi, ptoi)
+    stops = moving & np.isfinite(first)
+    s = np.where(stops, first, 1.0)
+    # The contacts that stop their bodies: each body's earliest, where the other side is
+    # still, or stops at that same moment.
+    sphere_taken = (
+        np.isfinite(toi) & (~moving[si] | (toi == s[si])) & (~moving[sj] | (toi == s[sj]))
+    )
+    plane_taken = np.isfinite(ptoi) & (ptoi == s[pi])
+    # One round's answer is the frame's only if every stop is such a contact (a body's
+    # earliest contact may be with another's path past that one's own stop) and no stop
+    # changes another pair's answer (see the module).
+    held = np.zeros(n, bool)
+    held[si[sphere_taken]] = held[sj[sphere_taken]] = held[pi[plane_taken]] = True
+    if (stops & ~held).any():
+        return None
+    differ = (s[si] != s[sj]) & moving[si] & moving[sj]
+    if differ.any() and _meet_after_stop(paths, radius, si[differ], sj[differ], s):
+        return None
+
+    hits: list[Hits] = []
+    if sphere_taken.any():
+        taken = sphere_taken
+        hits.append(_sphere_hits(paths, radius, si[taken], sj[taken], toi[taken]))
+    if plane_taken.any():
+        taken = plane_taken
+        hits.append(planes.hits(paths, pi[taken], pk[taken], ptoi[taken])[0])
+    stopped = np.flatnonzero(stops)
+    if len(stopped):
+        t = first[stopped]
+        at_t = paths.at(stopped, t)
+        t_stop[stopped] = t
+        paths.restart(stopped, t, at_t, at_t + 0.0)
+
+    sensor_hits = empty_hits()
+    plane_sensor = planes is not None and bool(sensor[qi].any())
+    if pair_sensor.any() or plane_sensor:
+        struck = [] if not plane_sensor else [_SensorRows(planes, qi[sensor[qi]], qk[sensor[qi]])]
+        sensor_hits = _sensor_hits(paths, radius, ci[pair_sensor], cj[pair_sensor], ~sensor, struck)
+    end = paths.xe.copy()
+    return PassResult(
+        end=end,
+        t_stop=t_stop,
+        moved=_row_any(end != p1),
+        hits=concat_hits([concat_hits(hits), sensor_hits]),
+        candidates=len(ci) + len(qi),
+        rounds=int(bool(np.isfinite(first).any())),
+        capped=False,
+    )
+
+
+class _SensorRows:
+    """The sensor (body, plane) pairs, as the general solver's sensor pass takes them."""
+
+    def __init__(self, table: Any, i: Int, k: Int) -> None:
+        self.table, self.sensor_i, self.sensor_k = table, i, k
+
+
+def _meet_after_stop(paths: Paths, radius: Float, i: Int, j: Int, s: Float) -> bool:
+    """Whether any pair (i, j) of moving bodies that stop at different times ``s`` could
+    touch once the first has stopped: the one stopped, the other on its straight path from
+    then to the end of the frame (a superset of the rest of its path: it may stop later).
+    Before the first stop both are on their straight paths, where their time of impact is
+    no earlier than either stop."""
+    from ._solver import _segment_toi
+
+    early = s[i] < s[j]
+    a, b = np.where(early, i, j), np.where(early, j, i)
+    t = s[a]
+    k = len(a)
+    at_a, at_b = paths.at(a, t), paths.at(b, t)
+    rest = Paths(
+        np.concatenate([at_a, at_b]),
+        np.concatenate([at_a, paths.xe[b]]),
+        np.concatenate([radius[a], radius[b]]),
+        None,
+        np.ones(2 * k),
+    )
+    side = np.arange(k)
+    return bool(np.isfinite(_segment_toi(rest, rest.radius, side, side + k)).any())

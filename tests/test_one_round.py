@@ -1,0 +1,164 @@
+"""The one-round pass (``_one_round``) against the general solver it stands in for.
+
+Where it takes a frame, its answer must be the general solver's, bit for bit: every end,
+every stop time, every contact with all its columns. Where its conditions fail it must
+decline (and the general solver then runs). The scenes here are the kinds it takes (rewind
+bodies, sensors, still planes, masks) at densities where it sometimes declines, so both
+sides of its rule are exercised; the test also checks that both happened.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from panda3d_ccd import _solver
+from panda3d_ccd._obstacles import Planes
+from panda3d_ccd._one_round import one_round
+from panda3d_ccd._solver import KINEMATIC, REWIND, SENSOR, SLIDE, solve
+
+WALLS = np.array(
+    [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)], dtype=np.float64
+)
+
+
+def random_frame(rng: np.random.Generator, n: int, *, side: float, sensors: float, masks: bool):
+    """n spheres in a box of ``side`` closed by six walls, most slow, a few fast, some
+    resting; some sensors; random masks if ``masks``."""
+    p0 = rng.uniform(-side / 2, side / 2, (n, 3))
+    speed = np.where(rng.random(n) < 0.1, 3.0, 0.4) * rng.uniform(0.5, 1.5, n)
+    speed[rng.random(n) < 0.15] = 0.0
+    d = rng.normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1)[:, None]
+    p1 = p0 + d * speed[:, None]
+    radius = rng.uniform(0.2, 0.6, n)
+    response = np.where(rng.random(n) < sensors, SENSOR, REWIND).astype(np.int8)
+    if masks:
+        from_mask = rng.integers(1, 4, n).astype(np.int64)
+        into_mask = rng.integers(1, 4, n).astype(np.int64)
+    else:
+        from_mask = into_mask = np.full(n, 0xFFFFF, np.int64)
+    off = np.full(6, side / 2 + 0.5)
+    plane_mask = np.full(6, 0xFFFFF, np.int64)
+    return p0, p1, radius, response, from_mask, into_mask, off, plane_mask
+
+
+def general(frame):
+    p0, p1, radius, response, from_mask, into_mask, off, plane_mask = frame
+    return solve(
+        p0, p1, radius, response, from_mask, into_mask,
+        plane_normal=WALLS, plane_offset0=off, plane_offset1=off, plane_mask=plane_mask,
+        one_round_first=False,
+    )  # fmt: skip
+
+
+def quick(frame):
+    p0, p1, radius, response, from_mask, into_mask, off, plane_mask = frame
+    planes = Planes(WALLS, off, off, plane_mask)
+    return one_round(p0, p1, radius, response, from_mask, into_mask, planes, None, None)
+
+
+def by_pair(hits):
+    """The hits' columns in one order (by pair and kind), whatever order they came in."""
+    order = np.lexsort((hits.kind, hits.b, hits.a))
+    return [np.asarray(col)[order] for col in hits]
+
+
+def assert_same(one, ref):
+    np.testing.assert_array_equal(one.end, ref.end)
+    np.testing.assert_array_equal(one.t_stop, ref.t_stop)
+    np.testing.assert_array_equal(one.moved, ref.moved)
+    assert one.capped == ref.capped
+    # (The general solver may take a second round to learn what one round checks.)
+    assert one.rounds <= ref.rounds and (one.rounds == 0) == (ref.rounds == 0)
+    for name, a, b in zip(ref.hits._fields, by_pair(one.hits), by_pair(ref.hits)):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+@pytest.mark.parametrize("masks", [False, True])
+@pytest.mark.parametrize("sensors", [0.0, 0.2])
+@pytest.mark.parametrize("n, side", [(10, 8.6), (30, 12.4), (100, 18.6), (300, 26.8)])
+def test_where_it_takes_a_frame_it_gives_the_general_solvers_answer(n, side, sensors, masks):
+    rng = np.random.default_rng(n * 7 + int(10 * sensors) + masks)
+    taken = declined = with_hits = 0
+    for _ in range(60):
+        frame = random_frame(rng, n, side=side, sensors=sensors, masks=masks)
+        one = quick(frame)
+        if one is None:
+            declined += 1
+            continue
+        taken += 1
+        ref = general(frame)
+        assert_same(one, ref)
+        with_hits += len(ref.hits.t) > 0
+    # Both sides of the rule ran, and the frames taken had contacts to get right.
+    assert taken >= 10 and with_hits >= 5
+    if n >= 100:
+        assert declined >= 1
+
+
+def test_it_declines_what_it_does_not_handle():
+    rng = np.random.default_rng(3)
+    frame = random_frame(rng, 10, side=8.0, sensors=0.0, masks=False)
+    p0, p1, radius, response, from_mask, into_mask, off, plane_mask = frame
+    planes = Planes(WALLS, off, off, plane_mask)
+    assert one_round(p0, p1, radius, response, from_mask, into_mask, planes, None, None)
+    for kind in (SLIDE, KINEMATIC):
+        other = response.copy()
+        other[4] = kind
+        assert one_round(p0, p1, radius, other, from_mask, into_mask, planes, None, None) is None
+    moving = Planes(WALLS, off, off + 0.1, plane_mask)
+    assert one_round(p0, p1, radius, response, from_mask, into_mask, moving, None, None) is None
+    group = np.arange(10)
+    group[3] = 4  # two spheres of one node
+    assert one_round(p0, p1, radius, response, from_mask, into_mask, planes, group, None) is None
+    bad = p1.copy()
+    bad[2] = np.nan
+    assert one_round(p0, bad, radius, response, from_mask, into_mask, planes, None, None) is None
+
+
+def test_a_stop_that_changes_another_pair_is_left_to_the_general_solver():
+    """A ball stopped by a wall early, with a second ball behind it on the same line: the
+    second's contact with where the first stopped is not on the straight paths, so one
+    round cannot know it; declined, and the general solver finds it."""
+    p0 = np.array([[0.0, 0, 0], [-1.5, 0, 0]])
+    p1 = np.array([[3.0, 0, 0], [1.5, 0, 0]])
+    radius = np.array([0.5, 0.5])
+    response = np.array([REWIND, REWIND], np.int8)
+    mask = np.full(2, 1, np.int64)
+    normal = np.array([[-1.0, 0, 0]])
+    off = np.array([1.0])  # the wall x = 1, facing -x
+    planes = Planes(normal, off, off, np.array([1]))
+    assert one_round(p0, p1, radius, response, mask, mask, planes, None, None) is None
+    result = solve(
+        p0, p1, radius, response, mask, mask,
+        plane_normal=normal, plane_offset0=off, plane_offset1=off, plane_mask=np.array([1]),
+    )  # fmt: skip
+    # The first stops touching the wall (x = 0.5); the second touching the first (x = -0.5).
+    np.testing.assert_allclose(result.end[:, 0], [0.5, -0.5], atol=1e-12)
+    assert result.rounds == 2
+
+
+def test_solve_uses_it_and_the_general_solver_alike(monkeypatch):
+    """solve() returns the one-round answer where it applies, the general one elsewhere."""
+    calls = []
+    real = _solver.one_round
+
+    def spy(*args):
+        result = real(*args)
+        calls.append(result is not None)
+        return result
+
+    monkeypatch.setattr(_solver, "one_round", spy)
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        frame = random_frame(rng, 100, side=18.6, sensors=0.1, masks=False)
+        p0, p1, radius, response, from_mask, into_mask, off, plane_mask = frame
+        result = solve(
+            p0, p1, radius, response, from_mask, into_mask,
+            plane_normal=WALLS, plane_offset0=off, plane_offset1=off, plane_mask=plane_mask,
+        )  # fmt: skip
+        ref = general(frame)
+        np.testing.assert_array_equal(result.end, ref.end)
+        np.testing.assert_array_equal(np.sort(result.hits.t), np.sort(ref.hits.t))
+    assert any(calls) and not all(calls)
