@@ -95,13 +95,25 @@ class Planes:
         radius = paths.radius_at(i, start)
         if paths.grow is not None:  # so does a growing radius
             end -= n * paths.growth_left(i, start)[:, None]
-        length = self.length[k]  # the exact test takes the normal at length 1 (see __init__)
-        s = _sphere_plane_toi(c0, end, radius, n / length[:, None], off_start / length)
-        deepest = np.minimum(
-            np.einsum("ij,ij->i", n, c0) + off_start, np.einsum("ij,ij->i", n, end) + off_start
-        )
-        shallow = radius - deepest <= slop(c0, end)
+        s, shallow = self._toi(c0, end, radius, k, off_start)
         return np.where(shallow, np.inf, start + s * (1.0 - start)), None
+
+    def first_toi(self, p0: Float, p1: Float, radius: Float, k: Int) -> Float:
+        """:meth:`toi` for straight paths p0 -> p1 (k, 3) over the whole frame, of spheres of
+        constant ``radius`` (k,), against planes ``k`` that do not move (the same numbers)."""
+        s, shallow = self._toi(p0, p1, radius, k, self.off0[k])
+        return np.where(shallow, np.inf, s)
+
+    def _toi(self, c0: Float, end: Float, radius: Float, k: Int, off: Float) -> tuple[Float, Bool]:
+        """The kernel's times of impact from c0 to end (in the planes' frame), and which are
+        too shallow to count."""
+        n = self.normal[k]
+        length = self.length[k]  # the exact test takes the normal at length 1 (see __init__)
+        s = _sphere_plane_toi(c0, end, radius, n / length[:, None], off / length)
+        deepest = np.minimum(
+            np.einsum("ij,ij->i", n, c0) + off, np.einsum("ij,ij->i", n, end) + off
+        )
+        return s, radius - deepest <= slop(c0, end)
 
     def hits(
         self, paths: Paths, a: Int, k: Int, t: Float, extra: Any = None

@@ -54,7 +54,7 @@ def one_round(
     :class:`~panda3d_ccd._obstacles.Planes` or None; the caller has checked that there is
     nothing else (no other table, no growth, no statics)."""
     # (Imported here: the solver imports this module.)
-    from ._solver import REWIND, SENSOR, PassResult, _segment_toi, _sensor_hits, _sphere_hits
+    from ._solver import REWIND, SENSOR, PassResult, _sensor_hits, _sphere_hits
 
     sensor = response == SENSOR
     if not np.all(sensor | (response == REWIND)):
@@ -77,7 +77,7 @@ def one_round(
     si, sj = ci[pair_solid], cj[pair_solid]
     t_stop = np.ones(n)
     paths = Paths(p0, p1, radius, None, t_stop)
-    toi = _segment_toi(paths, radius, si, sj)
+    toi = _pair_toi(p0, p1, radius, si, sj)
 
     qi = qk = pi = pk = np.zeros(0, np.int64)
     ptoi = np.zeros(0)
@@ -88,7 +88,8 @@ def one_round(
             qi, qk = qi[apart], qk[apart]
         body = ~sensor[qi] & moving[qi]
         pi, pk = qi[body], qk[body]
-        ptoi, _ = planes.toi(paths, pi, pk)
+        if len(pi):
+            ptoi = planes.first_toi(p0[pi], p1[pi], radius[pi], pk)
 
     # Each moving body's earliest contact: where it stops.
     first = np.full(n, np.inf)
@@ -152,25 +153,27 @@ class _SensorRows:
         self.table, self.sensor_i, self.sensor_k = table, i, k
 
 
+def _pair_toi(p0: Float, p1: Float, radius: Float, i: Int, j: Int) -> Float:
+    """(k,) times of impact of pairs (i, j) on their straight paths; inf where none."""
+    from ._solver import straight_pair_toi
+
+    if len(i) == 0:
+        return np.zeros(0)
+    s, shallow = straight_pair_toi(p0[i], p1[i], radius[i], p0[j], p1[j], radius[j])
+    return np.where(shallow, np.inf, s)
+
+
 def _meet_after_stop(paths: Paths, radius: Float, i: Int, j: Int, s: Float) -> bool:
     """Whether any pair (i, j) of moving bodies that stop at different times ``s`` could
     touch once the first has stopped: the one stopped, the other on its straight path from
     then to the end of the frame (a superset of the rest of its path: it may stop later).
     Before the first stop both are on their straight paths, where their time of impact is
     no earlier than either stop."""
-    from ._solver import _segment_toi
+    from ._solver import straight_pair_toi
 
     early = s[i] < s[j]
     a, b = np.where(early, i, j), np.where(early, j, i)
     t = s[a]
-    k = len(a)
-    at_a, at_b = paths.at(a, t), paths.at(b, t)
-    rest = Paths(
-        np.concatenate([at_a, at_b]),
-        np.concatenate([at_a, paths.xe[b]]),
-        np.concatenate([radius[a], radius[b]]),
-        None,
-        np.ones(2 * k),
-    )
-    side = np.arange(k)
-    return bool(np.isfinite(_segment_toi(rest, rest.radius, side, side + k)).any())
+    at_a = paths.at(a, t)
+    s_b, shallow = straight_pair_toi(at_a, at_a, radius[a], paths.at(b, t), paths.xe[b], radius[b])
+    return bool((np.isfinite(s_b) & ~shallow).any())

@@ -123,17 +123,26 @@ def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
     a1, b1 = rows_a[:, 3:6], rows_b[:, 3:6]
     if paths.grow is not None:
         return _grown_segment_toi(paths, i, j, start, a0, a1, b0, b1)
-    s = _sphere_sphere_toi(a0, a1, radius[i], b0, b1, radius[j])
+    s, shallow = straight_pair_toi(a0, a1, radius[i], b0, b1, radius[j])
+    return np.where(shallow, np.inf, start + s * (1.0 - start))
+
+
+def straight_pair_toi(
+    a0: Float, a1: Float, ra: Float, b0: Float, b1: Float, rb: Float
+) -> tuple[Float, Bool]:
+    """(k,) times of impact of sphere pairs moving straight from a0, b0 to a1, b1 over the
+    frame (the kernel's), and (k,) whether each is too shallow to count: the pair's deepest
+    approach stays within the slop (but for two points, which meet exactly or not at all)."""
+    s = _sphere_sphere_toi(a0, a1, ra, b0, b1, rb)
     p = a0 - b0
     v = (a1 - a0) - (b1 - b0)
     vv = np.einsum("ij,ij->i", v, v)
     u = np.divide(-np.einsum("ij,ij->i", p, v), vv, out=np.zeros(len(p)), where=vv > 0)
     closest = _length(p + np.clip(u, 0.0, 1.0)[:, None] * v)
-    reach = radius[i] + radius[j]
+    reach = ra + rb
     # Spheres smaller than the slop count once they sink half their size; two points,
     # which cannot sink at all, when the kernel finds them meeting exactly.
-    shallow = (reach - closest <= np.minimum(slop(a0, b0), 0.5 * reach)) & (reach > 0)
-    return np.where(shallow, np.inf, start + s * (1.0 - start))
+    return s, (reach - closest <= np.minimum(slop(a0, b0), 0.5 * reach)) & (reach > 0)
 
 
 def solve(
