@@ -14,7 +14,7 @@ import pytest
 
 from panda3d_ccd import _solver
 from panda3d_ccd._obstacles import Planes
-from panda3d_ccd._one_round import one_round
+from panda3d_ccd._one_round import Backoff, one_round
 from panda3d_ccd._solver import KINEMATIC, REWIND, SENSOR, SLIDE, solve
 
 WALLS = np.array(
@@ -162,3 +162,21 @@ def test_solve_uses_it_and_the_general_solver_alike(monkeypatch):
         np.testing.assert_array_equal(result.end, ref.end)
         np.testing.assert_array_equal(np.sort(result.hits.t), np.sort(ref.hits.t))
     assert any(calls) and not all(calls)
+
+
+def test_backoff_tries_every_pass_while_taken_and_backs_off_after_declines():
+    backoff = Backoff(longest=4)
+    tried = []
+    # Taken, taken, then declined at every try.
+    outcomes = iter([True, True] + [False] * 10)
+    for _ in range(16):
+        ready = backoff.ready()
+        tried.append(ready)
+        if ready:
+            backoff.record(next(outcomes))
+    # Every pass while taken; after declines, skip 1, then 2, then 4, then 4 passes.
+    assert tried == [True, True, True, False, True, False, False, True] + [False] * 4 + [
+        True, False, False, False,
+    ]  # fmt: skip
+    backoff.record(True)
+    assert backoff.ready() and backoff.ready()

@@ -143,6 +143,7 @@ def one_round(
         candidates=len(ci) + len(qi),
         rounds=int(bool(np.isfinite(first).any())),
         capped=False,
+        one_round=True,
     )
 
 
@@ -177,3 +178,31 @@ def _meet_after_stop(paths: Paths, radius: Float, i: Int, j: Int, s: Float) -> b
     at_a = paths.at(a, t)
     s_b, shallow = straight_pair_toi(at_a, at_a, radius[a], paths.at(b, t), paths.xe[b], radius[b])
     return bool((np.isfinite(s_b) & ~shallow).any())
+
+
+class Backoff:
+    """When a caller running pass after pass should let :func:`solve` try one round first.
+
+    Where most frames are isolated contacts (a game of tens of colliders), one round takes
+    nearly every pass. Where few are (thousands of colliders, a pile), each try that
+    declines is work thrown away before the general solver starts again. So: try every
+    pass while it takes them; after one it declines, skip the next pass, and after each
+    further decline in a row skip twice as many, up to ``longest``.
+    """
+
+    def __init__(self, longest: int = 32) -> None:
+        self.longest = longest
+        self._skip = 0
+        self._wait = 0
+
+    def ready(self) -> bool:
+        """Whether to try one round this pass (call once a pass)."""
+        if self._wait:
+            self._wait -= 1
+            return False
+        return True
+
+    def record(self, taken: bool) -> None:
+        """What the try made of this pass: taken, or declined."""
+        self._skip = 0 if taken else min(max(1, 2 * self._skip), self.longest)
+        self._wait = self._skip

@@ -80,6 +80,7 @@ class PassResult(NamedTuple):
     rounds: int
     capped: bool  # MAX_ROUNDS reached: everything held at the earliest unresolved contact
     squeezed: int = 0  # bodies squeezed against what carried them, which then won
+    one_round: bool = False  # the pass was _one_round's (a frame of isolated contacts)
 
 
 def _grown_segment_toi(

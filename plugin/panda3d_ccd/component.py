@@ -41,6 +41,7 @@ from ._events import EventPatterns, PairTracker, send_contact, send_events
 from ._index import StaticIndex
 from ._level import PIECE_TYPES, read_solids
 from ._obstacles import Planes
+from ._one_round import Backoff
 from ._piecenodes import PieceNode, PieceNodes
 from ._scene import (
     ALL_BITS,
@@ -324,6 +325,8 @@ class ContinuousCollision:
         # Where the look at a few static piece nodes each pass goes on.
         self._piece_cursor = 0
         self._debug: Any = None
+        # Whether this pass lets the solver try its one-round path first (see Backoff).
+        self._one_round = Backoff()
         self._queries = SceneQueries(self._render, self._clock, self._alive, self._live)
         self._destroyed = False
         self.task_name = task_name
@@ -815,6 +818,7 @@ class ContinuousCollision:
         radius = rows(frame.radius, statics.world_radius)
         radius0 = rows(frame.radius0, statics.world_radius)
         response = rows(spheres.response, statics.response)
+        trying = self._one_round.ready()
         result = _solver.solve(
             p0,
             p1,
@@ -831,7 +835,10 @@ class ContinuousCollision:
             radius0=radius0,
             static=np.arange(len(p0)) >= len(frame.start) if len(near) else None,
             obstacles=tables,
+            one_round_first=trying,
         )
+        if trying:
+            self._one_round.record(result.one_round)
         _collect["Broad and narrow phase"].stop()
         if result.capped:
             if not self.capped_passes:  # once: a dense scene may cap every frame
