@@ -129,14 +129,19 @@ def check_structure(pairs):
 
 
 @contextmanager
-def deep_paths(brute_max=2, chunk=5, dense=True, max_key=2.0**62) -> Iterator[None]:
+def deep_paths(
+    brute_max=2, chunk=5, dense=True, max_key=2.0**62, sweep=False, sweep_work=40
+) -> Iterator[None]:
     """Make a small scene take every path of the grid search: sweeps cut into pieces (with
     ``split``), more size classes, batches of a few rows, and optionally the grid numbered
     by occupied cells with binary-search lookups (``dense=False``), even with neighbouring
-    cells merged (small ``max_key``)."""
+    cells merged (small ``max_key``). With ``sweep``, sort and sweep instead of the grid
+    wherever it takes the boxes (``sweep_work`` small: it gives some of them back)."""
     with (
         mock.patch.object(broadphase, "_PIECE_ROWS", 1),
         mock.patch.object(broadphase, "_BRUTE_MAX", brute_max),
+        mock.patch.object(broadphase, "_SWEEP_MAX", 10**9 if sweep else 0),
+        mock.patch.object(broadphase, "_SWEEP_WORK", sweep_work),
         mock.patch.object(broadphase, "_CHUNK", chunk),
         mock.patch.object(broadphase, "_DENSE_PER_BOX", 32 if dense else -1),
         mock.patch.object(broadphase, "_DENSE_MIN", 4096 if dense else 0),
@@ -199,10 +204,14 @@ def test_equals_brute_force(scene):
     dense=st.booleans(),
     chunk=st.sampled_from([1, 3, 64]),
     max_key=st.sampled_from([2.0**62, 30.0]),
+    sweep=st.sampled_from([False, True]),
+    sweep_work=st.sampled_from([0, 2, 40]),
 )
-def test_equals_brute_force_on_every_path(scene, dense, chunk, max_key):
+def test_equals_brute_force_on_every_path(scene, dense, chunk, max_key, sweep, sweep_work):
     p0, p1, radius, fm, im, mv, margin = scene
-    with deep_paths(chunk=chunk, dense=dense, max_key=max_key):
+    with deep_paths(
+        chunk=chunk, dense=dense, max_key=max_key, sweep=sweep, sweep_work=sweep_work
+    ):
         got = sphere_pairs(p0, p1, radius, fm, im, moving=mv, margin=margin)
     assert as_list(got) == brute_sphere_pairs(p0, p1, radius, fm, im, mv, margin)
 
@@ -338,10 +347,10 @@ def test_benchmark_scene_of_two_thousand():
 
 
 @settings(max_examples=100, deadline=None)
-@given(scene=scenes())
-def test_pairs_are_ordered_sorted_and_unique(scene):
+@given(scene=scenes(), sweep=st.booleans())
+def test_pairs_are_ordered_sorted_and_unique(scene, sweep):
     p0, p1, radius, fm, im, mv, margin = scene
-    with deep_paths():
+    with deep_paths(sweep=sweep):
         pairs = sphere_pairs(p0, p1, radius, fm, im, moving=mv, margin=margin)
     check_structure(pairs)
 
@@ -714,12 +723,12 @@ def touching_sweeps(p0, p1, reach, pairs):
 
 
 @settings(max_examples=300, deadline=None)
-@given(scene=scenes(), pattern=st.integers(0, 2**40))
-def test_split_keeps_every_pair_whose_sweeps_touch(scene, pattern):
+@given(scene=scenes(), pattern=st.integers(0, 2**40), sweep=st.booleans())
+def test_split_keeps_every_pair_whose_sweeps_touch(scene, pattern, sweep):
     p0, p1, radius, fm, im, mv, margin = scene
     n = len(p0)
     split = np.array([(pattern >> k) & 1 == 1 for k in range(n)], dtype=bool)
-    with deep_paths():  # small scenes are not cut by default: all pairs are cheaper
+    with deep_paths(sweep=sweep):  # small scenes are not cut by default: all pairs are cheaper
         got = as_list(sphere_pairs(p0, p1, radius, fm, im, moving=mv, margin=margin, split=split))
     boxes = brute_sphere_pairs(p0, p1, radius, fm, im, mv, margin)
     assert set(got) <= set(boxes)
@@ -759,3 +768,18 @@ def test_split_pieces_cover_the_whole_sweep_end_to_end():
 def test_split_must_be_boolean():
     with pytest.raises(ValueError, match="split must be a boolean array, got dtype int64"):
         sphere_pairs(np.zeros((2, 3)), np.ones((2, 3)), 0.5, split=np.array([1, 0]))
+
+
+@pytest.mark.parametrize("sweep", [False, True])
+def test_boxes_touching_exactly_on_the_sweep_axis_pair_up(sweep):
+    """Closed boxes: two that only touch (one's low end is the other's high end, on the
+    axis they are sorted along) are a pair, whichever search pairs them."""
+    # Three unit boxes in a row along x, touching; a fourth far off; x is the long axis.
+    lo = np.array([[0.0, 1.0, 2.0, 9.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    hi = lo + 1.0
+    boxes = broadphase._Boxes(lo, hi, np.arange(4), np.ones(4, bool))
+    found: list = []
+    with deep_paths(sweep=sweep):
+        broadphase._box_pairs(boxes, 4, found)
+    keys = sorted(np.concatenate(found).tolist())
+    assert keys == [0 * 4 + 1, 1 * 4 + 2]

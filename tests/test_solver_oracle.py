@@ -214,9 +214,10 @@ def test_big_scene_with_groups_planes_and_sensors_matches_the_serial_solver(
 ):
     # Over 128 spheres, so sphere_pairs cuts the straight sweeps into pieces; very fast and
     # very slow bodies together, rigid pairs, a translating floor and some sensors. The
-    # pieces are paired as one table by default, through the grid with brute_max = 16.
+    # pieces are paired by sort and sweep by default, through the grid with brute_max = 16.
     if brute_max is not None:
         monkeypatch.setattr(broadphase, "_BRUTE_MAX", brute_max)
+        monkeypatch.setattr(broadphase, "_SWEEP_MAX", 0)  # the grid, not sort and sweep
     rng = np.random.default_rng(600 + seed)
     bodies = 200
     centres = place(rng, np.full(bodies, 1.2), 14.0)
@@ -544,9 +545,10 @@ def test_split_points_lying_on_a_long_sweep_are_all_found(scale, brute_max, monk
     # A point (radius 0) sweeping 1e5 * scale units diagonally, and 300 still points placed
     # on its segment by the same interpolation formula (rounding puts them a few ulps off
     # the exact line): the rounding pad of each piece's box must still hold every one,
-    # whether the boxes are paired as one table (the default at this size) or by the grid.
+    # whether the boxes are paired by sort and sweep (the default at this size) or by the grid.
     if brute_max is not None:
         monkeypatch.setattr(broadphase, "_BRUTE_MAX", brute_max)
+        monkeypatch.setattr(broadphase, "_SWEEP_MAX", 0)  # the grid, not sort and sweep
     rng = np.random.default_rng(9)
     a = np.array([-3e4, 1e4, 7e3]) * scale
     b = a + np.array([6e4, -5e4, 5.5e4]) * scale
