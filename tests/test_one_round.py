@@ -109,6 +109,9 @@ def test_it_declines_what_it_does_not_handle():
         assert one_round(p0, p1, radius, other, from_mask, into_mask, planes, None, None) is None
     moving = Planes(WALLS, off, off + 0.1, plane_mask)
     assert one_round(p0, p1, radius, response, from_mask, into_mask, moving, None, None) is None
+    # One sphere a node, in any order: taken.
+    shuffled = np.random.default_rng(5).permutation(10)
+    assert one_round(p0, p1, radius, response, from_mask, into_mask, planes, shuffled, None)
     group = np.arange(10)
     group[3] = 4  # two spheres of one node
     assert one_round(p0, p1, radius, response, from_mask, into_mask, planes, group, None) is None
