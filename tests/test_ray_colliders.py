@@ -462,6 +462,22 @@ def test_one_contact_per_node_hit_the_nearest_of_its_solids(base, ccd, recorder)
     assert tuple(theirs["down-into-stack"].getSurfacePoint(render)) == (0, 0, 0)
 
 
+def test_one_contact_per_node_hit_the_nearest_of_its_spheres(base, ccd, recorder):
+    """A node of two spheres is two rows of the world the rays are cast in, and still one
+    (ray node, node) pair: one contact, at the nearer sphere (two were once handed to the
+    pair tracker, which refused the frame)."""
+    render = base.render
+    pair = collision_node(render, "pair", CollisionSphere(0, 0, 2, 0.5),
+                          CollisionSphere(0, 0, 0, 0.5))  # fmt: skip
+    ccd.add_collision_node(pair)
+    down = ray_node(render, "down", CollisionRay(0, 0, 9, 0, 0, -1))
+    ccd.add_collision_node(down)
+    ours = plugin_frame(ccd, recorder, {"down"})
+    assert list(ours) == ["down-into-pair"] and recorder.names().count("down-into-pair") == 1
+    assert tuple(ours["down-into-pair"].getSurfacePoint(render)) == (0, 0, 2.5)
+    assert ours["down-into-pair"].getIntoSolid() == pair.node().getSolid(0)
+
+
 def _behind_a_polygon(render):
     panel = collision_node(render, "panel", quad(0.0, 1, 1))
     return panel, CollisionRay(0, 0, -5, 0, 0, 1)

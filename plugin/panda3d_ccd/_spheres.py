@@ -51,6 +51,15 @@ class SphereTable:
     it; ``prev_transform`` (n,) object, the TransformState (relative to render) it had
     then, or None; ``world_radius`` (n,); ``bad`` (n,) bool, its transform was not finite
     at the last pass (skipped, warned once).
+
+    Made again whenever rows come or go: ``movers``, the ``mover`` column as a list (a
+    pass reads every node through it, and a list costs no numpy call to walk);
+    ``centred``, whether every ``center`` is zero; ``one_per_owner``, whether no node has
+    two spheres; ``version``, a count of those changes (what is made from the columns is
+    made again when it moves on).
+
+    ``radius`` and ``center`` are read-only: a pass hands ``radius`` on as the world radii
+    of unscaled spheres, so nothing may write into it.
     """
 
     _COLUMNS = (
@@ -90,6 +99,10 @@ class SphereTable:
         self.world_radius = np.zeros(0)
         self.bad = np.zeros(0, bool)
         self._pending: list[SphereRecord] = []
+        self.movers: list[NodePath] = []
+        self.centred = True
+        self.one_per_owner = True
+        self.version = 0
 
     def __len__(self) -> int:
         return len(self.uid) + len(self._pending)
@@ -128,6 +141,7 @@ class SphereTable:
         }
         for name in self._COLUMNS:
             setattr(self, name, np.concatenate([getattr(self, name), rows[name]]))
+        self._derive()
 
     def drop_owners(self, owners: set[int]) -> bool:
         """Remove every sphere of these nodes (queued or not); whether any was there."""
@@ -137,7 +151,16 @@ class SphereTable:
         if gone.any():
             for name in self._COLUMNS:
                 setattr(self, name, getattr(self, name)[~gone])
+            self._derive()
         return bool(gone.any()) or len(self._pending) < queued
+
+    def _derive(self) -> None:
+        self.radius.flags.writeable = False
+        self.center.flags.writeable = False
+        self.movers = self.mover.tolist()
+        self.centred = not self.center.any()
+        self.one_per_owner = len(np.unique(self.owner)) == len(self.owner)
+        self.version += 1
 
     def uids(self) -> set[int]:
         """Every sphere's uid, queued or not."""

@@ -8,6 +8,8 @@ moved, and then sends CollisionHandlerEvent-style events through the messenger.
 from __future__ import annotations
 
 import math
+import operator
+from array import array
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -120,16 +122,17 @@ class _Plane:
 
 
 class _Bodies(NamedTuple):
-    """Per-body columns for building contacts: the spheres' rows, then the planes', then
-    the piece nodes'."""
+    """Per-body columns for building contacts: the dynamic spheres' rows, then the static
+    ones near something, then the planes', then the piece nodes'."""
 
-    nodepath: np.ndarray  # (n + m,) object: NodePath, the component's own copy
-    handle: np.ndarray  # (n + m,) object: NodePath, the game's
-    owner: np.ndarray  # (n + m,) int64
-    from_mask: np.ndarray  # (n + m,) int64; 0 for planes (into-only)
-    into_mask: np.ndarray  # (n + m,) int64
-    tangible: np.ndarray  # (n + m,) bool: False for sensors
-    solid: np.ndarray  # (n + m,) object: the CollisionSphere or CollisionPlane, or None
+    from_mask: np.ndarray  # (N,) int64; 0 for planes and pieces (into-only)
+    into_mask: np.ndarray  # (N,) int64
+    owner: list[int]  # (N,)
+    #: Per body: (owner, nodepath (the component's own copy), handle (the game's),
+    #: tangible (False for sensors), solid (the CollisionSphere or CollisionPlane, or None)),
+    #: as Python objects: each contact takes two, and a contact is a Python object anyway.
+    records: list[tuple[int, NodePath, NodePath, bool, Any]]
+    key: tuple[Any, ...] = ()  # what they were made of (see ContinuousCollision._bodies_of)
 
     @classmethod
     def of(
@@ -153,31 +156,39 @@ class _Bodies(NamedTuple):
                 parts.append(of_pieces)
             return np.concatenate(parts)
 
-        return cls(
-            nodepath=spheres_then(
+        owner = spheres_then(
+            "owner", np.fromiter((p.owner for p in planes), np.int64, m), pieces["owner"]
+        )
+        tangible = (
+            spheres_then(
+                "response",
+                np.full(m, _solver.REWIND, np.int8),
+                np.where(pieces["tangible"], _solver.REWIND, _solver.SENSOR).astype(np.int8),
+            )
+            != _solver.SENSOR
+        )
+        columns = (
+            owner,
+            spheres_then(
                 "nodepath", np.fromiter((p.nodepath for p in planes), object, m), pieces["nodepath"]
             ),
-            handle=spheres_then(
+            spheres_then(
                 "handle", np.fromiter((p.handle for p in planes), object, m), pieces["handle"]
             ),
-            owner=spheres_then(
-                "owner", np.fromiter((p.owner for p in planes), np.int64, m), pieces["owner"]
+            tangible,
+            spheres_then(
+                "solid", np.fromiter((p.solid for p in planes), object, m), np.full(k, None)
             ),
+        )
+        return cls(
             from_mask=spheres_then("from_mask", np.zeros(m, np.int64), np.zeros(k, np.int64)),
             into_mask=spheres_then(
                 "into_mask",
                 np.fromiter((p.into_mask for p in planes), np.int64, m),
                 pieces["into_mask"],
             ),
-            tangible=spheres_then(
-                "response",
-                np.full(m, _solver.REWIND, np.int8),
-                np.where(pieces["tangible"], _solver.REWIND, _solver.SENSOR).astype(np.int8),
-            )
-            != _solver.SENSOR,
-            solid=spheres_then(
-                "solid", np.fromiter((p.solid for p in planes), object, m), np.full(k, None)
-            ),
+            owner=owner.tolist(),
+            records=list(zip(*(column.tolist() for column in columns))),
         )
 
 
@@ -188,19 +199,39 @@ class _Reading(NamedTuple):
     center: np.ndarray  # (m, 3) world centre; nan where unreadable
     world_radius: np.ndarray  # (m,); nan where unreadable
     ok: np.ndarray  # (m,) bool: read (transform is not None)
+    scaled: bool = True  # False: all read, all unscaled (world_radius is the local radius)
 
 
 class _Frame(NamedTuple):
     """What a pass read: (n, 3) start and end centres, (n,) world radii at the start and
     the end (a node's scale may change), (n,) object TransformStates (None for spheres not
-    read), (n,) bool which spheres were read."""
+    read), (n,) bool the spheres read and finite at both ends, or None for all of them (the
+    usual pass), and whether any radius changed within the frame."""
 
     start: np.ndarray
     end: np.ndarray
     radius0: np.ndarray
     radius: np.ndarray
     transforms: np.ndarray
-    read: np.ndarray
+    valid: np.ndarray | None
+    grew: bool
+
+
+class _PlaneFrame(NamedTuple):
+    """The planes a pass read (those with a finite transform), as the solver takes them."""
+
+    planes: list[_Plane]
+    normal: np.ndarray  # (m, 3) world unit normals
+    off0: np.ndarray  # (m,) offsets at the start of the frame (along the current normal)
+    off1: np.ndarray  # (m,) offsets at the end
+    mask: np.ndarray  # (m,) int64 into masks
+    group: np.ndarray  # (m,) int64 owners
+    key: bytes  # the float64 bits the arrays were made of
+
+    def moving(self) -> Planes:
+        """The planes that move this frame, as the solver's table of them."""
+        move = self.off0 != self.off1
+        return Planes(self.normal[move], self.off0[move], self.off1[move], self.mask[move])
 
 
 class _Directions(NamedTuple):
@@ -235,6 +266,9 @@ _STATIC_CHECKS = 32
 _FEW_STATICS = 256
 #: The "index" of that many: none.
 _FEW = StaticIndex(np.zeros((0, 3)), np.zeros((0, 3)))
+#: No rows (shared: never written into).
+_NO_ROWS = np.zeros(0, np.int64)
+_NO_ROWS.flags.writeable = False
 
 
 @dataclass
@@ -324,6 +358,11 @@ class ContinuousCollision:
         self._rays = RayNodes()
         # Where the look at a few static piece nodes each pass goes on.
         self._piece_cursor = 0
+        # Some dynamic sphere was marked bad (non-finite) at the last pass that read it.
+        self._some_bad = False
+        # The last pass's planes and bodies, used again while nothing changes.
+        self._plane_frame: _PlaneFrame | None = None
+        self._bodies: _Bodies | None = None
         self._debug: Any = None
         # Whether this pass lets the solver try its one-round path first (see Backoff).
         self._one_round = Backoff()
@@ -789,26 +828,25 @@ class ContinuousCollision:
         spheres, statics = self._state.spheres, self._state.statics
         spheres.flush()
         statics.flush()
-        planes = self._state.planes
 
         _collect["Read"].start()
         frame = self._read_all(spheres)
-        planes, plane_n, off0, off1 = self._read_planes(planes)
+        planes = self._read_planes(self._state.planes)
         tables = self._piece_tables()
         self._teleported.clear()
         _collect["Read"].stop()
 
         _collect["Broad and narrow phase"].start()
-        # Dropping or closing statics here ends pairs; their outs wait for the events
-        # below, as a handler may remove() a node and the frame's rows are read already.
-        plane_mask = np.array([p.into_mask for p in planes], np.int64)
-        moving_planes = Planes(*(x[off0 != off1] for x in (plane_n, off0, off1, plane_mask)))
-        self._held = []
-        try:
-            near = self._near_statics(spheres, frame, [moving_planes, *tables])
-        finally:
-            held, self._held = self._held, None
-        valid = row_all(np.isfinite(frame.end)) & row_all(np.isfinite(frame.start))
+        held: list[Any] = []
+        near = _NO_ROWS
+        if len(statics) or self._statics.inactive:
+            # Dropping or closing statics here ends pairs; their outs wait for the events
+            # below, as a handler may remove() a node and the frame's rows are read already.
+            self._held = held
+            try:
+                near = self._near_statics(spheres, frame, [planes.moving(), *tables])
+            finally:
+                self._held = None
 
         # The dynamic spheres, then the static ones near them: statics never move.
         def rows(dynamic: np.ndarray, static: np.ndarray) -> np.ndarray:
@@ -826,12 +864,12 @@ class ContinuousCollision:
             response,
             rows(spheres.from_mask, statics.from_mask),
             rows(spheres.into_mask, statics.into_mask),
-            plane_normal=plane_n,
-            plane_offset0=off0,
-            plane_offset1=off1,
-            plane_mask=plane_mask,
+            plane_normal=planes.normal,
+            plane_offset0=planes.off0,
+            plane_offset1=planes.off1,
+            plane_mask=planes.mask,
             group=rows(spheres.owner, statics.owner),
-            plane_group=np.array([p.owner for p in planes], np.int64),
+            plane_group=planes.group,
             radius0=radius0,
             static=np.arange(len(p0)) >= len(frame.start) if len(near) else None,
             obstacles=tables,
@@ -853,29 +891,25 @@ class ContinuousCollision:
         self.squeezed = result.squeezed
 
         _collect["Write back"].start()
-        self._write_back(spheres, frame, result, valid)
+        self._write_back(spheres, frame, result)
         _collect["Write back"].stop()
         left_out = {self._owner_of[n] for n in self._inactive | self._statics.inactive
                     if n in self._owner_of}  # fmt: skip
         cache = self._statics
         static_rows, static_index = cache.rows, cache.index
         if static_index is None:  # the statics changed during the pass: not indexed yet
-            static_rows = np.zeros(0, np.int64)
+            static_rows = _NO_ROWS
             if len(statics.owner):
                 out = list(left_out)
                 static_rows = np.flatnonzero(~statics.bad & ~np.isin(statics.owner, out))
         self._queries.snapshot(Snapshot(
-            spheres, statics, left_out, planes, plane_n, off1, tables,
+            spheres, statics, left_out, planes.planes, planes.normal, planes.off1, tables,
             PieceView.of(self._pieces),
             _solver.SENSOR, static_rows, None if static_index in (None, _FEW) else static_index,
         ))  # fmt: skip
 
         touches = self._touches(
-            _Bodies.of(spheres, statics, near, planes, self._pieces.columns()),
-            radius,
-            result.hits,
-            radius0,
-            result.t_stop,
+            (spheres, statics, near, planes.planes), radius, result.hits, radius0, result.t_stop
         )
         rays: list[Any] = []
         if len(self._rays):
@@ -1193,12 +1227,28 @@ class ContinuousCollision:
         previous transforms if ``previous``), with one call per node where all is well."""
         m = len(rows)
         get = NodePath.getPrevTransform if previous else NodePath.getTransform
+        bad = spheres.bad[rows]
+        if not bad.any():
+            movers = spheres.movers
+            read = _read(
+                [movers[k] for k in rows.tolist()],
+                get,
+                self._render,
+                spheres.radius[rows],
+                None if spheres.centred else spheres.center[rows],
+            )
+            if read is not None:
+                ts, center, world_radius, scaled = read
+                return _Reading(_objects(ts), center, world_radius, np.ones(m, bool), scaled)
+        # A NaN somewhere in a chain (Panda3D asserts while composing or reading), or a
+        # node marked bad: the nodes not marked are read in one go again, and if that
+        # asserts, every node one at a time (the culprit, marked bad, is read that way until
+        # it is finite again).
         nodepaths = spheres.mover[rows]
         transform = np.full(m, None, object)
         center = np.full((m, 3), np.nan)
         world_radius = np.full(m, np.nan)
         ok = np.ones(m, bool)
-        bad = spheres.bad[rows]
         quick = np.flatnonzero(~bad)
         try:
             ts = list(map(get, nodepaths[quick].tolist(), repeat(self._render)))
@@ -1208,9 +1258,6 @@ class ContinuousCollision:
             transform[quick] = _objects(ts)
             careful = np.flatnonzero(bad)
         except AssertionError:
-            # A NaN somewhere in a chain: Panda3D asserts while composing or reading. Which
-            # node it was is unknown, so the batch is read again one node at a time (and
-            # the culprit, marked bad, is read that way until it is finite again).
             careful = np.arange(m)
         for i in careful.tolist():
             k = rows[i]
@@ -1226,8 +1273,51 @@ class ContinuousCollision:
         return _Reading(transform, center, world_radius, ok)
 
     def _read_all(self, spheres: SphereTable) -> _Frame:
-        """Read every dynamic sphere (the static ones are in their own table). An inactive
-        one (out of the scene) is not read: its rows are NaN, as a skipped one's."""
+        """Read every dynamic sphere (the static ones are in their own table).
+
+        The sphere columns this pass sets are new arrays, never written into: the frame
+        may share them (the usual pass's ``radius`` is the local radius of unscaled
+        spheres, its ``start`` the last pass's ``prev_center``)."""
+        if not (self._teleported or self._inactive or self._new or self._some_bad):
+            frame = self._read_usual(spheres)
+            if frame is not None:
+                return frame
+        return self._read_any(spheres)
+
+    def _read_usual(self, spheres: SphereTable) -> _Frame | None:
+        """The usual pass, where no sphere is new, teleported, out of the scene or back
+        from a non-finite transform: each node read in one go, once (with its previous
+        transform, if respected). None, with nothing changed, where one turns out not
+        finite after all: :meth:`_read_any` reads again, and warns."""
+        render, movers, radius = self._render, spheres.movers, spheres.radius
+        center = None if spheres.centred else spheres.center
+        read = _read(movers, NodePath.getTransform, render, radius, center)
+        if read is None:
+            return None
+        transforms, end, radius1, _scaled = read
+        prev = None
+        if self.respect_prev_transform:
+            read = _read(movers, NodePath.getPrevTransform, render, radius, center)
+            if read is None:
+                return None
+            prev, start, radius0, _scaled = read
+        else:
+            # Where the plugin left each sphere, its radius too: the start of a growth.
+            start, radius0 = spheres.prev_center, spheres.world_radius
+        if not (np.isfinite(end).all() and np.isfinite(start).all()):
+            return None
+        for r in (radius1, radius0):
+            if r is not radius and not np.isfinite(r).all():
+                return None
+        spheres.world_radius = radius1
+        if prev is not None:
+            spheres.prev_transform = _objects(prev)
+        grew = radius0 is not radius1 and bool((radius0 != radius1).any())
+        return _Frame(start, end, radius0, radius1, _objects(transforms), None, grew)
+
+    def _read_any(self, spheres: SphereTable) -> _Frame:
+        """:meth:`_read_all` of any pass. An inactive sphere (out of the scene) is not
+        read: its rows are NaN, as a skipped one's."""
         n = len(spheres.uid)
         start = np.full((n, 3), np.nan)
         end = np.full((n, 3), np.nan)
@@ -1243,6 +1333,9 @@ class ContinuousCollision:
         new = np.zeros(n, bool)
         if self._new:
             new = np.isin(spheres.uid, np.fromiter(self._new, np.int64))
+        # Columns this pass changes: copies (see _read_all).
+        spheres.world_radius = spheres.world_radius.copy()
+        spheres.prev_transform = spheres.prev_transform.copy()
         rows = np.flatnonzero(~inactive)
         now = self._read_rows(spheres, rows)
         transforms[rows] = now.transform
@@ -1290,13 +1383,15 @@ class ContinuousCollision:
                 "finite again"
             )
         spheres.bad = ~finite & ~inactive
+        self._some_bad = bool(spheres.bad.any())
         end[~finite] = np.nan
         start[~finite] = np.nan
         radius[~finite] = 0.0
         radius0 = np.where(finite & np.isfinite(radius0), radius0, radius)
-        read = np.zeros(n, bool)
-        read[rows[now.ok]] = True
-        return _Frame(start, end, radius0, radius, transforms, read)
+        # Read (so finite, or NaN above) and finite where the sweep starts.
+        valid = row_all(np.isfinite(end)) & row_all(np.isfinite(start))
+        grew = bool((radius0 != radius).any())
+        return _Frame(start, end, radius0, radius, transforms, valid, grew)
 
     def _world_plane(self, entry: _Plane) -> tuple[float, float, float, float] | None:
         """(a, b, c, d) of the plane in world space, unit normal; None if not finite."""
@@ -1312,13 +1407,12 @@ class ContinuousCollision:
             return None
         return (a / length, b / length, c / length, d / length)
 
-    def _read_planes(
-        self, planes: list[_Plane]
-    ) -> tuple[list[_Plane], np.ndarray, np.ndarray, np.ndarray]:
+    def _read_planes(self, planes: list[_Plane]) -> _PlaneFrame:
         """The planes with a finite transform, their (m, 3) normals and (m,) offsets at the
-        start and end of the frame."""
+        start and end of the frame: the last pass's arrays again where the same planes read
+        the same, to the bit (walls that never move cost no numpy call)."""
         live: list[_Plane] = []
-        rows: list[tuple[float, ...]] = []
+        values = array("d")
         inactive = {self._owner_of[nodepath] for nodepath in self._inactive}
         for p in planes:
             if p.owner in inactive:
@@ -1339,43 +1433,96 @@ class ContinuousCollision:
             # The plane's start offset measured along its current normal: exact for a
             # translating plane, an approximation for a rotating one.
             off0 = (prev[0] * cur[0] + prev[1] * cur[1] + prev[2] * cur[2]) * prev[3]
-            rows.append((*cur, off0))
+            values.extend((*cur, off0))
             p.bad = False
             p.prev_world = cur
             live.append(p)
-        table = np.array(rows, np.float64).reshape(-1, 5)
-        return live, table[:, :3], table[:, 4], table[:, 3]
+        key = values.tobytes()
+        last = self._plane_frame
+        if last is not None and last.key == key and last.planes == live:
+            return last
+        table = np.frombuffer(key, np.float64).reshape(-1, 5)
+        m = len(live)
+        last = self._plane_frame = _PlaneFrame(
+            live,
+            table[:, :3],
+            table[:, 4],
+            table[:, 3],
+            np.fromiter((p.into_mask for p in live), np.int64, m),
+            np.fromiter((p.owner for p in live), np.int64, m),
+            key,
+        )
+        return last
 
     def _write_back(
-        self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult, valid: np.ndarray
+        self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult
     ) -> None:
-        """Move the nodes the solver moved; record where every sphere is left."""
-        render = self._render
+        """Move the nodes the solver moved; record where every sphere is left (in new
+        columns: see :meth:`_read_all`)."""
         p1 = frame.end
         n = len(p1)  # the dynamic spheres; the static ones after them never move
-        # A body stopped while its scale changed is rewound in scale too, moved or not.
-        moved = np.flatnonzero(
-            result.moved[:n] | ((result.t_stop[:n] < 1.0) & (frame.radius0 != frame.radius))
-        )
-        if not len(moved):
-            # Nothing moved (most passes of a game): every sphere is where it was read.
-            kept = valid & frame.read
-            spheres.prev_transform[kept] = frame.transforms[kept]
-            spheres.prev_center[kept] = p1[kept]
-            return
-        # Largest correction first: a node with several spheres takes that one's answer.
-        order = moved[np.argsort(-length(result.end[moved] - p1[moved]))]
-        _, first = np.unique(spheres.owner[order], return_index=True)
-        order = order[np.sort(first)]
-        off_centre = row_any(spheres.center[order] != 0.0)
+        moved = result.moved if len(result.moved) == n else result.moved[:n]
+        if frame.grew:
+            # A body stopped while its scale changed is rewound in scale too, moved or not.
+            moved = moved | ((result.t_stop[:n] < 1.0) & (frame.radius0 != frame.radius))
+        moved = np.flatnonzero(moved)
+        # Every sphere read is left where it was read, but those of the nodes written.
+        center, transform, valid = p1, frame.transforms, frame.valid
+        if valid is not None:
+            center = np.where(valid[:, None], p1, spheres.prev_center)
+            transform = np.where(valid, transform, spheres.prev_transform)
+        if len(moved):
+            order = self._move(spheres, frame, result, moved)
+            # Spheres of a node just written are read again (Panda3D keeps float32, so
+            # where a node ended up is not exactly result.end).
+            again = order
+            if not spheres.one_per_owner:
+                again = np.flatnonzero(np.isin(spheres.owner, spheres.owner[order]))
+            if valid is not None:
+                again = again[valid[again]]
+            now = self._read_rows(spheres, again)
+            center = center.copy() if center is p1 else center
+            center[again] = now.center
+            transform = transform.copy() if transform is frame.transforms else transform
+            transform[again] = now.transform
+            if now.scaled or spheres.world_radius is not spheres.radius:
+                radius = spheres.world_radius.copy()
+                radius[again] = np.where(now.ok, now.world_radius, radius[again])
+                spheres.world_radius = radius
+        spheres.prev_center = center
+        spheres.prev_transform = transform
+
+    def _move(
+        self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult, moved: np.ndarray
+    ) -> np.ndarray:
+        """Write the nodes of spheres ``moved`` where the solver left them; returns the
+        rows whose answer each node took."""
+        render = self._render
+        p1 = frame.end
+        order = moved
+        if len(moved) > 1:
+            # Largest correction first: a node with several spheres takes that one's
+            # answer, and a node written after its parent lands where it should.
+            order = moved[np.argsort(-length(result.end[moved] - p1[moved]))]
+            if not spheres.one_per_owner:
+                _, first = np.unique(spheres.owner[order], return_index=True)
+                order = order[np.sort(first)]
+        rows = order.tolist()
+        movers = spheres.movers
+        if spheres.centred:
+            off_centre: Iterable[bool] = repeat(False)
+            centers: Iterable[Any] = repeat(None)
+        else:
+            off_centre = row_any(spheres.center[order] != 0.0).tolist()
+            centers = spheres.center[order].tolist()
         for cur, nodepath, prev, t, end, off, center in zip(
             frame.transforms[order].tolist(),
-            spheres.mover[order].tolist(),
+            [movers[k] for k in rows],
             spheres.prev_transform[order].tolist(),
             result.t_stop[order].tolist(),
             result.end[order].tolist(),
-            off_centre.tolist(),
-            spheres.center[order].tolist(),
+            off_centre,
+            centers,
         ):
             if cur is None:
                 continue
@@ -1409,22 +1556,30 @@ class ContinuousCollision:
                 nodepath.setFluidPos(target)
             else:
                 nodepath.setFluidPos(render, target)
-        # Spheres of a node just written are read again (Panda3D keeps float32, so where a
-        # node ended up is not exactly result.end); the others are where they were read.
-        written = np.isin(spheres.owner, spheres.owner[order])
-        kept = valid & ~written & frame.read
-        spheres.prev_transform[kept] = frame.transforms[kept]
-        spheres.prev_center[kept] = p1[kept]
-        again = np.flatnonzero(valid & written)
-        now = self._read_rows(spheres, again)
-        spheres.prev_transform[again] = now.transform
-        spheres.prev_center[again] = now.center
-        radius = spheres.world_radius
-        radius[again] = np.where(now.ok, now.world_radius, radius[again])
+        return order
+
+    def _bodies_of(
+        self, spheres: SphereTable, statics: SphereTable, near: np.ndarray, planes: list[_Plane]
+    ) -> _Bodies:
+        """The pass's :class:`_Bodies`: the last pass's again where the same bodies take part
+        (no static sphere near anything, the same spheres, planes and piece nodes)."""
+        pieces = self._pieces.columns()
+        key = (spheres, spheres.version, pieces, *planes)
+        last = self._bodies
+        if (
+            not len(near)
+            and last is not None
+            and len(last.key) == len(key)
+            and all(map(operator.is_, last.key, key))
+        ):
+            return last
+        bodies = _Bodies.of(spheres, statics, near, planes, pieces)
+        self._bodies = bodies._replace(key=key) if not len(near) else None
+        return bodies
 
     def _touches(
         self,
-        bodies: _Bodies,
+        scene: tuple[SphereTable, SphereTable, np.ndarray, list[_Plane]],
         radius: np.ndarray,
         hits: _solver.Hits,
         radius0: np.ndarray,
@@ -1433,90 +1588,90 @@ class ContinuousCollision:
         """One (key, enter contact, exit contact or None) per allowed direction of a hit;
         for each (from node, into node) only the earliest (hits come in time order).
 
-        ``bodies`` lists the spheres, then the planes (row ``len(radius) + j`` is plane j);
-        ``radius`` and ``radius0`` (n,) hold the spheres' world radii at the end and the
-        start of this pass, ``t_stop`` (n,) when the solver stopped each (its growth too).
+        ``scene`` is the spheres, the static ones, the rows of those ``near`` the pass
+        handed to the solver, and the planes (as for :meth:`_Bodies.of`); ``radius`` and
+        ``radius0`` (n,) hold the solver's spheres' world radii at the end and the start of
+        this pass, ``t_stop`` (n,) when the solver stopped each (its growth too).
         """
         k = len(hits.t)
         if k == 0:
             return []
+        bodies = self._bodies_of(*scene)
         n = len(radius)
         a = hits.a
+        # Body rows: a plane's after the spheres, a piece node's after the planes.
         b = np.where(hits.kind == _solver.PLANE, n + hits.b, hits.b)
-        # Pieces: the row of their node, after the planes; and which solid, feature, part.
-        piece = hits.kind > _solver.PLANE
-        solid_of = np.full(k, -1, np.int64)
-        part_of = np.zeros(k, np.int64)
-        if piece.any():
-            after = len(bodies.owner) - len(self._pieces)
+        piece = None
+        if len(self._pieces):
+            piece = hits.kind > _solver.PLANE
+            if not piece.any():
+                piece = None
+        solid_of = part_of = None
+        if piece is not None:
+            # Pieces: the row of their node, after the planes; and which solid, feature, part.
+            solid_of = np.full(k, -1, np.int64)
+            part_of = np.zeros(k, np.int64)
+            after = len(bodies.from_mask) - len(self._pieces)
             for code in np.unique(hits.kind[piece]).tolist():
                 rows = np.flatnonzero(hits.kind == code)
                 node, solid, part = self._pieces.locate(code, hits.b[rows])
                 b[rows] = after + node
                 solid_of[rows] = solid
                 part_of[rows] = part
-        # Direction 2 * row is a -> b, 2 * row + 1 is b -> a (a plane's from mask is 0, so
-        # a plane is never the from side).
-        allowed = np.empty(2 * k, bool)
-        allowed[0::2] = (bodies.from_mask[a] & bodies.into_mask[b]) != 0
-        allowed[1::2] = (bodies.from_mask[b] & bodies.into_mask[a]) != 0
+        # Direction 2 * row is a -> b, 2 * row + 1 is b -> a (a plane's or a piece's from
+        # mask is 0, so it is never the from side).
+        ab = np.stack((a, b), 1)
+        allowed = (bodies.from_mask[ab] & bodies.into_mask[ab[:, ::-1]]) != 0
         direction = np.flatnonzero(allowed)
+        pairs = ab.tolist()
+        dirs = direction.tolist()
+        frm = [pairs[d >> 1][d & 1] for d in dirs]
+        into = [pairs[d >> 1][1 - (d & 1)] for d in dirs]
+        owner = bodies.owner
+        keys = [(owner[f], owner[i]) for f, i in zip(frm, into)]
+        # Each pair's earliest hit (its first direction: hits come in time order). A dict
+        # keeps one value per key, the last one set: set in reverse, the first.
+        first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))
+        if len(first) < len(keys):
+            keep = sorted(first.values())
+            direction = direction[keep]
+            frm, into, keys = ([x[i] for i in keep] for x in (frm, into, keys))
         row = direction >> 1
-        frm = np.where(direction & 1, b[row], a[row])
-        into = np.where(direction & 1, a[row], b[row])
-        # Owners are uids from a counter, far below 2**31: a pair packs into one int64.
-        # np.unique's return_index is each key's first occurrence, i.e. its earliest hit.
-        pair = (bodies.owner[frm] << 32) | bodies.owner[into]
-        _, first = np.unique(pair, return_index=True)
-        keep = direction[np.sort(first)]
-        row = keep >> 1
-        d = _Directions(
-            row=row,
-            reverse=(keep & 1).astype(bool),
-            from_body=np.where(keep & 1, b[row], a[row]),
-            into_body=np.where(keep & 1, a[row], b[row]),
-        )
-        keys = list(zip(bodies.owner[d.from_body].tolist(), bodies.owner[d.into_body].tolist()))
         # Radii change linearly in t until a body stops (as the solver's paths say).
-        grow = radius - radius0
+        if radius0 is radius:
+            radius_a = radius[a]
 
-        def radius_of_a(t: np.ndarray) -> np.ndarray:
-            return radius[a] - grow[a] + np.minimum(t, t_stop[a]) * grow[a]
+            def radius_of_a(t: np.ndarray) -> np.ndarray:
+                return radius_a
+
+        else:
+            grow = radius - radius0
+
+            def radius_of_a(t: np.ndarray) -> np.ndarray:
+                return radius[a] - grow[a] + np.minimum(t, t_stop[a]) * grow[a]
 
         enter = self._contacts_at(
-            d,
-            bodies,
-            n,
-            radius_of_a(hits.t),
-            hits.speed,
-            hits.t,
-            hits.point,
-            hits.normal,
-            hits.pos_a,
-            hits.pos_b,
-        )
+            row, direction, frm, into, bodies, n, radius_of_a(hits.t), hits.speed, hits.t,
+            hits.point, hits.normal, hits.pos_a, hits.pos_b,
+        )  # fmt: skip
         leave: list[Contact | None] = [None] * len(keys)
-        exits = np.flatnonzero(~np.isnan(hits.t_exit[row]))
-        if len(exits):
-            d_exit = _Directions(*(column[exits] for column in d))
-            built = self._contacts_at(
-                d_exit,
-                bodies,
-                n,
-                radius_of_a(np.nan_to_num(hits.t_exit)),
-                hits.speed,
-                hits.t_exit,
-                hits.exit_point,
-                hits.exit_normal,
-                hits.exit_pos_a,
-                hits.exit_pos_b,
-            )
-            for i, contact in zip(exits.tolist(), built):
-                leave[i] = contact
-        if piece.any():
+        if hits.sensor.any():
+            exits = np.flatnonzero(~np.isnan(hits.t_exit[row]))
+            if len(exits):
+                listed = exits.tolist()
+                built = self._contacts_at(
+                    row[exits], direction[exits], [frm[i] for i in listed],
+                    [into[i] for i in listed], bodies, n,
+                    radius_of_a(np.nan_to_num(hits.t_exit)), hits.speed, hits.t_exit,
+                    hits.exit_point, hits.exit_normal, hits.exit_pos_a, hits.exit_pos_b,
+                )  # fmt: skip
+                for i, contact in zip(listed, built):
+                    leave[i] = contact
+        if piece is not None and solid_of is not None and part_of is not None:
             nodes = self._pieces.nodes
-            for i in np.flatnonzero(piece[d.row]).tolist():
-                h = int(d.row[i])
+            after = len(bodies.from_mask) - len(self._pieces)
+            for i in np.flatnonzero(piece[row]).tolist():
+                h = int(row[i])
                 node = nodes[int(b[h]) - after]
                 solid = node.solids[int(solid_of[h])]
                 feature = FEATURES[int(hits.feature[h])] if hits.feature[h] >= 0 else None
@@ -1529,7 +1684,10 @@ class ContinuousCollision:
 
     def _contacts_at(
         self,
-        d: _Directions,
+        row: np.ndarray,
+        direction: np.ndarray,
+        frm: list[int],
+        into: list[int],
         bodies: _Bodies,
         n: int,
         radius_a: np.ndarray,
@@ -1540,90 +1698,78 @@ class ContinuousCollision:
         pos_a: np.ndarray,
         pos_b: np.ndarray,
     ) -> list[Contact]:
-        """The Contacts of directions ``d`` of solver hits, at one moment of the hits: (k,)
-        times ``t`` and (k, 3) ``point``, ``normal``, ``pos_a``, ``pos_b`` (entry or exit).
-        ``radius_a`` (k,) is each hit's sphere a's radius at that moment (it may grow),
-        ``speed`` (k,) its approach speed per frame; body rows from ``n`` on are planes.
+        """The Contacts of m directions of solver hits, at one moment of the hits: their
+        hit ``row`` (m,), ``direction`` (m,) (2 row for a -> b, 2 row + 1 for b -> a) and
+        ``frm``, ``into`` body rows; per hit (k,) times ``t`` and (k, 3) ``point``,
+        ``normal``, ``pos_a``, ``pos_b`` (entry or exit), ``radius_a`` (k,) its sphere a's
+        radius at that moment (it may grow), ``speed`` (k,) its approach speed per frame.
+        Body rows from ``n`` on are planes and pieces.
 
         Hits are stated from sphere a's side (normal out of b); for the direction b -> a
         the point lies on a's surface.
         """
         dt = self._clock.getDt()
         start = self._clock.getFrameTime() - dt
-        row = d.row
-        flip = d.reverse[:, None]
-        n_row = normal[row]
-        surface = np.where(flip, pos_a[row] - n_row * radius_a[row][:, None], point[row])
+        # Per hit the point, normal, from and into centres of both directions, picked by
+        # direction: one gather for all four.
+        both = np.stack(
+            (point, normal, pos_a, pos_b, pos_a - normal * radius_a[:, None], -normal, pos_b,
+             pos_a),
+            1,
+        ).reshape(-1, 4, 3)[direction]  # fmt: skip
         # Rounded to float32 here, as LPoint3 would; beyond float32's range that is inf,
         # which the check below refuses as Contact() would.
         with np.errstate(over="ignore"):
-            point_32, normal_32, from_32, into_32 = (
-                v.astype(np.float32).astype(np.float64)
-                for v in (
-                    surface,
-                    np.where(flip, -n_row, n_row),
-                    np.where(flip, pos_b[row], pos_a[row]),
-                    np.where(flip, pos_a[row], pos_b[row]),
-                )
-            )
+            vectors = both.astype(np.float32).astype(np.float64)
         t = t[row]
         time = start + t * dt
         approach = speed[row] * (1.0 / dt if dt > 0 else 0.0)
-        into_plane = d.into_body >= n
-        from_np = bodies.nodepath[d.from_body].tolist()
-        into_np = bodies.nodepath[d.into_body].tolist()
-        from_tangible = bodies.tangible[d.from_body].tolist()
-        into_tangible = bodies.tangible[d.into_body].tolist()
+        into_plane = [i for i, body in enumerate(into) if body >= n]
+        finite = np.isfinite(vectors)
+        if into_plane:
+            finite[into_plane, 3] = True  # no into centre
         if not (
-            np.all((t >= 0.0) & (t <= 1.0))
-            and np.all(np.isfinite(time))
-            and np.all(np.isfinite(approach) & (approach >= 0.0))
-            and np.all(np.isfinite(point_32))
-            and np.all(np.isfinite(normal_32))
-            and np.all(np.isfinite(from_32))
-            and np.all(np.isfinite(into_32[~into_plane]))
+            finite.all()
+            and 0.0 <= t.min()
+            and t.max() <= 1.0
+            and np.isfinite(time).all()
+            and 0.0 <= approach.min()
+            and approach.max() < math.inf
         ):
             # The solver should never produce this: the checking constructor says what.
+            records = bodies.records
             return [
                 Contact(
                     t=t[i],
                     time=time[i],
-                    from_np=from_np[i],
-                    into_np=into_np[i],
-                    point=point_32[i],
-                    normal=normal_32[i],
+                    from_np=records[frm[i]][1],
+                    into_np=records[into[i]][1],
+                    point=vectors[i, 0],
+                    normal=vectors[i, 1],
                     approach_speed=approach[i],
-                    from_pos=from_32[i],
-                    into_pos=None if into_plane[i] else into_32[i],
-                    from_tangible=from_tangible[i],
-                    into_tangible=into_tangible[i],
+                    from_pos=vectors[i, 2],
+                    into_pos=None if into[i] >= n else vectors[i, 3],
+                    from_tangible=records[frm[i]][3],
+                    into_tangible=records[into[i]][3],
                     world=self._render,
                 )
                 for i in range(len(t))
             ]
-        into_pos: list[Any] = list(map(tuple, into_32.tolist()))
-        for i in np.flatnonzero(into_plane).tolist():
-            into_pos[i] = None
-        return list(
-            map(
-                Contact._unchecked,
-                t.tolist(),
-                time.tolist(),
-                from_np,
-                into_np,
-                map(tuple, point_32.tolist()),
-                map(tuple, normal_32.tolist()),
-                approach.tolist(),
-                map(tuple, from_32.tolist()),
-                into_pos,
-                from_tangible,
-                into_tangible,
-                repeat(self._render),
-                bodies.handle[d.from_body].tolist(),
-                bodies.handle[d.into_body].tolist(),
-                bodies.solid[d.into_body].tolist(),
+        render, records, unchecked = self._render, bodies.records, Contact._unchecked
+        contacts = []
+        for tt, when, speed_i, (p, nrm, f, i_pos), fr, to in zip(
+            t.tolist(), time.tolist(), approach.tolist(), vectors.tolist(), frm, into
+        ):
+            _owner, from_np, from_handle, from_tangible, _solid = records[fr]
+            _owner, into_np, into_handle, into_tangible, solid = records[to]
+            contacts.append(
+                unchecked(
+                    tt, when, from_np, into_np, tuple(p), tuple(nrm), speed_i, tuple(f),
+                    None if to >= n else tuple(i_pos), from_tangible, into_tangible, render,
+                    from_handle, into_handle, solid,
+                )  # fmt: skip
             )
-        )
+        return contacts
 
     # ------------------------------------------------------------------ scene queries
     def ray_test_closest(
@@ -1775,21 +1921,43 @@ def _mat4s(matrices: Iterable[Any], m: int) -> np.ndarray:
     return np.frombuffer(pta, np.float32).reshape(m, 4, 4)
 
 
+def _read(
+    nodepaths: list[NodePath],
+    get: Any,
+    render: NodePath,
+    radius: np.ndarray,
+    center: np.ndarray | None,
+) -> tuple[list[TransformState], np.ndarray, np.ndarray, bool] | None:
+    """The transforms of m nodes relative to ``render`` (``get`` is NodePath.getTransform
+    or NodePath.getPrevTransform) and :func:`_centers` under them, and whether any is
+    scaled; None where Panda3D asserts (a NaN somewhere in a chain)."""
+    try:
+        ts = list(map(get, nodepaths, repeat(render)))
+        world, world_radius = _centers(ts, radius, center)
+    except AssertionError:
+        return None
+    return ts, world, world_radius, world_radius is not radius
+
+
 def _centers(
-    transforms: list[TransformState], radius: np.ndarray, center: np.ndarray
+    transforms: list[TransformState], radius: np.ndarray, center: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """World centres (m, 3) and radii (m,) of m spheres of local ``radius`` (m,) around
-    local ``center`` (m, 3) under ``transforms``; raises AssertionError as Panda3D does on a
-    transform it cannot decompose."""
+    local ``center`` (m, 3; None where all are zero) under ``transforms``: ``radius``
+    itself where none is scaled. Raises AssertionError as Panda3D does on a transform it
+    cannot decompose."""
+    m = len(transforms)
+    world = _vec3s(map(TransformState.getPos, transforms), m)
+    unscaled = all(map(TransformState.hasIdentityScale, transforms))
+    if unscaled and center is None:
+        return world, radius
     # inf and NaN are expected here (a broken node): the caller checks, quietly.
     with np.errstate(invalid="ignore", over="ignore"):
-        m = len(transforms)
-        world = _vec3s(map(TransformState.getPos, transforms), m)
-        scale = np.ones(m)
-        scaled = np.flatnonzero(
-            ~np.fromiter(map(TransformState.hasIdentityScale, transforms), bool, m)
-        )
-        if len(scaled):
+        if not unscaled:
+            scale = np.ones(m)
+            scaled = np.flatnonzero(
+                ~np.fromiter(map(TransformState.hasIdentityScale, transforms), bool, m)
+            )
             s = np.abs(
                 _vec3s(map(TransformState.getScale, [transforms[i] for i in scaled]), len(scaled))
             )
@@ -1798,14 +1966,15 @@ def _centers(
             for j in (1, 2):
                 largest = np.where(s[:, j] > largest, s[:, j], largest)
             scale[scaled] = largest
-        off = np.flatnonzero(row_any(center != 0.0))
+            radius = radius * scale
+        off = _NO_ROWS if center is None else np.flatnonzero(row_any(center != 0.0))
         if len(off):
             mat = _mat4s(map(TransformState.getMat, [transforms[i] for i in off]), len(off))
-            c = center[off].astype(np.float32)
+            c = center[off].astype(np.float32)  # type: ignore[index]
             # xformPoint's float32 sums in C order; measured equal to Panda3D's own result
             # for 94% of random transforms, within 1 ulp for the rest (its compiled
             # arithmetic order could not be matched from numpy).
             world[off] = (
                 (c[:, 0:1] * mat[:, 0, :3] + c[:, 1:2] * mat[:, 1, :3]) + c[:, 2:3] * mat[:, 2, :3]
             ) + mat[:, 3, :3]
-        return world, radius * scale
+    return world, radius
