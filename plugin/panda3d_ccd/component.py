@@ -1625,11 +1625,12 @@ class ContinuousCollision:
                 part_of[rows] = part
         # Direction 2 * row is a -> b, 2 * row + 1 is b -> a (a plane's or a piece's from
         # mask is 0, so it is never the from side).
-        ab = np.stack((a, b), 1)
-        allowed = (bodies.from_mask[ab] & bodies.into_mask[ab[:, ::-1]]) != 0
-        direction = np.flatnonzero(allowed)
-        pairs = ab.tolist()
+        ab = np.array((a, b))
+        direction = np.flatnonzero((bodies.from_mask[ab] & bodies.into_mask[ab[::-1]]).T)
         dirs = direction.tolist()
+        if not dirs:
+            return []
+        pairs = ab.T.tolist()
         frm = [pairs[d >> 1][d & 1] for d in dirs]
         into = [pairs[d >> 1][1 - (d & 1)] for d in dirs]
         owner = bodies.owner
@@ -1715,23 +1716,23 @@ class ContinuousCollision:
         """
         dt = self._clock.getDt()
         start = self._clock.getFrameTime() - dt
-        # Per hit the point, normal, from and into centres of both directions, picked by
-        # direction: one gather for all four.
-        both = np.stack(
-            (point, normal, pos_a, pos_b, pos_a - normal * radius_a[:, None], -normal, pos_b,
+        # Per hit the point, normal, from and into centres of a -> b, then of b -> a;
+        # picked by direction, all four in one gather.
+        both = np.array(
+            (point, normal, pos_a, pos_b, pos_a - (normal.T * radius_a).T, -normal, pos_b,
              pos_a),
-            1,
-        ).reshape(-1, 4, 3)[direction]  # fmt: skip
-        # Rounded to float32 here, as LPoint3 would; beyond float32's range that is inf,
-        # which the check below refuses as Contact() would.
+        ).reshape(2, 4, len(t), 3)[direction & 1, :, row]  # fmt: skip
+        # Rounded to float32 here, as LPoint3 would (tolist() hands them on as exact
+        # doubles); beyond float32's range that is inf, which the check below refuses as
+        # Contact() would.
         with np.errstate(over="ignore"):
-            vectors = both.astype(np.float32).astype(np.float64)
+            vectors = both.astype(np.float32)
         t = t[row]
         # Per contact its t, clock time and approach speed (units a second).
-        scalars = np.stack((t, start + t * dt, speed[row] * (1.0 / dt if dt > 0 else 0.0)), 1)
+        scalars = np.array((t, start + t * dt, speed[row] * (1.0 / dt if dt > 0 else 0.0)))
         # (min and max are nan where any is.)
-        (t0, time0, speed0), (t1, time1, speed1) = (scalars.min(0).tolist(),
-                                                    scalars.max(0).tolist())  # fmt: skip
+        (t0, time0, speed0), (t1, time1, speed1) = (scalars.min(1).tolist(),
+                                                    scalars.max(1).tolist())  # fmt: skip
         into_plane = [i for i, body in enumerate(into) if body >= n]
         finite = np.isfinite(vectors)
         if into_plane:
@@ -1747,7 +1748,8 @@ class ContinuousCollision:
         ):
             # The solver should never produce this: the checking constructor says what.
             records = bodies.records
-            time, approach = scalars[:, 1], scalars[:, 2]
+            time, approach = scalars[1], scalars[2]
+            vectors = vectors.astype(np.float64)
             return [
                 Contact(
                     t=t[i],
@@ -1768,7 +1770,7 @@ class ContinuousCollision:
         render, records, unchecked = self._render, bodies.records, Contact._unchecked
         contacts = []
         for (tt, when, speed_i), (p, nrm, f, i_pos), fr, to in zip(
-            scalars.tolist(), vectors.tolist(), frm, into
+            scalars.T.tolist(), vectors.tolist(), frm, into
         ):
             _owner, from_np, from_handle, from_tangible, _solid = records[fr]
             _owner, into_np, into_handle, into_tangible, solid = records[to]
