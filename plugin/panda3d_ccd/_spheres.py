@@ -50,7 +50,8 @@ class SphereTable:
     Carried from pass to pass: ``prev_center`` (n, 3) world centre where the last pass left
     it; ``prev_transform`` (n,) object, the TransformState (relative to render) it had
     then, or None; ``world_radius`` (n,); ``bad`` (n,) bool, its transform was not finite
-    at the last pass (skipped, warned once).
+    at the last pass (skipped, warned once), read-only (set it whole: ``some_bad`` says
+    whether any is, without a look at every row).
 
     Made again whenever rows come or go: ``movers``, the ``mover`` column as a list (a
     pass reads every node through it, and a list costs no numpy call to walk);
@@ -97,6 +98,7 @@ class SphereTable:
         self.prev_center = np.zeros((0, 3))
         self.prev_transform = np.zeros(0, object)
         self.world_radius = np.zeros(0)
+        self.some_bad = False
         self.bad = np.zeros(0, bool)
         self._pending: list[SphereRecord] = []
         self.movers: list[NodePath] = []
@@ -106,6 +108,16 @@ class SphereTable:
 
     def __len__(self) -> int:
         return len(self.uid) + len(self._pending)
+
+    @property
+    def bad(self) -> np.ndarray:
+        return self._bad
+
+    @bad.setter
+    def bad(self, value: np.ndarray) -> None:
+        value.flags.writeable = False
+        self._bad = value
+        self.some_bad = bool(value.any())
 
     def add(self, record: SphereRecord) -> None:
         """Queue a sphere; it becomes a row at the next :meth:`flush`."""

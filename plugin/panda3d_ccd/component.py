@@ -132,6 +132,7 @@ class _Bodies(NamedTuple):
     #: tangible (False for sensors), solid (the CollisionSphere or CollisionPlane, or None)),
     #: as Python objects: each contact takes two, and a contact is a Python object anyway.
     records: list[tuple[int, NodePath, NodePath, bool, Any]]
+    sensors: bool  # whether any body is a sensor (else no hit has an exit)
     key: tuple[Any, ...] = ()  # what they were made of (see ContinuousCollision._bodies_of)
 
     @classmethod
@@ -189,6 +190,7 @@ class _Bodies(NamedTuple):
             ),
             owner=owner.tolist(),
             records=list(zip(*(column.tolist() for column in columns))),
+            sensors=not tangible.all(),
         )
 
 
@@ -358,8 +360,6 @@ class ContinuousCollision:
         self._rays = RayNodes()
         # Where the look at a few static piece nodes each pass goes on.
         self._piece_cursor = 0
-        # Some dynamic sphere was marked bad (non-finite) at the last pass that read it.
-        self._some_bad = False
         # The last pass's planes and bodies, used again while nothing changes.
         self._plane_frame: _PlaneFrame | None = None
         self._bodies: _Bodies | None = None
@@ -1150,7 +1150,9 @@ class ContinuousCollision:
                 f"{statics.nodepath[k]} has a non-finite transform; static sphere skipped "
                 "until it is teleported"
             )
-        statics.bad[rows] = ~ok
+        bad = statics.bad.copy()
+        bad[rows] = ~ok
+        statics.bad = bad
         statics.prev_center[rows] = np.where(ok[:, None], now.center, np.nan)
         statics.world_radius[rows] = np.where(ok, now.world_radius, 0.0)
         statics.prev_transform[rows] = now.transform
@@ -1227,8 +1229,8 @@ class ContinuousCollision:
         previous transforms if ``previous``), with one call per node where all is well."""
         m = len(rows)
         get = NodePath.getPrevTransform if previous else NodePath.getTransform
-        bad = spheres.bad[rows]
-        if not bad.any():
+        bad = spheres.bad[rows] if spheres.some_bad else None
+        if bad is None or not bad.any():
             movers = spheres.movers
             read = _read(
                 [movers[k] for k in rows.tolist()],
@@ -1244,6 +1246,8 @@ class ContinuousCollision:
         # node marked bad: the nodes not marked are read in one go again, and if that
         # asserts, every node one at a time (the culprit, marked bad, is read that way until
         # it is finite again).
+        if bad is None:
+            bad = np.zeros(m, bool)
         nodepaths = spheres.mover[rows]
         transform = np.full(m, None, object)
         center = np.full((m, 3), np.nan)
@@ -1278,7 +1282,7 @@ class ContinuousCollision:
         The sphere columns this pass sets are new arrays, never written into: the frame
         may share them (the usual pass's ``radius`` is the local radius of unscaled
         spheres, its ``start`` the last pass's ``prev_center``)."""
-        if not (self._teleported or self._inactive or self._new or self._some_bad):
+        if not (self._teleported or self._inactive or self._new or spheres.some_bad):
             frame = self._read_usual(spheres)
             if frame is not None:
                 return frame
@@ -1383,7 +1387,6 @@ class ContinuousCollision:
                 "finite again"
             )
         spheres.bad = ~finite & ~inactive
-        self._some_bad = bool(spheres.bad.any())
         end[~finite] = np.nan
         start[~finite] = np.nan
         radius[~finite] = 0.0
@@ -1498,26 +1501,35 @@ class ContinuousCollision:
         """Write the nodes of spheres ``moved`` where the solver left them; returns the
         rows whose answer each node took."""
         render = self._render
-        p1 = frame.end
+        movers = spheres.movers
         order = moved
-        if len(moved) > 1:
-            # Largest correction first: a node with several spheres takes that one's
-            # answer, and a node written after its parent lands where it should.
-            order = moved[np.argsort(-length(result.end[moved] - p1[moved]))]
+        rows = order.tolist()
+        nodes = [movers[k] for k in rows]
+        at_top = [nodepath.getParent() == render for nodepath in nodes]
+        # Nodes apart (one sphere each, each its own, children of render) are written in
+        # any order. Otherwise the largest correction goes first: a node with several
+        # spheres takes that one's answer, and a node moved by another's write (its child,
+        # or the same target) lands where that one's answer puts it.
+        if len(rows) > 1 and not (
+            spheres.one_per_owner and all(at_top) and len(set(nodes)) == len(nodes)
+        ):
+            order = moved[np.argsort(-length(result.end[moved] - frame.end[moved]))]
             if not spheres.one_per_owner:
                 _, first = np.unique(spheres.owner[order], return_index=True)
                 order = order[np.sort(first)]
-        rows = order.tolist()
-        movers = spheres.movers
+            rows = order.tolist()
+            nodes = [movers[k] for k in rows]
+            at_top = [nodepath.getParent() == render for nodepath in nodes]
         if spheres.centred:
             off_centre: Iterable[bool] = repeat(False)
             centers: Iterable[Any] = repeat(None)
         else:
             off_centre = row_any(spheres.center[order] != 0.0).tolist()
             centers = spheres.center[order].tolist()
-        for cur, nodepath, prev, t, end, off, center in zip(
+        for cur, nodepath, top, prev, t, end, off, center in zip(
             frame.transforms[order].tolist(),
-            [movers[k] for k in rows],
+            nodes,
+            at_top,
             spheres.prev_transform[order].tolist(),
             result.t_stop[order].tolist(),
             result.end[order].tolist(),
@@ -1549,7 +1561,7 @@ class ContinuousCollision:
                 if scale is None:
                     scale = cur.getScale()
                 target = target - quat.xform(LVector3(*(c * k_ for c, k_ in zip(center, scale))))
-            if not turned and cur.hprGiven() and nodepath.getParent() == render:
+            if not turned and cur.hprGiven() and top:
                 # For a transform given as pos/hpr/scale (the usual), the same transform and
                 # previous transform, bit for bit, at half the cost of the relative call;
                 # that one rebuilds quaternion and matrix transforms from components.
@@ -1620,11 +1632,12 @@ class ContinuousCollision:
                 part_of[rows] = part
         # Direction 2 * row is a -> b, 2 * row + 1 is b -> a (a plane's or a piece's from
         # mask is 0, so it is never the from side).
-        ab = np.stack((a, b), 1)
-        allowed = (bodies.from_mask[ab] & bodies.into_mask[ab[:, ::-1]]) != 0
-        direction = np.flatnonzero(allowed)
-        pairs = ab.tolist()
+        ab = np.array((a, b))
+        direction = np.flatnonzero((bodies.from_mask[ab] & bodies.into_mask[ab[::-1]]).T)
         dirs = direction.tolist()
+        if not dirs:
+            return []
+        pairs = ab.T.tolist()
         frm = [pairs[d >> 1][d & 1] for d in dirs]
         into = [pairs[d >> 1][1 - (d & 1)] for d in dirs]
         owner = bodies.owner
@@ -1655,7 +1668,7 @@ class ContinuousCollision:
             hits.point, hits.normal, hits.pos_a, hits.pos_b,
         )  # fmt: skip
         leave: list[Contact | None] = [None] * len(keys)
-        if hits.sensor.any():
+        if bodies.sensors and hits.sensor.any():
             exits = np.flatnonzero(~np.isnan(hits.t_exit[row]))
             if len(exits):
                 listed = exits.tolist()
@@ -1710,34 +1723,40 @@ class ContinuousCollision:
         """
         dt = self._clock.getDt()
         start = self._clock.getFrameTime() - dt
-        # Per hit the point, normal, from and into centres of both directions, picked by
-        # direction: one gather for all four.
-        both = np.stack(
-            (point, normal, pos_a, pos_b, pos_a - normal * radius_a[:, None], -normal, pos_b,
+        # Per hit the point, normal, from and into centres of a -> b, then of b -> a;
+        # picked by direction, all four in one gather.
+        both = np.array(
+            (point, normal, pos_a, pos_b, pos_a - (normal.T * radius_a).T, -normal, pos_b,
              pos_a),
-            1,
-        ).reshape(-1, 4, 3)[direction]  # fmt: skip
-        # Rounded to float32 here, as LPoint3 would; beyond float32's range that is inf,
-        # which the check below refuses as Contact() would.
+        ).reshape(2, 4, len(t), 3)[direction & 1, :, row]  # fmt: skip
+        # Rounded to float32 here, as LPoint3 would (tolist() hands them on as exact
+        # doubles); beyond float32's range that is inf, which the check below refuses as
+        # Contact() would.
         with np.errstate(over="ignore"):
-            vectors = both.astype(np.float32).astype(np.float64)
+            vectors = both.astype(np.float32)
         t = t[row]
-        time = start + t * dt
-        approach = speed[row] * (1.0 / dt if dt > 0 else 0.0)
+        # Per contact its t, clock time and approach speed (units a second).
+        scalars = np.array((t, start + t * dt, speed[row] * (1.0 / dt if dt > 0 else 0.0)))
+        # (min and max are nan where any is.)
+        (t0, time0, speed0), (t1, time1, speed1) = (scalars.min(1).tolist(),
+                                                    scalars.max(1).tolist())  # fmt: skip
         into_plane = [i for i, body in enumerate(into) if body >= n]
         finite = np.isfinite(vectors)
         if into_plane:
             finite[into_plane, 3] = True  # no into centre
         if not (
             finite.all()
-            and 0.0 <= t.min()
-            and t.max() <= 1.0
-            and np.isfinite(time).all()
-            and 0.0 <= approach.min()
-            and approach.max() < math.inf
+            and 0.0 <= t0
+            and t1 <= 1.0
+            and math.isfinite(time0)
+            and math.isfinite(time1)
+            and 0.0 <= speed0
+            and speed1 < math.inf
         ):
             # The solver should never produce this: the checking constructor says what.
             records = bodies.records
+            time, approach = scalars[1], scalars[2]
+            vectors = vectors.astype(np.float64)
             return [
                 Contact(
                     t=t[i],
@@ -1757,8 +1776,8 @@ class ContinuousCollision:
             ]
         render, records, unchecked = self._render, bodies.records, Contact._unchecked
         contacts = []
-        for tt, when, speed_i, (p, nrm, f, i_pos), fr, to in zip(
-            t.tolist(), time.tolist(), approach.tolist(), vectors.tolist(), frm, into
+        for (tt, when, speed_i), (p, nrm, f, i_pos), fr, to in zip(
+            scalars.T.tolist(), vectors.tolist(), frm, into
         ):
             _owner, from_np, from_handle, from_tangible, _solid = records[fr]
             _owner, into_np, into_handle, into_tangible, solid = records[to]
