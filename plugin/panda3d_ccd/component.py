@@ -118,6 +118,10 @@ class _Plane:
     handle: NodePath | None = None  # the game's own NodePath, as registered
     prev_world: tuple[float, float, float, float] | None = None
     bad: bool = False
+    #: The transform last read, and the world plane it gave: a TransformState is
+    #: immutable and Panda3D hands out one object per distinct transform (kept here, its
+    #: address is not reused), so the same address gives the same plane.
+    read: tuple[TransformState, tuple[float, float, float, float] | None] | None = None
 
 
 class _Bodies(NamedTuple):
@@ -1392,10 +1396,22 @@ class ContinuousCollision:
     def _world_plane(self, entry: _Plane) -> tuple[float, float, float, float] | None:
         """(a, b, c, d) of the plane in world space, unit normal; None if not finite."""
         ts = self._net(entry.nodepath)
+        if ts is None:
+            return None
+        read = entry.read
+        if read is not None and read[0].this == ts.this:
+            return read[1]
+        world = self._plane_under(entry.plane, ts)
+        entry.read = (ts, world)
+        return world
+
+    @staticmethod
+    def _plane_under(
+        plane: LPlane, ts: TransformState
+    ) -> tuple[float, float, float, float] | None:
+        """(a, b, c, d) of ``plane`` under ``ts``, unit normal; None if not finite."""
         try:
-            if ts is None:
-                return None
-            a, b, c, d = entry.plane * ts.getMat()
+            a, b, c, d = plane * ts.getMat()
         except AssertionError:
             return None
         length = math.sqrt(a * a + b * b + c * c)
