@@ -136,7 +136,10 @@ class _Bodies(NamedTuple):
     #: as Python objects: each contact takes two, and a contact is a Python object anyway.
     records: list[tuple[int, NodePath, NodePath, bool, Any]]
     sensors: bool  # whether any body is a sensor (else no hit has an exit)
-    key: tuple[Any, ...] = ()  # what they were made of (see ContinuousCollision._bodies_of)
+    #: What they were made of: the sphere table and its version, the piece nodes' columns
+    #: and the planes (see ContinuousCollision._bodies_of).
+    key: tuple[Any, ...] = ()
+    version: int = -1
 
     @classmethod
     def of(
@@ -237,15 +240,6 @@ class _PlaneFrame(NamedTuple):
         """The planes that move this frame, as the solver's table of them."""
         move = self.off0 != self.off1
         return Planes(self.normal[move], self.off0[move], self.off1[move], self.mask[move])
-
-
-class _Directions(NamedTuple):
-    """The allowed directions of solver hits that become contacts, one row each."""
-
-    row: np.ndarray  # (m,) the hit's row
-    reverse: np.ndarray  # (m,) bool: from sphere b into sphere a
-    from_body: np.ndarray  # (m,) row in _Bodies
-    into_body: np.ndarray  # (m,) row in _Bodies
 
 
 @dataclass(eq=False)
@@ -1276,8 +1270,8 @@ class ContinuousCollision:
     def _read_all(self, spheres: SphereTable) -> _Frame:
         """Read every dynamic sphere (the static ones are in their own table).
 
-        The sphere columns this pass sets are new arrays, never written into: the frame
-        may share them (the usual pass's ``radius`` is the local radius of unscaled
+        The sphere columns a pass sets are new arrays, not written into once set: the
+        frame may share them (the usual pass's ``radius`` is the local radius of unscaled
         spheres, its ``start`` the last pass's ``prev_center``)."""
         if not (self._teleported or self._inactive or self._new or spheres.some_bad):
             frame = self._read_usual(spheres)
@@ -1585,17 +1579,18 @@ class ContinuousCollision:
         """The pass's :class:`_Bodies`: the last pass's again where the same bodies take part
         (no static sphere near anything, the same spheres, planes and piece nodes)."""
         pieces = self._pieces.columns()
-        key = (spheres, spheres.version, pieces, *planes)
+        key = (spheres, pieces, *planes)
         last = self._bodies
         if (
             not len(near)
             and last is not None
+            and last.version == spheres.version
             and len(last.key) == len(key)
             and all(map(operator.is_, last.key, key))
         ):
             return last
         bodies = _Bodies.of(spheres, statics, near, planes, pieces)
-        self._bodies = bodies._replace(key=key) if not len(near) else None
+        self._bodies = None if len(near) else bodies._replace(key=key, version=spheres.version)
         return bodies
 
     def _touches(
