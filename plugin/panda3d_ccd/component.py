@@ -1738,9 +1738,8 @@ class ContinuousCollision:
         # Contact() would.
         with np.errstate(over="ignore"):
             vectors = both.astype(np.float32)
-        t = t[row]
         # Per contact its t, clock time and approach speed (units a second).
-        scalars = np.array((t, start + t * dt, speed[row] * (1.0 / dt if dt > 0 else 0.0)))
+        scalars = np.array((t, start + t * dt, speed * (1.0 / dt if dt > 0 else 0.0)))[:, row]
         # (min and max are nan where any is.)
         (t0, time0, speed0), (t1, time1, speed1) = (scalars.min(1).tolist(),
                                                     scalars.max(1).tolist())  # fmt: skip
@@ -1759,7 +1758,7 @@ class ContinuousCollision:
         ):
             # The solver should never produce this: the checking constructor says what.
             records = bodies.records
-            time, approach = scalars[1], scalars[2]
+            t, time, approach = scalars
             vectors = vectors.astype(np.float64)
             return [
                 Contact(
