@@ -130,7 +130,6 @@ class _Bodies(NamedTuple):
 
     from_mask: np.ndarray  # (N,) int64; 0 for planes and pieces (into-only)
     into_mask: np.ndarray  # (N,) int64
-    owner: list[int]  # (N,)
     #: Per body: (owner, nodepath (the component's own copy), handle (the game's),
     #: tangible (False for sensors), solid (the CollisionSphere or CollisionPlane, or None)),
     #: as Python objects: each contact takes two, and a contact is a Python object anyway.
@@ -149,9 +148,11 @@ class _Bodies(NamedTuple):
         near: np.ndarray,
         planes: list[_Plane],
         pieces: dict[str, np.ndarray],
+        piece_records: list[tuple[int, NodePath, NodePath, bool, Any]],
     ) -> _Bodies:
         """The dynamic spheres, then the static ones ``near`` (rows of ``statics``) that
-        this pass handed to the solver, then the planes, then the piece nodes."""
+        this pass handed to the solver, then the planes, then the piece nodes (whose
+        ``records`` are given)."""
         m = len(planes)
         k = len(pieces["owner"])
 
@@ -163,30 +164,14 @@ class _Bodies(NamedTuple):
                 parts.append(of_pieces)
             return np.concatenate(parts)
 
-        owner = spheres_then(
-            "owner", np.fromiter((p.owner for p in planes), np.int64, m), pieces["owner"]
-        )
-        tangible = (
-            spheres_then(
-                "response",
-                np.full(m, _solver.REWIND, np.int8),
-                np.where(pieces["tangible"], _solver.REWIND, _solver.SENSOR).astype(np.int8),
-            )
-            != _solver.SENSOR
-        )
-        columns = (
-            owner,
-            spheres_then(
-                "nodepath", np.fromiter((p.nodepath for p in planes), object, m), pieces["nodepath"]
-            ),
-            spheres_then(
-                "handle", np.fromiter((p.handle for p in planes), object, m), pieces["handle"]
-            ),
-            tangible,
-            spheres_then(
-                "solid", np.fromiter((p.solid for p in planes), object, m), np.full(k, None)
-            ),
-        )
+        sensor = _solver.SENSOR
+        records = spheres.records(sensor)
+        sensors = bool((spheres.response == sensor).any()) or not pieces["tangible"].all()
+        if len(near):
+            of_statics = statics.records(sensor)
+            records = records + [of_statics[i] for i in near.tolist()]
+            sensors = sensors or bool((statics.response[near] == sensor).any())
+        records = records + [(p.owner, p.nodepath, p.handle, True, p.solid) for p in planes]
         return cls(
             from_mask=spheres_then("from_mask", np.zeros(m, np.int64), np.zeros(k, np.int64)),
             into_mask=spheres_then(
@@ -194,9 +179,8 @@ class _Bodies(NamedTuple):
                 np.fromiter((p.into_mask for p in planes), np.int64, m),
                 pieces["into_mask"],
             ),
-            owner=owner.tolist(),
-            records=list(zip(*(column.tolist() for column in columns))),
-            sensors=not tangible.all(),
+            records=records + piece_records,
+            sensors=sensors,
         )
 
 
@@ -360,6 +344,7 @@ class ContinuousCollision:
         # The last pass's planes and bodies, used again while nothing changes.
         self._plane_frame: _PlaneFrame | None = None
         self._bodies: _Bodies | None = None
+        self._piece_records: tuple[Any, list[Any]] = (None, [])
         self._debug: Any = None
         self._queries = SceneQueries(self._render, self._clock, self._alive, self._live)
         self._destroyed = False
@@ -1589,7 +1574,12 @@ class ContinuousCollision:
             and all(map(operator.is_, last.key, key))
         ):
             return last
-        bodies = _Bodies.of(spheres, statics, near, planes, pieces)
+        if self._piece_records[0] is not pieces:
+            self._piece_records = (pieces, list(zip(
+                pieces["owner"].tolist(), pieces["nodepath"].tolist(),
+                pieces["handle"].tolist(), pieces["tangible"].tolist(), repeat(None),
+            )))  # fmt: skip
+        bodies = _Bodies.of(spheres, statics, near, planes, pieces, self._piece_records[1])
         self._bodies = None if len(near) else bodies._replace(key=key, version=spheres.version)
         return bodies
 
@@ -1627,7 +1617,7 @@ class ContinuousCollision:
             # Pieces: the row of their node, after the planes; and which solid, feature, part.
             solid_of = np.full(k, -1, np.int64)
             part_of = np.zeros(k, np.int64)
-            after = len(bodies.from_mask) - len(self._pieces)
+            after = len(bodies.records) - len(self._pieces)
             for code in np.unique(hits.kind[piece]).tolist():
                 rows = np.flatnonzero(hits.kind == code)
                 node, solid, part = self._pieces.locate(code, hits.b[rows])
@@ -1644,8 +1634,8 @@ class ContinuousCollision:
         pairs = ab.T.tolist()
         frm = [pairs[d >> 1][d & 1] for d in dirs]
         into = [pairs[d >> 1][1 - (d & 1)] for d in dirs]
-        owner = bodies.owner
-        keys = [(owner[f], owner[i]) for f, i in zip(frm, into)]
+        records = bodies.records
+        keys = [(records[f][0], records[i][0]) for f, i in zip(frm, into)]
         # Each pair's earliest hit (its first direction: hits come in time order). A dict
         # keeps one value per key, the last one set: set in reverse, the first.
         first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))
@@ -1686,7 +1676,7 @@ class ContinuousCollision:
                     leave[i] = contact
         if piece is not None and solid_of is not None and part_of is not None:
             nodes = self._pieces.nodes
-            after = len(bodies.from_mask) - len(self._pieces)
+            after = len(bodies.records) - len(self._pieces)
             for i in np.flatnonzero(piece[row]).tolist():
                 h = int(row[i])
                 node = nodes[int(b[h]) - after]
