@@ -1385,9 +1385,7 @@ class ContinuousCollision:
         return world
 
     @staticmethod
-    def _plane_under(
-        plane: LPlane, ts: TransformState
-    ) -> tuple[float, float, float, float] | None:
+    def _plane_under(plane: LPlane, ts: TransformState) -> tuple[float, float, float, float] | None:
         """(a, b, c, d) of ``plane`` under ``ts``, unit normal; None if not finite."""
         try:
             a, b, c, d = plane * ts.getMat()
@@ -1445,9 +1443,7 @@ class ContinuousCollision:
         )
         return last
 
-    def _write_back(
-        self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult
-    ) -> None:
+    def _write_back(self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult) -> None:
         """Move the nodes the solver moved; record where every sphere is left (in new
         columns: see :meth:`_read_all`)."""
         p1 = frame.end
@@ -1612,7 +1608,7 @@ class ContinuousCollision:
             piece = hits.kind > _solver.PLANE
             if not piece.any():
                 piece = None
-        solid_of = part_of = None
+        solid_of = part_of = _NO_ROWS
         if piece is not None:
             # Pieces: the row of their node, after the planes; and which solid, feature, part.
             solid_of = np.full(k, -1, np.int64)
@@ -1631,11 +1627,13 @@ class ContinuousCollision:
         dirs = direction.tolist()
         if not dirs:
             return []
-        pairs = ab.T.tolist()
-        frm = [pairs[d >> 1][d & 1] for d in dirs]
-        into = [pairs[d >> 1][1 - (d & 1)] for d in dirs]
+        # Body rows a0 b0 a1 b1 ...: direction d is from row d into row d ^ 1. (Flat: a
+        # list per hit would be k objects more for the garbage collector to count.)
+        body = ab.T.ravel().tolist()
+        frm = [body[d] for d in dirs]
+        into = [body[d ^ 1] for d in dirs]
         records = bodies.records
-        keys = [(records[f][0], records[i][0]) for f, i in zip(frm, into)]
+        keys = list(zip([records[f][0] for f in frm], [records[i][0] for i in into]))
         # Each pair's earliest hit (its first direction: hits come in time order). A dict
         # keeps one value per key, the last one set: set in reverse, the first.
         first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))
@@ -1674,7 +1672,7 @@ class ContinuousCollision:
                 )  # fmt: skip
                 for i, contact in zip(listed, built):
                     leave[i] = contact
-        if piece is not None and solid_of is not None and part_of is not None:
+        if piece is not None:
             nodes = self._pieces.nodes
             after = len(bodies.records) - len(self._pieces)
             for i in np.flatnonzero(piece[row]).tolist():
@@ -1717,17 +1715,17 @@ class ContinuousCollision:
         """
         dt = self._clock.getDt()
         start = self._clock.getFrameTime() - dt
-        # Per hit the point, normal, from and into centres of a -> b, then of b -> a;
-        # picked by direction, all four in one gather.
-        both = np.array(
-            (point, normal, pos_a, pos_b, pos_a - (normal.T * radius_a).T, -normal, pos_b,
-             pos_a),
-        ).reshape(2, 4, len(t), 3)[direction & 1, :, row]  # fmt: skip
+        # Per hit the point, normal, from and into centres, each of a -> b then of b -> a;
+        # picked by direction, all four in one gather: (4, m, 3).
+        vectors = np.array(
+            ((point, pos_a - (normal.T * radius_a).T), (normal, -normal), (pos_a, pos_b),
+             (pos_b, pos_a)),
+        )[:, direction & 1, row]  # fmt: skip
         # Rounded to float32 here, as LPoint3 would (tolist() hands them on as exact
         # doubles); beyond float32's range that is inf, which the check below refuses as
         # Contact() would.
         with np.errstate(over="ignore"):
-            vectors = both.astype(np.float32)
+            vectors = vectors.astype(np.float32)
         # Per contact its t, clock time and approach speed (units a second).
         scalars = np.array((t, start + t * dt, speed * (1.0 / dt if dt > 0 else 0.0)))[:, row]
         # (min and max are nan where any is.)
@@ -1736,7 +1734,8 @@ class ContinuousCollision:
         into_plane = [i for i, body in enumerate(into) if body >= n]
         finite = np.isfinite(vectors)
         if into_plane:
-            finite[into_plane, 3] = True  # no into centre
+            finite[3, into_plane] = True  # no into centre
+        records = bodies.records
         if not (
             finite.all()
             and 0.0 <= t0
@@ -1747,41 +1746,52 @@ class ContinuousCollision:
             and speed1 < math.inf
         ):
             # The solver should never produce this: the checking constructor says what.
-            records = bodies.records
             t, time, approach = scalars
-            vectors = vectors.astype(np.float64)
+            point, normal, from_pos, into_pos = vectors.astype(np.float64)
             return [
                 Contact(
                     t=t[i],
                     time=time[i],
                     from_np=records[frm[i]][1],
                     into_np=records[into[i]][1],
-                    point=vectors[i, 0],
-                    normal=vectors[i, 1],
+                    point=point[i],
+                    normal=normal[i],
                     approach_speed=approach[i],
-                    from_pos=vectors[i, 2],
-                    into_pos=None if into[i] >= n else vectors[i, 3],
+                    from_pos=from_pos[i],
+                    into_pos=None if into[i] >= n else into_pos[i],
                     from_tangible=records[frm[i]][3],
                     into_tangible=records[into[i]][3],
                     world=self._render,
                 )
                 for i in range(len(t))
             ]
-        render, records, unchecked = self._render, bodies.records, Contact._unchecked
-        contacts = []
-        for (tt, when, speed_i), (p, nrm, f, i_pos), fr, to in zip(
-            scalars.T.tolist(), vectors.tolist(), frm, into
-        ):
-            _owner, from_np, from_handle, from_tangible, _solid = records[fr]
-            _owner, into_np, into_handle, into_tangible, solid = records[to]
-            contacts.append(
-                unchecked(
-                    tt, when, from_np, into_np, tuple(p), tuple(nrm), speed_i, tuple(f),
-                    None if to >= n else tuple(i_pos), from_tangible, into_tangible, render,
-                    from_handle, into_handle, solid,
-                )  # fmt: skip
+        points, normals, froms, intos = vectors.tolist()
+        ts, times, speeds = scalars.tolist()
+        _, from_np, from_handle, from_tangible, _ = zip(*[records[f] for f in frm])
+        _, into_np, into_handle, into_tangible, into_solid = zip(*[records[i] for i in into])
+        into_pos: list[Any] = list(map(tuple, intos))
+        for i in into_plane:
+            into_pos[i] = None
+        return list(
+            map(
+                Contact._unchecked,
+                ts,
+                times,
+                from_np,
+                into_np,
+                map(tuple, points),
+                map(tuple, normals),
+                speeds,
+                map(tuple, froms),
+                into_pos,
+                from_tangible,
+                into_tangible,
+                repeat(self._render),
+                from_handle,
+                into_handle,
+                into_solid,
             )
-        return contacts
+        )
 
     # ------------------------------------------------------------------ scene queries
     def ray_test_closest(
