@@ -57,7 +57,7 @@ class SphereTable:
     pass reads every node through it, and a list costs no numpy call to walk);
     ``centred``, whether every ``center`` is zero; ``one_per_owner``, whether no node has
     two spheres; ``version``, a count of those changes (what is made from the columns is
-    made again when it moves on).
+    made again when it moves on). :meth:`records` are made on demand.
 
     ``radius`` and ``center`` are read-only: a pass hands ``radius`` on as the world radii
     of unscaled spheres, so nothing may write into it.
@@ -105,6 +105,7 @@ class SphereTable:
         self.centred = True
         self.one_per_owner = True
         self.version = 0
+        self._records: list[tuple[int, NodePath, NodePath, bool, Any]] | None = None
 
     def __len__(self) -> int:
         return len(self.uid) + len(self._pending)
@@ -173,6 +174,22 @@ class SphereTable:
         self.centred = not self.center.any()
         self.one_per_owner = len(np.unique(self.owner)) == len(self.owner)
         self.version += 1
+        self._records = None
+
+    def records(self, sensor: int) -> list[tuple[int, NodePath, NodePath, bool, Any]]:
+        """Per row (owner, nodepath, handle, tangible, solid) as Python objects, tangible
+        where ``response`` is not ``sensor`` (the solver's code)."""
+        if self._records is None:
+            self._records = list(
+                zip(
+                    self.owner.tolist(),
+                    self.nodepath.tolist(),
+                    self.handle.tolist(),
+                    (self.response != sensor).tolist(),
+                    self.solid.tolist(),
+                )
+            )
+        return self._records
 
     def uids(self) -> set[int]:
         """Every sphere's uid, queued or not."""

@@ -119,6 +119,10 @@ class _Plane:
     handle: NodePath | None = None  # the game's own NodePath, as registered
     prev_world: tuple[float, float, float, float] | None = None
     bad: bool = False
+    #: The transform last read, and the world plane it gave: a TransformState is
+    #: immutable and Panda3D hands out one object per distinct transform (kept here, its
+    #: address is not reused), so the same address gives the same plane.
+    read: tuple[TransformState, tuple[float, float, float, float] | None] | None = None
 
 
 class _Bodies(NamedTuple):
@@ -127,13 +131,15 @@ class _Bodies(NamedTuple):
 
     from_mask: np.ndarray  # (N,) int64; 0 for planes and pieces (into-only)
     into_mask: np.ndarray  # (N,) int64
-    owner: list[int]  # (N,)
     #: Per body: (owner, nodepath (the component's own copy), handle (the game's),
     #: tangible (False for sensors), solid (the CollisionSphere or CollisionPlane, or None)),
     #: as Python objects: each contact takes two, and a contact is a Python object anyway.
     records: list[tuple[int, NodePath, NodePath, bool, Any]]
     sensors: bool  # whether any body is a sensor (else no hit has an exit)
-    key: tuple[Any, ...] = ()  # what they were made of (see ContinuousCollision._bodies_of)
+    #: What they were made of: the sphere table and its version, the piece nodes' columns
+    #: and the planes (see ContinuousCollision._bodies_of).
+    key: tuple[Any, ...] = ()
+    version: int = -1
 
     @classmethod
     def of(
@@ -143,9 +149,11 @@ class _Bodies(NamedTuple):
         near: np.ndarray,
         planes: list[_Plane],
         pieces: dict[str, np.ndarray],
+        piece_records: list[tuple[int, NodePath, NodePath, bool, Any]],
     ) -> _Bodies:
         """The dynamic spheres, then the static ones ``near`` (rows of ``statics``) that
-        this pass handed to the solver, then the planes, then the piece nodes."""
+        this pass handed to the solver, then the planes, then the piece nodes (whose
+        ``records`` are given)."""
         m = len(planes)
         k = len(pieces["owner"])
 
@@ -157,30 +165,14 @@ class _Bodies(NamedTuple):
                 parts.append(of_pieces)
             return np.concatenate(parts)
 
-        owner = spheres_then(
-            "owner", np.fromiter((p.owner for p in planes), np.int64, m), pieces["owner"]
-        )
-        tangible = (
-            spheres_then(
-                "response",
-                np.full(m, _solver.REWIND, np.int8),
-                np.where(pieces["tangible"], _solver.REWIND, _solver.SENSOR).astype(np.int8),
-            )
-            != _solver.SENSOR
-        )
-        columns = (
-            owner,
-            spheres_then(
-                "nodepath", np.fromiter((p.nodepath for p in planes), object, m), pieces["nodepath"]
-            ),
-            spheres_then(
-                "handle", np.fromiter((p.handle for p in planes), object, m), pieces["handle"]
-            ),
-            tangible,
-            spheres_then(
-                "solid", np.fromiter((p.solid for p in planes), object, m), np.full(k, None)
-            ),
-        )
+        sensor = _solver.SENSOR
+        records = spheres.records(sensor)
+        sensors = bool((spheres.response == sensor).any()) or not pieces["tangible"].all()
+        if len(near):
+            of_statics = statics.records(sensor)
+            records = records + [of_statics[i] for i in near.tolist()]
+            sensors = sensors or bool((statics.response[near] == sensor).any())
+        records = records + [(p.owner, p.nodepath, p.handle, True, p.solid) for p in planes]
         return cls(
             from_mask=spheres_then("from_mask", np.zeros(m, np.int64), np.zeros(k, np.int64)),
             into_mask=spheres_then(
@@ -188,9 +180,8 @@ class _Bodies(NamedTuple):
                 np.fromiter((p.into_mask for p in planes), np.int64, m),
                 pieces["into_mask"],
             ),
-            owner=owner.tolist(),
-            records=list(zip(*(column.tolist() for column in columns))),
-            sensors=not tangible.all(),
+            records=records + piece_records,
+            sensors=sensors,
         )
 
 
@@ -234,15 +225,6 @@ class _PlaneFrame(NamedTuple):
         """The planes that move this frame, as the solver's table of them."""
         move = self.off0 != self.off1
         return Planes(self.normal[move], self.off0[move], self.off1[move], self.mask[move])
-
-
-class _Directions(NamedTuple):
-    """The allowed directions of solver hits that become contacts, one row each."""
-
-    row: np.ndarray  # (m,) the hit's row
-    reverse: np.ndarray  # (m,) bool: from sphere b into sphere a
-    from_body: np.ndarray  # (m,) row in _Bodies
-    into_body: np.ndarray  # (m,) row in _Bodies
 
 
 @dataclass(eq=False)
@@ -363,6 +345,7 @@ class ContinuousCollision:
         # The last pass's planes and bodies, used again while nothing changes.
         self._plane_frame: _PlaneFrame | None = None
         self._bodies: _Bodies | None = None
+        self._piece_records: tuple[Any, list[Any]] = (None, [])
         self._debug: Any = None
         # Whether this pass lets the solver try its one-round path first (see Backoff).
         self._one_round = Backoff()
@@ -1279,8 +1262,8 @@ class ContinuousCollision:
     def _read_all(self, spheres: SphereTable) -> _Frame:
         """Read every dynamic sphere (the static ones are in their own table).
 
-        The sphere columns this pass sets are new arrays, never written into: the frame
-        may share them (the usual pass's ``radius`` is the local radius of unscaled
+        The sphere columns a pass sets are new arrays, not written into once set: the
+        frame may share them (the usual pass's ``radius`` is the local radius of unscaled
         spheres, its ``start`` the last pass's ``prev_center``)."""
         if not (self._teleported or self._inactive or self._new or spheres.some_bad):
             frame = self._read_usual(spheres)
@@ -1399,10 +1382,20 @@ class ContinuousCollision:
     def _world_plane(self, entry: _Plane) -> tuple[float, float, float, float] | None:
         """(a, b, c, d) of the plane in world space, unit normal; None if not finite."""
         ts = self._net(entry.nodepath)
+        if ts is None:
+            return None
+        read = entry.read
+        if read is not None and read[0].this == ts.this:
+            return read[1]
+        world = self._plane_under(entry.plane, ts)
+        entry.read = (ts, world)
+        return world
+
+    @staticmethod
+    def _plane_under(plane: LPlane, ts: TransformState) -> tuple[float, float, float, float] | None:
+        """(a, b, c, d) of ``plane`` under ``ts``, unit normal; None if not finite."""
         try:
-            if ts is None:
-                return None
-            a, b, c, d = entry.plane * ts.getMat()
+            a, b, c, d = plane * ts.getMat()
         except AssertionError:
             return None
         length = math.sqrt(a * a + b * b + c * c)
@@ -1457,9 +1450,7 @@ class ContinuousCollision:
         )
         return last
 
-    def _write_back(
-        self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult
-    ) -> None:
+    def _write_back(self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult) -> None:
         """Move the nodes the solver moved; record where every sphere is left (in new
         columns: see :meth:`_read_all`)."""
         p1 = frame.end
@@ -1576,17 +1567,23 @@ class ContinuousCollision:
         """The pass's :class:`_Bodies`: the last pass's again where the same bodies take part
         (no static sphere near anything, the same spheres, planes and piece nodes)."""
         pieces = self._pieces.columns()
-        key = (spheres, spheres.version, pieces, *planes)
+        key = (spheres, pieces, *planes)
         last = self._bodies
         if (
             not len(near)
             and last is not None
+            and last.version == spheres.version
             and len(last.key) == len(key)
             and all(map(operator.is_, last.key, key))
         ):
             return last
-        bodies = _Bodies.of(spheres, statics, near, planes, pieces)
-        self._bodies = bodies._replace(key=key) if not len(near) else None
+        if self._piece_records[0] is not pieces:
+            self._piece_records = (pieces, list(zip(
+                pieces["owner"].tolist(), pieces["nodepath"].tolist(),
+                pieces["handle"].tolist(), pieces["tangible"].tolist(), repeat(None),
+            )))  # fmt: skip
+        bodies = _Bodies.of(spheres, statics, near, planes, pieces, self._piece_records[1])
+        self._bodies = None if len(near) else bodies._replace(key=key, version=spheres.version)
         return bodies
 
     def _touches(
@@ -1618,12 +1615,12 @@ class ContinuousCollision:
             piece = hits.kind > _solver.PLANE
             if not piece.any():
                 piece = None
-        solid_of = part_of = None
+        solid_of = part_of = _NO_ROWS
         if piece is not None:
             # Pieces: the row of their node, after the planes; and which solid, feature, part.
             solid_of = np.full(k, -1, np.int64)
             part_of = np.zeros(k, np.int64)
-            after = len(bodies.from_mask) - len(self._pieces)
+            after = len(bodies.records) - len(self._pieces)
             for code in np.unique(hits.kind[piece]).tolist():
                 rows = np.flatnonzero(hits.kind == code)
                 node, solid, part = self._pieces.locate(code, hits.b[rows])
@@ -1637,11 +1634,13 @@ class ContinuousCollision:
         dirs = direction.tolist()
         if not dirs:
             return []
-        pairs = ab.T.tolist()
-        frm = [pairs[d >> 1][d & 1] for d in dirs]
-        into = [pairs[d >> 1][1 - (d & 1)] for d in dirs]
-        owner = bodies.owner
-        keys = [(owner[f], owner[i]) for f, i in zip(frm, into)]
+        # Body rows a0 b0 a1 b1 ...: direction d is from row d into row d ^ 1. (Flat: a
+        # list per hit would be k objects more for the garbage collector to count.)
+        body = ab.T.ravel().tolist()
+        frm = [body[d] for d in dirs]
+        into = [body[d ^ 1] for d in dirs]
+        records = bodies.records
+        keys = list(zip([records[f][0] for f in frm], [records[i][0] for i in into]))
         # Each pair's earliest hit (its first direction: hits come in time order). A dict
         # keeps one value per key, the last one set: set in reverse, the first.
         first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))
@@ -1680,9 +1679,9 @@ class ContinuousCollision:
                 )  # fmt: skip
                 for i, contact in zip(listed, built):
                     leave[i] = contact
-        if piece is not None and solid_of is not None and part_of is not None:
+        if piece is not None:
             nodes = self._pieces.nodes
-            after = len(bodies.from_mask) - len(self._pieces)
+            after = len(bodies.records) - len(self._pieces)
             for i in np.flatnonzero(piece[row]).tolist():
                 h = int(row[i])
                 node = nodes[int(b[h]) - after]
@@ -1723,27 +1722,27 @@ class ContinuousCollision:
         """
         dt = self._clock.getDt()
         start = self._clock.getFrameTime() - dt
-        # Per hit the point, normal, from and into centres of a -> b, then of b -> a;
-        # picked by direction, all four in one gather.
-        both = np.array(
-            (point, normal, pos_a, pos_b, pos_a - (normal.T * radius_a).T, -normal, pos_b,
-             pos_a),
-        ).reshape(2, 4, len(t), 3)[direction & 1, :, row]  # fmt: skip
+        # Per hit the point, normal, from and into centres, each of a -> b then of b -> a;
+        # picked by direction, all four in one gather: (4, m, 3).
+        vectors = np.array(
+            ((point, pos_a - (normal.T * radius_a).T), (normal, -normal), (pos_a, pos_b),
+             (pos_b, pos_a)),
+        )[:, direction & 1, row]  # fmt: skip
         # Rounded to float32 here, as LPoint3 would (tolist() hands them on as exact
         # doubles); beyond float32's range that is inf, which the check below refuses as
         # Contact() would.
         with np.errstate(over="ignore"):
-            vectors = both.astype(np.float32)
-        t = t[row]
+            vectors = vectors.astype(np.float32)
         # Per contact its t, clock time and approach speed (units a second).
-        scalars = np.array((t, start + t * dt, speed[row] * (1.0 / dt if dt > 0 else 0.0)))
+        scalars = np.array((t, start + t * dt, speed * (1.0 / dt if dt > 0 else 0.0)))[:, row]
         # (min and max are nan where any is.)
         (t0, time0, speed0), (t1, time1, speed1) = (scalars.min(1).tolist(),
                                                     scalars.max(1).tolist())  # fmt: skip
         into_plane = [i for i, body in enumerate(into) if body >= n]
         finite = np.isfinite(vectors)
         if into_plane:
-            finite[into_plane, 3] = True  # no into centre
+            finite[3, into_plane] = True  # no into centre
+        records = bodies.records
         if not (
             finite.all()
             and 0.0 <= t0
@@ -1754,41 +1753,52 @@ class ContinuousCollision:
             and speed1 < math.inf
         ):
             # The solver should never produce this: the checking constructor says what.
-            records = bodies.records
-            time, approach = scalars[1], scalars[2]
-            vectors = vectors.astype(np.float64)
+            t, time, approach = scalars
+            point, normal, from_pos, into_pos = vectors.astype(np.float64)
             return [
                 Contact(
                     t=t[i],
                     time=time[i],
                     from_np=records[frm[i]][1],
                     into_np=records[into[i]][1],
-                    point=vectors[i, 0],
-                    normal=vectors[i, 1],
+                    point=point[i],
+                    normal=normal[i],
                     approach_speed=approach[i],
-                    from_pos=vectors[i, 2],
-                    into_pos=None if into[i] >= n else vectors[i, 3],
+                    from_pos=from_pos[i],
+                    into_pos=None if into[i] >= n else into_pos[i],
                     from_tangible=records[frm[i]][3],
                     into_tangible=records[into[i]][3],
                     world=self._render,
                 )
                 for i in range(len(t))
             ]
-        render, records, unchecked = self._render, bodies.records, Contact._unchecked
-        contacts = []
-        for (tt, when, speed_i), (p, nrm, f, i_pos), fr, to in zip(
-            scalars.T.tolist(), vectors.tolist(), frm, into
-        ):
-            _owner, from_np, from_handle, from_tangible, _solid = records[fr]
-            _owner, into_np, into_handle, into_tangible, solid = records[to]
-            contacts.append(
-                unchecked(
-                    tt, when, from_np, into_np, tuple(p), tuple(nrm), speed_i, tuple(f),
-                    None if to >= n else tuple(i_pos), from_tangible, into_tangible, render,
-                    from_handle, into_handle, solid,
-                )  # fmt: skip
+        points, normals, froms, intos = vectors.tolist()
+        ts, times, speeds = scalars.tolist()
+        _, from_np, from_handle, from_tangible, _ = zip(*[records[f] for f in frm])
+        _, into_np, into_handle, into_tangible, into_solid = zip(*[records[i] for i in into])
+        into_pos: list[Any] = list(map(tuple, intos))
+        for i in into_plane:
+            into_pos[i] = None
+        return list(
+            map(
+                Contact._unchecked,
+                ts,
+                times,
+                from_np,
+                into_np,
+                map(tuple, points),
+                map(tuple, normals),
+                speeds,
+                map(tuple, froms),
+                into_pos,
+                from_tangible,
+                into_tangible,
+                repeat(self._render),
+                from_handle,
+                into_handle,
+                into_solid,
             )
-        return contacts
+        )
 
     # ------------------------------------------------------------------ scene queries
     def ray_test_closest(
