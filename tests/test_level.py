@@ -22,19 +22,11 @@ from panda3d.core import (
     LPoint3,
     NodePath,
 )
+from scene_nodes import collision_node as cnode
 
 from panda3d_ccd._tolerance import SLOP_REL
 
 TOL = 1e-5
-
-
-def cnode(parent, name, *solids, pos=(0, 0, 0)):
-    node = CollisionNode(name)
-    for solid in solids:
-        node.addSolid(solid)
-    np_ = parent.attachNewNode(node)
-    np_.setPos(*pos)
-    return np_
 
 
 def quad(*corners):

@@ -20,7 +20,6 @@ from panda3d.core import (
     CollisionBox,
     CollisionCapsule,
     CollisionInvSphere,
-    CollisionNode,
     CollisionPlane,
     CollisionPolygon,
     CollisionRay,
@@ -31,28 +30,17 @@ from panda3d.core import (
     LVector3,
     Plane,
 )
+from scene_nodes import collision_node as cnode
+from scene_nodes import ray_node
 
 #: A Contact's vectors are float32; coordinates up to ~20 here.
 F32_TOL = 4e-6
 
 
-def cnode(parent, name, *solids, pos=(0, 0, 0)):
-    node = CollisionNode(name)
-    for solid in solids:
-        node.addSolid(solid)
-    path = parent.attachNewNode(node)
-    path.setPos(*pos)
-    return path
-
-
 def rnode(parent, name, solid, pos=(0, 0, 0), from_mask=None):
-    node = CollisionNode(name)
-    node.addSolid(solid)
-    node.setFromCollideMask(BitMask32.allOn() if from_mask is None else from_mask)
-    node.setIntoCollideMask(BitMask32.allOff())
-    path = parent.attachNewNode(node)
-    path.setPos(*pos)
-    return path
+    """A from-only node of one ray solid, colliding with everything unless ``from_mask``."""
+    mask = BitMask32.allOn() if from_mask is None else from_mask
+    return ray_node(parent, name, solid, pos=pos, from_mask=mask)
 
 
 def vec(v):

@@ -33,7 +33,6 @@ from panda3d.core import (
     CollisionBox,
     CollisionCapsule,
     CollisionInvSphere,
-    CollisionNode,
     CollisionPlane,
     CollisionPolygon,
     CollisionSphere,
@@ -43,6 +42,7 @@ from panda3d.core import (
     Plane,
     TransformState,
 )
+from scene_nodes import collision_node as cnode
 
 #: How far the plugin's world-space triangles may lie from the oracle's. A static node's
 #: rows are its float32 points through its float32 net matrix, in float64, as the oracle's
@@ -63,15 +63,6 @@ ALL = 0xFFFFFFFF
 # ======================================================================================
 # Scenes
 # ======================================================================================
-def cnode(parent, name, *solids, pos=(0, 0, 0), hpr=(0, 0, 0)):
-    node = CollisionNode(name)
-    for solid in solids:
-        node.addSolid(solid)
-    path = parent.attachNewNode(node)
-    path.setPosHpr(*pos, *hpr)
-    return path
-
-
 def quad(*corners):
     return CollisionPolygon(*(LPoint3(*c) for c in corners))
 

@@ -34,6 +34,7 @@ from panda3d.core import (
     LVector3,
     NodePath,
 )
+from scene_nodes import collision_node, ray_node
 
 PATTERNS = ("%fn-into-%in", "%fn-again-%in", "%fn-out-%in")
 #: Panda3D's answers are float32: points agree to this, relative to the scene's size.
@@ -41,26 +42,6 @@ TOL = 2e-5
 
 
 # ---------------------------------------------------------------------------- helpers
-def collision_node(parent, name, *solids, pos=(0, 0, 0), from_mask=None, into_mask=None):
-    cnode = CollisionNode(name)
-    for solid in solids:
-        cnode.addSolid(solid)
-    if from_mask is not None:
-        cnode.setFromCollideMask(from_mask)
-    if into_mask is not None:
-        cnode.setIntoCollideMask(into_mask)
-    np_ = parent.attachNewNode(cnode)
-    np_.setPos(*pos)
-    return np_
-
-
-def ray_node(parent, name, *solids, pos=(0, 0, 0), from_mask=None):
-    """A from-only node, as Panda3D's samples make them: into mask off."""
-    return collision_node(
-        parent, name, *solids, pos=pos, from_mask=from_mask, into_mask=BitMask32.allOff()
-    )
-
-
 class Traverser:
     """Panda3D's CollisionTraverser with a CollisionHandlerEvent on the same patterns (its
     events read straight off the global event queue after each traversal), and one with a
