@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from . import _solver
 from ._arrays import row_any as _row_any
 from ._arrays import unique as _unique
 from ._paths import Hits, Paths, concat_hits, empty_hits
@@ -53,11 +54,8 @@ def one_round(
     None where the frame needs the general solver (see the module). ``planes``: a
     :class:`~panda3d_ccd._obstacles.Planes` or None; the caller has checked that there is
     nothing else (no other table, no growth, no statics)."""
-    # (Imported here: the solver imports this module.)
-    from ._solver import REWIND, SENSOR, PassResult, _sensor_hits, _sphere_hits
-
-    sensor = response == SENSOR
-    if not np.all(sensor | (response == REWIND)):
+    sensor = response == _solver.SENSOR
+    if not np.all(sensor | (response == _solver.REWIND)):
         return None
     if planes is not None and planes.moving.any():
         return None
@@ -120,7 +118,7 @@ def one_round(
     hits: list[Hits] = []
     if sphere_taken.any():
         taken = sphere_taken
-        hits.append(_sphere_hits(paths, radius, si[taken], sj[taken], toi[taken]))
+        hits.append(_solver._sphere_hits(paths, radius, si[taken], sj[taken], toi[taken]))
     if plane_taken.any():
         taken = plane_taken
         hits.append(planes.hits(paths, pi[taken], pk[taken], ptoi[taken])[0])
@@ -132,12 +130,14 @@ def one_round(
         paths.restart(stopped, t, at_t, at_t + 0.0)
 
     sensor_hits = empty_hits()
-    plane_sensor = planes is not None and bool(sensor[qi].any())
-    if pair_sensor.any() or plane_sensor:
-        struck = [] if not plane_sensor else [_SensorRows(planes, qi[sensor[qi]], qk[sensor[qi]])]
-        sensor_hits = _sensor_hits(paths, radius, ci[pair_sensor], cj[pair_sensor], ~sensor, struck)
+    plane_sensor = sensor[qi]
+    if pair_sensor.any() or plane_sensor.any():
+        sensor_hits = _solver._sensor_hits(
+            paths, radius, ci[pair_sensor], cj[pair_sensor], ~sensor,
+            [(planes, qi[plane_sensor], qk[plane_sensor])] if plane_sensor.any() else [],
+        )  # fmt: skip
     end = paths.xe.copy()
-    return PassResult(
+    return _solver.PassResult(
         end=end,
         t_stop=t_stop,
         moved=_row_any(end != p1),
@@ -149,20 +149,11 @@ def one_round(
     )
 
 
-class _SensorRows:
-    """The sensor (body, plane) pairs, as the general solver's sensor pass takes them."""
-
-    def __init__(self, table: Any, i: Int, k: Int) -> None:
-        self.table, self.sensor_i, self.sensor_k = table, i, k
-
-
 def _pair_toi(p0: Float, p1: Float, radius: Float, i: Int, j: Int) -> Float:
     """(k,) times of impact of pairs (i, j) on their straight paths; inf where none."""
-    from ._solver import straight_pair_toi
-
     if len(i) == 0:
         return np.zeros(0)
-    s, shallow = straight_pair_toi(p0[i], p1[i], radius[i], p0[j], p1[j], radius[j])
+    s, shallow = _solver.straight_pair_toi(p0[i], p1[i], radius[i], p0[j], p1[j], radius[j])
     return np.where(shallow, np.inf, s)
 
 
@@ -172,13 +163,13 @@ def _meet_after_stop(paths: Paths, radius: Float, i: Int, j: Int, s: Float) -> b
     then to the end of the frame (a superset of the rest of its path: it may stop later).
     Before the first stop both are on their straight paths, where their time of impact is
     no earlier than either stop."""
-    from ._solver import straight_pair_toi
-
     early = s[i] < s[j]
     a, b = np.where(early, i, j), np.where(early, j, i)
     t = s[a]
     at_a = paths.at(a, t)
-    s_b, shallow = straight_pair_toi(at_a, at_a, radius[a], paths.at(b, t), paths.xe[b], radius[b])
+    s_b, shallow = _solver.straight_pair_toi(
+        at_a, at_a, radius[a], paths.at(b, t), paths.xe[b], radius[b]
+    )
     return bool((np.isfinite(s_b) & ~shallow).any())
 
 

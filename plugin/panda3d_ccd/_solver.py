@@ -401,7 +401,8 @@ def solve(
     if capped:
         solid_hits = _hold(paths, held, t_hold, t_stop, solid_hits)
 
-    sensor_hits = _sensor_hits(paths, radius, ci[pair_sensor], cj[pair_sensor], solid, struck)
+    sensor_rows = [(o.table, o.sensor_i, o.sensor_k) for o in struck]
+    sensor_hits = _sensor_hits(paths, radius, ci[pair_sensor], cj[pair_sensor], solid, sensor_rows)
     end = np.where(finite[:, None], paths.xe, p1)
     moved = finite & _row_any(end != p1)
     return PassResult(
@@ -1101,9 +1102,16 @@ def _hold(paths: Paths, held: Bool, t_hold: float, t_stop: Float, hits: Hits) ->
 
 
 def _sensor_hits(
-    paths: Paths, radius: Float, ei: Int, ej: Int, solid: Bool, struck: list[_ObstaclePairs]
+    paths: Paths,
+    radius: Float,
+    ei: Int,
+    ej: Int,
+    solid: Bool,
+    obstacles: Sequence[tuple[Any, Int, Int]],
 ) -> Hits:
-    """Overlap intervals of sensor pairs, tested against every segment of the final paths."""
+    """Overlap intervals of sensor pairs, tested against every segment of the final paths:
+    the sphere pairs (ei, ej), and per obstacle table its sensor (body, row) pairs, given as
+    (table, i, k)."""
     parts = []
     if len(ei):
         body, t0, t1, x0, x1 = paths.segments()
@@ -1114,9 +1122,9 @@ def _sensor_hits(
         a = np.where(swap, ej, ei)
         b = np.where(swap, ei, ej)
         parts.append(_sensor_sphere_rows(paths, radius, a, b, body, t0, t1, x0, x1, start, count))
-    for o in struck:
-        if len(o.sensor_i):
-            parts.append(o.table.sensor_hits(paths, o.sensor_i, o.sensor_k))
+    for table, i, k in obstacles:
+        if len(i):
+            parts.append(table.sensor_hits(paths, i, k))
     return concat_hits(parts)
 
 
