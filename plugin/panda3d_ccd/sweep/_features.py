@@ -36,26 +36,28 @@ def columns(rows: Float) -> Float:
 
 
 def take(x: NDArray, rows: NDArray) -> NDArray:
-    """The rows (indices) of (k,) values or (3, k) columns: ``x[..., rows]``, by np.take,
-    which gathers about three times faster than fancy indexing."""
-    return np.take(x, rows, axis=-1)
+    """The rows (indices) of (k,) values or (3, k) columns: ``x[..., rows]``, by
+    ndarray.take, which gathers about three times faster than fancy indexing (and the
+    method skips np.take's Python wrapper)."""
+    return x.take(rows, axis=-1)
 
 
 def dot(a: Float, b: Float) -> Float:
     """(k,) dot products of (3, k) columns."""
-    # In place where it can be: fewer fresh arrays, the same sums in the same order.
-    out = a[0] * b[0]
-    term = a[1] * b[1]
-    if not isinstance(out, np.ndarray) or out.shape != term.shape:
-        return out + term + a[2] * b[2]
-    out += term
-    np.multiply(a[2], b[2], out=term)
-    out += term
-    return out
+    # One product of the whole columns, then the rows summed in order: the same sums as
+    # spelled out by row, at half the numpy calls (each costs more than its arithmetic
+    # below some thousand rows, and the kernels make about a hundred of these a call).
+    p = a * b
+    return p[0] + p[1] + p[2]
 
 
 def cross(a: Float, b: Float) -> Float:
     """(3, k) cross products of (3, k) columns."""
+    if a.shape[1] <= _SMALL:
+        # Rows rotated by np.take: four gathers and three products of whole columns.
+        return a.take(_NEXT, 0) * b.take(_LAST, 0) - a.take(_LAST, 0) * b.take(_NEXT, 0)
+    # Many rows: written row by row into one array (fresh (3, k) temporaries that large
+    # cost more to allocate than to fill).
     out = np.empty((3, a.shape[1]))
     term = np.empty(a.shape[1])
     for i, j, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
@@ -63,6 +65,12 @@ def cross(a: Float, b: Float) -> Float:
         np.multiply(a[k], b[j], out=term)
         out[i] -= term
     return out
+
+
+#: Row orders of a cross product's terms, and up to how many rows :func:`cross` computes
+#: it by whole columns (beyond that, row by row into one array was faster, measured).
+_NEXT, _LAST = np.array([1, 2, 0]), np.array([2, 0, 1])
+_SMALL = 2048
 
 
 def norm(a: Float) -> Float:
@@ -93,6 +101,28 @@ class Motion(NamedTuple):
     def take(self, rows: NDArray) -> Motion:
         """The same constants for a subset of rows (indices or a mask)."""
         return Motion(*(take(x, rows) for x in self))
+
+    def repeat(self, p: int) -> Motion:
+        """The same constants for p pieces stacked (see :func:`stack`)."""
+        return Motion(*(stack([x] * p) for x in self))
+
+
+def stack(parts: list[Float]) -> Float:
+    """p pieces' (k,) values or (3, k) columns as one (p k,) or (3, p k), piece after
+    piece: the kernels test the pieces of an obstacle (a box's twelve edges, a
+    triangle's three corners) in one call each, not one call a piece, as a call costs
+    more than its arithmetic at the row counts of a pass."""
+    return np.concatenate(parts, axis=-1)
+
+
+def earliest(t: Float, p: int) -> tuple[Float, NDArray[np.int64]]:
+    """(k,) least of the values of p pieces stacked (p k,) (see :func:`stack`) and which
+    piece gave it, the first of equal ones; inf and -1 where none is less than inf (nan
+    counts as none). The same as offering the pieces in order to a :class:`Best`."""
+    t = t.reshape(p, -1)
+    t = np.where(np.isnan(t), np.inf, t)
+    least = t.min(axis=0)
+    return least, np.where(least < np.inf, np.argmin(t, axis=0), -1)
 
 
 def thresholds(speed: Float, size: Float, coord_scale: Float) -> tuple[Float, Float]:
@@ -231,6 +261,13 @@ class Best:
         # np.where keeps the arrays' own types; astype then copies only if it must.
         self.feature = np.where(better, feature, self.feature).astype(np.int8, copy=False)
         self.index = np.where(better, index, self.index).astype(np.int64, copy=False)
+
+    def offer_pieces(self, t: Float, p: int, feature: int, first: int = 0) -> None:
+        """Offer p pieces of one kind at once, their times stacked (p k,) (see
+        :func:`stack`), indexed ``first``, ``first + 1``...: the same as offering them
+        one by one in that order."""
+        least, which = earliest(t, p)
+        self.offer(least, feature, which + first)
 
     def offer_rows(self, rows: NDArray, other: Best) -> None:
         """Offer the candidates of ``other``, computed for the rows (indices) of this."""

@@ -40,6 +40,25 @@ Float = NDArray[np.float64]
 _OTHER = ((1, 2), (0, 2), (0, 1))
 
 
+def _edge_tables() -> tuple[Float, Float]:
+    """Edge ``4 axis + 2 sj + sm``, from its start to its end in units of the half sizes:
+    along ``axis`` from its low face, at the low (0) or high (1) side of the other two
+    axes j < m. (12, 3) each."""
+    starts, vectors = np.zeros((12, 3)), np.zeros((12, 3))
+    for axis, (j, m) in enumerate(_OTHER):
+        for sj in (0, 1):
+            for sm in (0, 1):
+                edge = 4 * axis + 2 * sj + sm
+                starts[edge, [axis, j, m]] = -1.0, 2.0 * sj - 1.0, 2.0 * sm - 1.0
+                vectors[edge, axis] = 2.0
+    return starts, vectors
+
+
+_EDGE_STARTS, _EDGE_VECTORS = _edge_tables()
+#: Corner ``4 x + 2 y + z`` (each 0 low, 1 high) in units of the half sizes, (8, 3).
+_CORNERS = np.array([[(c >> 2) & 1, (c >> 1) & 1, c & 1] for c in range(8)]) * 2.0 - 1.0
+
+
 def sphere_box_toi(
     c0: ArrayLike, c1: ArrayLike, r: ArrayLike, lo: ArrayLike, hi: ArrayLike
 ) -> Float:
@@ -134,21 +153,13 @@ def _sweep(c0: Float, c1: Float, r: Float, lo: Float, hi: Float) -> Sweep:
             for o in _OTHER[axis]:
                 ok &= np.abs(centre[o]) <= half[o] + tol
             best.offer(np.where(ok, t, np.inf), FACE, 2 * axis + (side > 0))
-    for axis in range(3):
-        j, m = _OTHER[axis]
-        edge = np.zeros((3, k))
-        edge[axis] = 2.0 * half[axis]
-        for sj in (0, 1):
-            for sm in (0, 1):
-                start = np.empty((3, k))
-                start[axis] = -half[axis]
-                start[j] = (2 * sj - 1) * half[j]
-                start[m] = (2 * sm - 1) * half[m]
-                t = F.edge_entry(w0 - start, edge, r, motion).t
-                best.offer(t, EDGE, 4 * axis + 2 * sj + sm)
-    for corner in range(8):
-        signs = np.array([(corner >> 2) & 1, (corner >> 1) & 1, corner & 1]) * 2.0 - 1.0
-        best.offer(F.vertex_entry(w0 - signs[:, None] * half, r, motion, speed).t, VERTEX, corner)
+    # The twelve edges, then the eight corners, each kind in one call (see F.stack).
+    edges = F.stack(list(_EDGE_VECTORS[:, :, None] * half))
+    starts = F.stack(list(w0 - _EDGE_STARTS[:, :, None] * half))
+    best.offer_pieces(F.edge_entry(starts, edges, F.stack([r] * 12), motion.repeat(12)).t, 12, EDGE)
+    corners = F.stack(list(w0 - _CORNERS[:, :, None] * half))
+    entry = F.vertex_entry(corners, F.stack([r] * 8), motion.repeat(8), F.stack([speed] * 8))
+    best.offer_pieces(entry.t, 8, VERTEX)
 
     t = np.where(start_inside, np.where(approaching, 0.0, np.inf), best.t)
     hit = np.isfinite(t)

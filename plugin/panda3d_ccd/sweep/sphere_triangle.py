@@ -499,19 +499,19 @@ def _exact(
         pr = F.take(p, rest)
         corners = [pr] + [pr - F.take(vertex, rest) for vertex in tri.starts[1:]]
         edges = [F.take(edge, rest) for edge in tri.edges]
+        # The three edges, then the three corners, each kind in one call (see F.stack).
+        corner, r3, m3 = F.stack(corners), F.stack([rr] * 3), m.repeat(3)
+        edge = F.edge_entry(corner, F.stack(edges), r3, m3)
+        vertex = F.vertex_entry(corner, r3, m3, F.stack([speed[rest]] * 3))
         best_rest = F.Best(len(rest))
+        best_rest.offer_pieces(edge.t, 3, EDGE)
+        best_rest.offer_pieces(vertex.t, 3, VERTEX)
+        # The nearest feature and its rate: edges first, as for the entries.
+        dist, which = F.earliest(F.stack([edge.dist, vertex.dist]), 6)
         near_rest = F.Best(len(rest))
-        rate_rest = np.zeros(len(rest))
-        for i, (corner, edge) in enumerate(zip(corners, edges)):
-            piece = F.edge_entry(corner, edge, rr, m)
-            best_rest.offer(piece.t, EDGE, i)
-            rate_rest = np.where(piece.dist < near_rest.t, piece.rate, rate_rest)
-            near_rest.offer(piece.dist, EDGE, i)
-        for i, corner in enumerate(corners):
-            piece = F.vertex_entry(corner, rr, m, speed[rest])
-            best_rest.offer(piece.t, VERTEX, i)
-            rate_rest = np.where(piece.dist < near_rest.t, piece.rate, rate_rest)
-            near_rest.offer(piece.dist, VERTEX, i)
+        near_rest.offer(dist, np.where(which < 3, EDGE, VERTEX), which % 3)
+        rates = F.stack([edge.rate, vertex.rate]).reshape(6, -1)
+        rate_rest = np.where(which >= 0, rates[which, np.arange(len(rest))], 0.0)
         best.offer_rows(rest, best_rest)
         closer = near_rest.t < near.t[rest]
         near_rate[rest[closer]] = rate_rest[closer]

@@ -1,0 +1,57 @@
+"""The kernels' shared pieces (``sweep/_features.py``) where they take shortcuts: the
+pieces of one kind offered in one call must pick what offering them one by one picks (the
+earliest, the first of equal ones, never a nan), and the whole-column cross and dot
+products must be the row-by-row ones, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from panda3d_ccd.sweep import _features as F
+
+
+def _draws(rng: np.random.Generator, p: int, k: int) -> np.ndarray:
+    # Few distinct values, so ties are common; some inf and nan.
+    t = rng.integers(0, 4, size=(p, k)).astype(float) / 4
+    t[rng.random((p, k)) < 0.3] = np.inf
+    t[rng.random((p, k)) < 0.1] = np.nan
+    return t
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 8, 12])
+def test_pieces_offered_at_once_pick_what_offering_them_in_order_picks(p):
+    rng = np.random.default_rng(p)
+    for _ in range(20):
+        k = int(rng.integers(1, 40))
+        t = _draws(rng, p, k)
+        before = _draws(rng, 1, k)[0]
+        one_by_one, at_once = F.Best(k), F.Best(k)
+        for best in (one_by_one, at_once):
+            best.offer(before, 0, 7)
+        for piece in range(p):
+            one_by_one.offer(t[piece], 2, 5 + piece)
+        at_once.offer_pieces(F.stack(list(t)), p, 2, first=5)
+        np.testing.assert_array_equal(at_once.t, one_by_one.t)
+        np.testing.assert_array_equal(at_once.feature, one_by_one.feature)
+        np.testing.assert_array_equal(at_once.index, one_by_one.index)
+
+
+def test_earliest_names_no_piece_where_none_is_finite():
+    t = np.array([[np.inf, np.nan, 0.5], [np.nan, np.inf, 0.5]])
+    least, which = F.earliest(F.stack(list(t)), 2)
+    np.testing.assert_array_equal(least, [np.inf, np.inf, 0.5])
+    np.testing.assert_array_equal(which, [-1, -1, 0])
+
+
+@pytest.mark.parametrize("k", [1, 5, F._SMALL, F._SMALL + 1, 5000])
+def test_cross_and_dot_are_the_row_by_row_sums_bit_for_bit(k):
+    rng = np.random.default_rng(k)
+    a = rng.normal(size=(3, k)) * 10.0 ** rng.integers(-5, 6, size=(3, k))
+    b = rng.normal(size=(3, k)) * 10.0 ** rng.integers(-5, 6, size=(3, k))
+    a[:, ::7] = -0.0
+    expected = np.array([a[1] * b[2] - a[2] * b[1],
+                         a[2] * b[0] - a[0] * b[2],
+                         a[0] * b[1] - a[1] * b[0]])  # fmt: skip
+    assert F.cross(a, b).tobytes() == expected.tobytes()
+    assert F.dot(a, b).tobytes() == (a[0] * b[0] + a[1] * b[1] + a[2] * b[2]).tobytes()
