@@ -324,31 +324,33 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     v = c1 - c0
     w0 = c0 - a
     speed = F.norm(v)
-    longest2 = np.maximum(np.maximum(F.dot(e1, e1), F.dot(e2, e2)), F.dot(eb, eb))
+    longest2 = _longest2(e1, e2, eb)
     # Above the rounding of the exact stage: a few ulps of its coordinates, of its motion
     # and of its triangle's size.
     size = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (speed + r + np.sqrt(longest2))
     slack = _CULL_SLACK * size
     lo, hi = _window(n, longest2, w0, v, r, two, slack)
 
-    # Heights over each edge's line in units of |n x edge|, which the slack also scales.
-    widened = r + slack
-    alive = np.ones(len(r), dtype=bool)
+    # Heights over each edge's line in units of |n x edge|, which the slack also scales;
+    # the edges a-b, b-c, c-a from their starts (n x (a - c) is e2 x n), stacked (F.stack).
+    w = F.stack([w0, w0 - e1, w0 - e2])
+    inward = F.cross(F.stack([n, n, e2]), F.stack([e1, eb, n]))
+    v3 = F.stack([v] * 3)
+    h0 = F.dot(w, inward)
+    dh = F.dot(v3, inward)
+    reach = -F.stack([r + slack] * 3) * F.norm(inward)
+    lo3, hi3 = F.stack([lo] * 3), F.stack([hi] * 3)
+    alive = np.maximum(h0 + lo3 * dh, h0 + hi3 * dh) >= reach
     # Rates of the distances to the corners, with a margin far above their rounding in the
     # exact stage.
-    away = speed * slack
-    closing = np.zeros(len(r), dtype=bool)
-    # The edges a-b, b-c, c-a, from their starts; n x (a - c) is e2 x n.
-    for w, inward in (
-        (w0, F.cross(n, e1)),
-        (w0 - e1, F.cross(n, eb)),
-        (w0 - e2, F.cross(e2, n)),
-    ):
-        closing |= F.dot(w, v) <= away
-        h0 = F.dot(w, inward)
-        dh = F.dot(v, inward)
-        alive &= np.maximum(h0 + lo * dh, h0 + hi * dh) >= -widened * F.norm(inward)
-    return alive & closing
+    closing = F.dot(w, v3) <= F.stack([speed * slack] * 3)
+    return alive.reshape(3, -1).all(axis=0) & closing.reshape(3, -1).any(axis=0)
+
+
+def _longest2(e1: Float, e2: Float, eb: Float) -> Float:
+    """(k,) the longest of three edges (3, k), squared."""
+    edges = F.stack([e1, e2, eb])
+    return F.dot(edges, edges).reshape(3, -1).max(axis=0)
 
 
 def _window(
@@ -430,7 +432,7 @@ def _exact(
     e2 = c - a
     tri = _Triangles(e1, e2, c - b)
     area2 = F.norm(tri.normal_raw)
-    longest2 = np.maximum(np.maximum(F.dot(e1, e1), F.dot(e2, e2)), F.dot(c - b, c - b))
+    longest2 = _longest2(e1, e2, c - b)
     flat = area2 <= DEGENERATE_REL * longest2
     n = np.where(flat, 0.0, tri.normal_raw / np.where(flat, 1.0, area2))
     s0 = F.dot(n, w0)
@@ -532,10 +534,13 @@ def _exact(
     index[~hit] = -1
     centre = p + np.where(hit & ~from_start, t - t_lo, 0.0) * v
     point = centre - F.dot(n, centre) * n
-    for i, (vertex, edge) in enumerate(zip(tri.starts, tri.edges)):
-        on_edge = (feature == EDGE) & (index == i)
-        point = np.where(on_edge, F.closest_on_segment(centre, vertex, edge)[0], point)
-        point = np.where((feature == VERTEX) & (index == i), vertex, point)
+    # On an edge, the nearest point of that edge; on a corner, the corner (each row's
+    # own, picked out of the three computed for every row at once).
+    starts = F.stack(list(tri.starts))
+    on_edges = F.closest_on_segment(F.stack([centre] * 3), starts, F.stack(list(tri.edges)))[0]
+    own = (slice(None), np.clip(index, 0, 2), np.arange(k))
+    point = np.where(feature == EDGE, on_edges.reshape(3, 3, k)[own], point)
+    point = np.where(feature == VERTEX, starts.reshape(3, 3, k)[own], point)
     # Where the centre is within rounding of the contact point, the side it is on.
     side = np.where(flat, 0.0, np.where(s_p > 0, 1.0, np.where(s_p < 0, -1.0, 0.0)))
     normal = F.unit(centre - point, fallback=side * n - (side == 0) * F.unit(v, speed))
