@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from panda3d_ccd import _solver
+from panda3d_ccd import _one_round
 from panda3d_ccd._obstacles import Planes
 from panda3d_ccd._one_round import Backoff, one_round
 from panda3d_ccd._solver import KINEMATIC, REWIND, SENSOR, SLIDE, solve
@@ -146,14 +146,14 @@ def test_a_stop_that_changes_another_pair_is_left_to_the_general_solver():
 def test_solve_uses_it_and_the_general_solver_alike(monkeypatch):
     """solve() returns the one-round answer where it applies, the general one elsewhere."""
     calls = []
-    real = _solver.one_round
+    real = _one_round.one_round
 
     def spy(*args):
         result = real(*args)
         calls.append(result is not None)
         return result
 
-    monkeypatch.setattr(_solver, "one_round", spy)
+    monkeypatch.setattr(_one_round, "one_round", spy)
     rng = np.random.default_rng(11)
     for _ in range(40):
         frame = random_frame(rng, 100, side=18.6, sensors=0.1, masks=False)

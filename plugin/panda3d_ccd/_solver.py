@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from . import _one_round
 from ._arrays import length as _length
 from ._arrays import row_all as _row_all
 from ._arrays import row_any as _row_any
@@ -46,7 +47,6 @@ from ._arrays import unique as _unique
 # The kinds of Hits.b, for the solver's callers.
 from ._obstacles import PLANE as PLANE
 from ._obstacles import Planes, Response
-from ._one_round import one_round
 from ._paths import (
     SPHERE,
     Hits,
@@ -219,7 +219,7 @@ def solve(
         tables.insert(0, planes)
     if one_round_first and len(tables) <= 1 and not obstacles and radius0 is None:
         if static is None and kinematic is None:
-            quick = one_round(
+            quick = _one_round.one_round(
                 p0, p1, radius, response, from_mask, into_mask,
                 tables[0] if tables else None, group, plane_group,
             )  # fmt: skip
