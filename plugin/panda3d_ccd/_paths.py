@@ -210,11 +210,11 @@ class Paths:
 
     def at(self, idx: Int, t: Float) -> Float:
         """(k, 3) positions of bodies idx at times t (t >= their segment start)."""
-        return position(self.rows[idx], t)
+        return position(self.rows.take(idx, axis=0), t)
 
     def velocity(self, idx: Int) -> Float:
         """(k, 3) velocities in units per frame on the current segments."""
-        return velocity(self.rows[idx])
+        return velocity(self.rows.take(idx, axis=0))
 
     def radius_at(self, idx: Int, t: Float) -> Float:
         """(k,) radii of bodies idx at times t (their end radii where none grows)."""

@@ -118,7 +118,7 @@ def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
     for two points, which meet exactly or not at all)."""
     if len(i) == 0:  # a round with nothing to retest: skip some forty numpy calls
         return np.zeros(0)
-    rows_a, rows_b = paths.rows[i], paths.rows[j]
+    rows_a, rows_b = paths.rows.take(i, axis=0), paths.rows.take(j, axis=0)
     start = np.maximum(rows_a[:, 6], rows_b[:, 6])
     a0, b0 = position(rows_a, start), position(rows_b, start)
     a1, b1 = rows_a[:, 3:6], rows_b[:, 3:6]
@@ -827,7 +827,7 @@ def _blocked(
 
 
 def _sphere_hits(paths: Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
-    rows_a, rows_b = paths.rows[a], paths.rows[b]
+    rows_a, rows_b = paths.rows.take(a, axis=0), paths.rows.take(b, axis=0)
     pa, pb = position(rows_a, t), position(rows_b, t)
     va, vb = velocity(rows_a), velocity(rows_b)
     # Coincident centres (two points meeting exactly) have no direction: use the motion.
