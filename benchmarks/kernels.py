@@ -1,8 +1,12 @@
-"""Throughput of the swept sphere-triangle kernel on broad-phase candidates.
+"""Throughput of the swept sphere-triangle kernel on broad-phase candidates, and what one
+small call of each level kernel costs.
 
 ``python -m benchmarks.kernels [rows]`` from the repository root. The rows are what a broad
 phase hands over: a moving sphere and a triangle whose bounding boxes overlap (the swept
-sphere's box against the triangle's), so most rows still miss. No panda3d.
+sphere's box against the triangle's), so most rows still miss. A pass calls each kernel a
+few times on tens to hundreds of rows, where the cost is the call's numpy operations, not
+its arithmetic: :func:`measure_call_cost` times one call on a few such rows and counts its
+operations. No panda3d.
 """
 
 from __future__ import annotations
@@ -12,10 +16,12 @@ import time
 
 import numpy as np
 
-from panda3d_ccd.sweep import sphere_triangle_toi
+from panda3d_ccd.sweep import sphere_box, sphere_capsule, sphere_triangle, sphere_triangle_toi
 from panda3d_ccd.sweep.sphere_triangle import _sweep
 
-__all__ = ["triangle_candidates", "measure_triangle_rate"]
+from .opcount import OpCounter
+
+__all__ = ["triangle_candidates", "measure_triangle_rate", "measure_call_cost"]
 
 
 def triangle_candidates(n: int, seed: int = 0) -> tuple[np.ndarray, ...]:
@@ -62,7 +68,35 @@ def measure_triangle_rate(n: int = 1_000_000, repeats: int = 5) -> dict[str, flo
     }
 
 
+def measure_call_cost(rows: int = 30, repeats: int = 200) -> dict[str, dict[str, float]]:
+    """Per level kernel (triangle, box, capsule), one ``_sweep`` call on ``rows`` broad-phase
+    candidates: best-of-``repeats`` ms and the numpy operations it makes."""
+    c0, c1, r, a, b, c = triangle_candidates(rows)
+    lo = np.minimum(np.minimum(a, b), c)
+    hi = np.maximum(np.maximum(a, b), c)
+    calls = {
+        "triangle": lambda: sphere_triangle._sweep(c0, c1, r, a, b, c),
+        "box": lambda: sphere_box._sweep(c0, c1, r, lo, hi),
+        "capsule": lambda: sphere_capsule._sweep(c0, c1, r, a, b, np.full(rows, 0.2)),
+    }
+    out: dict[str, dict[str, float]] = {}
+    for name, call in calls.items():
+        counter = OpCounter()
+        with counter.counting():
+            call()
+        best = np.inf
+        for _ in range(repeats):
+            start = time.perf_counter()
+            call()
+            best = min(best, time.perf_counter() - start)
+        out[name] = {"ms": 1e3 * best, "numpy_ops": float(counter.total)}
+    return out
+
+
 if __name__ == "__main__":
     size = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     for key, value in measure_triangle_rate(size).items():
         print(f"{key}: {value:,.4g}")
+    print("one call on 30 candidate rows:")
+    for name, cost in measure_call_cost().items():
+        print(f"  {name}: {cost['ms']:.3f} ms, {cost['numpy_ops']:.0f} numpy operations")
