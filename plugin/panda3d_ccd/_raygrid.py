@@ -1,0 +1,307 @@
+"""A uniform grid of a static mesh's triangles, for casting many rays at once. Pure numpy.
+
+The static index (:class:`~._index.StaticIndex`) answers a batch of rays by descending its
+tree level by level: some 75 (ray, node) box tests a ray on a level of 33,000 triangles,
+each a dozen numpy element operations. A grid answers the same batch by walking each ray
+through the cells it crosses (a 3-d DDA, vectorised: the cells where it crosses each
+axis's cell walls) and testing the triangles listed in them, a window of cells at a time
+from the ray's start, so that a ray stops after the window where it first hits; a ray
+crosses a few cells, most of them empty, before it hits.
+
+A triangle is listed in every cell that its plane crosses within the box of what the
+point kernel accepts as a hit: the triangle grown by the seam slop outside each edge
+(:func:`~.sweep.sphere_triangle._point_data`), a similar triangle about the incentre.
+So every hit the kernel can report at a point of a ray lies in a cell the ray crosses,
+where the triangle is listed. A sliver's grown triangle can reach far along its length;
+its box is cut at ``_REACH`` seam slops of the whole mesh around the triangle's own box
+(the tree's candidates reach no farther than the ray's slop either).
+
+This module never imports panda3d.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._tolerance import DIST_REL_EPS, SEAM_REL
+
+__all__ = ["RayGrid"]
+
+Float = NDArray[np.float64]
+Int = NDArray[np.int64]
+Bool = NDArray[np.bool_]
+
+#: Cell edge as a fraction of the triangles' median box diagonal. Smaller cells list
+#: fewer triangles a ray passes beside but cost more cells a ray: on the query
+#: benchmark's level (33,000 triangles, median diagonal 2.9), 0.35, 0.5, 0.7 and 1.0 of
+#: it answered 10,000 rays in about 30, 28, 26 and 30 ms (the grid alone).
+_CELL = 0.7
+#: At most this many cells per triangle (and at least _MIN_CELLS): a mesh spread thin
+#: over a huge box gets larger cells rather than a huge empty array.
+_CELLS_PER_ITEM = 16
+_MIN_CELLS = 4096
+#: How far a sliver's grown triangle is followed beyond its own box, in seam slops of
+#: the mesh (the largest coordinate magnitude times SEAM_REL).
+_REACH = 64.0
+#: Rays whose coordinates reach beyond this many times the mesh's scale are not walked
+#: (the caller casts them another way): their cell positions would round by more than
+#: the cells' rounding pad.
+_FAR = 1.0e4
+#: The first window of cells a ray walks is this many cells long; each next one doubles.
+_FIRST_WINDOW = 4.0
+
+
+class RayGrid:
+    """The cells of a uniform grid that each triangle of a static mesh can be hit in.
+
+    Parameters
+    ----------
+    a, b, c : (m, 3) float64
+        The triangles' corners, finite.
+    slop : (m,) float64
+        How far outside an edge the point kernel still hits each triangle (column 17 of
+        :func:`~.sweep.sphere_triangle._point_data`).
+
+    Notes
+    -----
+    Building costs a sort of the (triangle, cell) pairs, a few per triangle; the grid
+    keeps one int64 per cell and one int32 per pair. A zero-area triangle, which the point
+    kernel never hits, is listed nowhere.
+    """
+
+    def __init__(self, a: Float, b: Float, c: Float, slop: Float) -> None:
+        m = len(a)
+        self.size = m
+        lo = np.minimum(np.minimum(a, b), c)
+        hi = np.maximum(np.maximum(a, b), c)
+        scale = float(max(np.abs(lo).max(initial=0.0), np.abs(hi).max(initial=0.0), 1e-300))
+        #: Rays reaching beyond this coordinate magnitude are not walked (see _FAR).
+        self.far = _FAR * scale
+        # Well above the rounding of every position computed here (cells, kernel points).
+        pad = 4.0 * DIST_REL_EPS * scale
+        grown_lo, grown_hi, ok = _grown_boxes(a, b, c, slop)
+        reach = _REACH * SEAM_REL * scale
+        lo_ = np.maximum(grown_lo, lo - reach) - pad
+        hi_ = np.minimum(grown_hi, hi + reach) + pad
+        items = np.flatnonzero(ok)
+        lo_, hi_ = lo_[items], hi_[items]
+        if len(items):
+            box_lo, box_hi = lo_.min(axis=0), hi_.max(axis=0)
+        else:
+            box_lo = box_hi = np.zeros(3)
+        diag = np.sqrt(((hi - lo) ** 2).sum(axis=1))
+        size = float(np.median(diag[items])) if len(items) else 1.0
+        span = np.maximum(box_hi - box_lo, 0.0)
+        h = max(_CELL * size, 1e-300)
+        budget = max(_CELLS_PER_ITEM * len(items), _MIN_CELLS)
+        # Larger cells while there are too many: the count falls about as h cubed.
+        while np.prod(np.ceil(span / h) + 2.0) > budget:
+            h *= 1.25
+        #: Cells per axis, one empty cell beyond the mesh's box on each side (a position
+        #: rounded just outside it stays in the array).
+        self.dims = (np.ceil(span / h).astype(np.int64) + 2).clip(3, None)
+        self.h = h
+        #: Grid coordinates are (x - origin) / h: the mesh's box spans [1, dims - 1].
+        self.origin = box_lo - h
+        self._build(items, lo_, hi_, a, b, c, pad)
+
+    def _build(
+        self, items: Int, lo: Float, hi: Float, a: Float, b: Float, c: Float, pad: float
+    ) -> None:
+        h, dims = self.h, self.dims
+        top = dims - 2
+        i0 = np.clip(((lo - self.origin) / h).astype(np.int64), 1, top)
+        i1 = np.clip(((hi - self.origin) / h).astype(np.int64), 1, top)
+        span = i1 - i0 + 1
+        count = span[:, 0] * span[:, 1] * span[:, 2]
+        row = np.repeat(np.arange(len(items)), count)
+        local = _ragged(count)
+        sy, sz = span[row, 1], span[row, 2]
+        cell = np.stack([local // (sy * sz), (local // sz) % sy, local % sz], axis=1) + i0[row]
+        # Keep the cells the triangle's plane crosses (a big flat triangle's box holds
+        # many it does not): |n . (centre - a)| within the cell's half extent along n.
+        item = items[row]
+        n = np.cross(b - a, c - a)[item]
+        centre = self.origin + (cell + 0.5) * h
+        dist = np.abs(np.einsum("ij,ij->i", n, centre - a[item]))
+        keep = dist <= (0.5 * h + pad) * np.abs(n).sum(axis=1) * (1.0 + 1e-9)
+        cell, item = cell[keep], item[keep]
+        flat = (cell[:, 0] * dims[1] + cell[:, 1]) * dims[2] + cell[:, 2]
+        order = np.argsort(flat, kind="stable")
+        self._items = item[order].astype(np.int32)
+        cells = int(np.prod(dims))
+        self._start = np.zeros(cells + 1, np.int64)
+        np.cumsum(np.bincount(flat, minlength=cells), out=self._start[1:])
+
+    @property
+    def pairs(self) -> int:
+        """How many (triangle, cell) entries the grid holds."""
+        return len(self._items)
+
+    def walkable(self, p0: Float, p1: Float) -> Bool:
+        """(k,) which rays p0 -> p1 (k, 3) :meth:`first` can walk (finite, and not so far
+        out that their cell positions would round by a cell's pad)."""
+        with np.errstate(invalid="ignore"):
+            big = np.maximum(np.abs(p0).max(axis=1), np.abs(p1).max(axis=1))
+        return big <= self.far
+
+    def first(
+        self,
+        p0: Float,
+        p1: Float,
+        hits: Callable[[Int, Int], tuple[Int, Float]],
+        tie: Int,
+    ) -> tuple[Float, Int]:
+        """Each ray's first hit among the triangles.
+
+        Parameters
+        ----------
+        p0, p1 : (k, 3) float64
+            The rays, from p0 to p1, all :meth:`walkable`.
+        hits : callable
+            ``hits(q, i)`` with (p,) int64 rays and triangles: (h,) positions of the
+            pairs that hit and (h,) their t in [0, 1] (the kernel, and whatever else
+            decides a hit: masks, sensors, removed nodes).
+        tie : (m,) int64
+            Among hits at the same t, the lower ``tie``, then the lower triangle, wins.
+
+        Returns
+        -------
+        t : (k,) float64
+            The first hit's t, inf where none.
+        item : (k,) int64
+            Its triangle, -1 where none.
+        """
+        k = len(p0)
+        best_t = np.full(k, np.inf)
+        best = np.full(k, -1, np.int64)
+        if k == 0 or self.pairs == 0:
+            return best_t, best
+        h = self.h
+        u0 = np.ascontiguousarray(((p0 - self.origin) / h).T)
+        du = np.ascontiguousarray(((p1 - p0) / h).T)
+        near, far = self._clip(u0, du)
+        cells = np.sqrt((du * du).sum(axis=0))
+        rows = np.flatnonzero(near <= far)
+        ta = near[rows]
+        window = _FIRST_WINDOW
+        while len(rows):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tb = ta + window / np.take(cells, rows)
+            tb = np.fmin(tb, np.take(far, rows))
+            ray, cell = self._walk(u0, du, rows, ta, tb)
+            q, i = self._listed(ray, cell)
+            at, t = hits(q, i)
+            if len(at):
+                _improve(best_t, best, np.take(q, at), np.take(i, at), t, tie)
+            done = (np.take(best_t, rows) <= tb) | (tb >= np.take(far, rows))
+            rows, ta = rows[~done], tb[~done]
+            window *= 2.0
+        return best_t, best
+
+    def _clip(self, u0: Float, du: Float) -> tuple[Float, Float]:
+        """(k,) the part [near, far] of each ray's [0, 1] inside the mesh's box; near >
+        far where it misses the box."""
+        near = np.zeros(u0.shape[1])
+        far = np.ones(u0.shape[1])
+        for axis in range(3):
+            o, d, top = u0[axis], du[axis], float(self.dims[axis] - 1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t1 = (1.0 - o) / d
+                t2 = (top - o) / d
+            still = d == 0.0
+            inside = (o >= 1.0) & (o <= top)
+            lo_t = np.where(still, np.where(inside, -np.inf, np.inf), np.fmin(t1, t2))
+            hi_t = np.where(still, np.where(inside, np.inf, -np.inf), np.fmax(t1, t2))
+            near = np.maximum(near, lo_t)
+            far = np.minimum(far, hi_t)
+        return near, far
+
+    def _walk(self, u0: Float, du: Float, rows: Int, ta: Float, tb: Float) -> tuple[Int, Int]:
+        """(ray, cell) of every cell each ray ``rows`` (r,) crosses from ta to tb (r,): the
+        cell at ta, then each cell it enters through a wall of one of the axes."""
+        dims = self.dims
+        stride = (int(dims[1] * dims[2]), int(dims[2]), 1)
+        o = [np.take(u0[axis], rows) for axis in range(3)]
+        d = [np.take(du[axis], rows) for axis in range(3)]
+        # Within the box, so positions are >= 1 less a rounding: truncation floors.
+        start = [(o[axis] + ta * d[axis]).astype(np.int64) for axis in range(3)]
+        end = [(o[axis] + tb * d[axis]).astype(np.int64) for axis in range(3)]
+        ray_parts = [np.arange(len(rows))]
+        cell_parts = [start[0] * stride[0] + start[1] * stride[1] + start[2]]
+        for axis in range(3):
+            count = np.abs(end[axis] - start[axis])
+            if not count.any():
+                continue
+            ray = np.repeat(np.arange(len(rows)), count)
+            step = _ragged(count) + 1
+            up = np.take(d[axis], ray) > 0.0
+            enter = np.take(start[axis], ray) + np.where(up, step, -step)
+            # The wall crossed is the entered cell's low side going up, its high side down.
+            t = (enter + (~up) - np.take(o[axis], ray)) / np.take(d[axis], ray)
+            flat = enter * stride[axis]
+            for other in range(3):
+                if other != axis:
+                    at = np.take(o[other], ray) + t * np.take(d[other], ray)
+                    flat += at.astype(np.int64) * stride[other]
+            ray_parts.append(ray)
+            cell_parts.append(flat)
+        return np.take(rows, np.concatenate(ray_parts)), np.concatenate(cell_parts)
+
+    def _listed(self, ray: Int, cell: Int) -> tuple[Int, Int]:
+        """(ray, triangle) of every triangle listed in each cell (rays as given)."""
+        start = np.take(self._start, cell)
+        count = np.take(self._start, cell + 1) - start
+        some = np.flatnonzero(count)
+        start, count = np.take(start, some), np.take(count, some)
+        q = np.repeat(np.take(ray, some), count)
+        slot = _ragged(count) + np.repeat(start, count)
+        return q, np.take(self._items, slot).astype(np.int64)
+
+
+def _grown_boxes(a: Float, b: Float, c: Float, slop: Float) -> tuple[Float, Float, Bool]:
+    """(m, 3) boxes of the triangles grown by ``slop`` (m,) outside each edge, and (m,)
+    which are real triangles (non-zero area: the point kernel hits no other).
+
+    Moving each edge's line out by s makes a similar triangle about the incentre, scaled
+    by 1 + s / inradius."""
+    la = np.sqrt(((b - c) ** 2).sum(axis=1))
+    lb = np.sqrt(((c - a) ** 2).sum(axis=1))
+    lc = np.sqrt(((a - b) ** 2).sum(axis=1))
+    perimeter = la + lb + lc
+    area2 = np.sqrt((np.cross(b - a, c - a) ** 2).sum(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        centre = (la[:, None] * a + lb[:, None] * b + lc[:, None] * c) / perimeter[:, None]
+        grow = 1.0 + slop / (area2 / perimeter)
+        corners = [centre + (v - centre) * grow[:, None] for v in (a, b, c)]
+    lo = np.minimum(np.minimum(corners[0], corners[1]), corners[2])
+    hi = np.maximum(np.maximum(corners[0], corners[1]), corners[2])
+    ok = (area2 > 0) & np.isfinite(lo).all(axis=1) & np.isfinite(hi).all(axis=1)
+    return np.where(ok[:, None], lo, 0.0), np.where(ok[:, None], hi, 0.0), ok
+
+
+def _ragged(count: Int) -> Int:
+    """0, 1, ..., count[i] - 1 for each i, concatenated."""
+    ends = np.cumsum(count)
+    return np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - count, count)
+
+
+def _improve(best_t: Float, best: Int, q: Int, i: Int, t: Float, tie: Int) -> None:
+    """Lower best_t, best (k,) where hits (ray q, triangle i, t) come first: at a lower t,
+    or at the same t with a lower (tie, triangle)."""
+    key = np.take(tie, i)
+    order = np.lexsort((i, key, t, q))
+    q, i, t, key = q[order], i[order], t[order], key[order]
+    lead = np.ones(len(q), bool)
+    lead[1:] = q[1:] != q[:-1]
+    q, i, t, key = q[lead], i[lead], t[lead], key[lead]
+    old_t, old = best_t[q], best[q]
+    old_key = np.take(tie, np.maximum(old, 0))
+    better = (t < old_t) | (
+        (t == old_t) & ((key < old_key) | ((key == old_key) & (i < old)))
+    )
+    best_t[q[better]] = t[better]
+    best[q[better]] = i[better]
