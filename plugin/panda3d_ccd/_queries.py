@@ -31,7 +31,7 @@ from ._tolerance import SEAM_REL
 from .sweep._result import Sweep
 from .sweep.sphere_plane import _sphere_plane_toi
 from .sweep.sphere_sphere import _sphere_sphere_toi
-from .sweep.sphere_triangle import _point_times
+from .sweep.sphere_triangle import _point_contacts, _point_times
 
 __all__ = ["Found", "SphereRows", "PlaneRows", "PieceRows", "World", "closest", "firsts"]
 
@@ -172,7 +172,10 @@ class World:
         if self.spheres or self.planes is not None or len(skip) < len(self.pieces):
             found = self._blocks(a, b, radius[rows], m, sensors, dead, skip)
             out.append(found._replace(query=rows[found.query]))
-        found = _concat([f for f in out if len(f.t)])
+        out = [f for f in out if len(f.t)]
+        if len(out) == 1:  # one first hit a cast already
+            return out[0]
+        found = _concat(out)
         best = closest(found, k)
         return Found(*(col[best[best >= 0]] for col in found))
 
@@ -250,7 +253,7 @@ class World:
             blocked = blocked | ((table.mask & mask[0]) == 0)
         if not blocked.any():
             blocked = None
-        near = table.index()._segment_test(p0, p1, SEAM_REL * largest_abs(p0, p1))
+        near = table.index()._segment_test(p0, p1, SEAM_REL * largest_abs(p0, p1), origin)
 
         def hits(q: Int, i: Int) -> tuple[Int, Float]:
             at, t = _point_times(origin, direction, columns, q, i)
@@ -265,8 +268,7 @@ class World:
         t, item = grid.first(p0, p1, hits, node)
         q = np.flatnonzero(item >= 0)
         k = item[q]
-        hit, found = table.spec.point(p0[q], p1[q], table.point_data()[k])
-        q, k = q[hit], k[hit]
+        found = _point_contacts(origin, direction, columns, q, k, t[q])
         node, solid, part = meta[k].T
         return Found(q, found.t, found.point, found.normal, node, solid, part, found.feature,
                      table.sensor[k])  # fmt: skip

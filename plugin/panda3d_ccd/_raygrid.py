@@ -177,9 +177,11 @@ class RayGrid:
         """
         k = len(p0)
         best_t = np.full(k, np.inf)
-        best = np.full(k, -1, np.int64)
         if k == 0 or self.pairs == 0:
-            return best_t, best
+            return best_t, np.full(k, -1, np.int64)
+        best_key = np.full(k, _NO_KEY)
+        # One key for the tie rule: (tie, triangle) in lexical order.
+        tie = tie.astype(np.int64) * self.size
         h = self.h
         u0 = np.ascontiguousarray(((p0 - self.origin) / h).T)
         du = np.ascontiguousarray(((p1 - p0) / h).T)
@@ -196,11 +198,13 @@ class RayGrid:
             q, i = self._listed(ray, cell)
             at, t = hits(q, i)
             if len(at):
-                _improve(best_t, best, np.take(q, at), np.take(i, at), t, tie)
+                i = np.take(i, at)
+                _improve(best_t, best_key, np.take(q, at), t, np.take(tie, i) + i)
             done = (np.take(best_t, rows) <= tb) | (tb >= np.take(far, rows))
             rows, ta = rows[~done], tb[~done]
             window *= 2.0
-        return best_t, best
+        found = best_key != _NO_KEY
+        return best_t, np.where(found, best_key % self.size, -1)
 
     def _clip(self, u0: Float, du: Float) -> tuple[Float, Float]:
         """(k,) the part [near, far] of each ray's [0, 1] inside the mesh's box; near >
@@ -289,19 +293,17 @@ def _ragged(count: Int) -> Int:
     return np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - count, count)
 
 
-def _improve(best_t: Float, best: Int, q: Int, i: Int, t: Float, tie: Int) -> None:
-    """Lower best_t, best (k,) where hits (ray q, triangle i, t) come first: at a lower t,
-    or at the same t with a lower (tie, triangle)."""
-    key = np.take(tie, i)
-    order = np.lexsort((i, key, t, q))
-    q, i, t, key = q[order], i[order], t[order], key[order]
-    lead = np.ones(len(q), bool)
-    lead[1:] = q[1:] != q[:-1]
-    q, i, t, key = q[lead], i[lead], t[lead], key[lead]
-    old_t, old = best_t[q], best[q]
-    old_key = np.take(tie, np.maximum(old, 0))
-    better = (t < old_t) | (
-        (t == old_t) & ((key < old_key) | ((key == old_key) & (i < old)))
-    )
-    best_t[q[better]] = t[better]
-    best[q[better]] = i[better]
+def _improve(best_t: Float, best_key: Int, q: Int, t: Float, key: Int) -> None:
+    """Lower best_t, best_key (k,) where hits (ray q, t, key) come first: at a lower t, or
+    at the same t with a lower key."""
+    round_t = np.full(len(best_t), np.inf)
+    np.minimum.at(round_t, q, t)
+    low = t == np.take(round_t, q)
+    round_key = np.full(len(best_t), _NO_KEY)
+    np.minimum.at(round_key, q[low], key[low])
+    better = (round_t < best_t) | ((round_t == best_t) & (round_key < best_key))
+    best_t[better] = round_t[better]
+    best_key[better] = round_key[better]
+
+
+_NO_KEY = np.iinfo(np.int64).max

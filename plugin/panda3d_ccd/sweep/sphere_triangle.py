@@ -303,6 +303,25 @@ def _point_times(
     return rows[inside], t[inside]
 
 
+def _point_contacts(
+    origin: Float, direction: Float, columns: Float, q: NDArray[np.int64], k: NDArray[np.int64],
+    t: Float,
+) -> Sweep:
+    """The Sweep (h rows) of hits :func:`_point_times` found (rays q, triangles k, times
+    t): the same points and normals as :func:`_point_hits`, bit for bit."""
+    take = np.take
+    nx, ny, nz = take(columns[0], k), take(columns[1], k), take(columns[2], k)
+    dx, dy, dz = take(direction[0], q), take(direction[1], q), take(direction[2], q)
+    point = np.stack([take(origin[0], q) + t * dx, take(origin[1], q) + t * dy,
+                      take(origin[2], q) + t * dz], axis=1)  # fmt: skip
+    # Crossed from behind (two-sided): the normal faces the ray.
+    size = np.sqrt(nx * nx + ny * ny + nz * nz)
+    size = np.where(nx * dx + ny * dy + nz * dz > 0.0, -size, size)
+    normal = np.stack([nx / size, ny / size, nz / size], axis=1)
+    h = len(q)
+    return Sweep(t, point, normal, np.full(h, FACE, np.int8), np.zeros(h, np.int64))
+
+
 def _blocks(c0, c1, r, a, b, c, two, contacts):
     """Yield (rows, results of :func:`_exact`) for the rows that survive the culls, about
     ``_BLOCK`` of them at a time.
