@@ -82,8 +82,12 @@ class RayGrid:
         self.far = _FAR * scale
         # Well above the rounding of every position computed here (cells, kernel points).
         pad = 4.0 * DIST_REL_EPS * scale
-        grown_lo, grown_hi, ok = _grown_boxes(a, b, c, slop)
+        corners, grow, ok = _grown(a, b, c, slop)
+        # Grown to more than twice its size: a sliver (see _build).
+        wide = grow > 2.0
         reach = _REACH * SEAM_REL * scale
+        grown_lo = np.minimum(np.minimum(corners[0], corners[1]), corners[2])
+        grown_hi = np.maximum(np.maximum(corners[0], corners[1]), corners[2])
         lo_ = np.maximum(grown_lo, lo - reach) - pad
         hi_ = np.minimum(grown_hi, hi + reach) + pad
         items = np.flatnonzero(ok)
@@ -106,11 +110,14 @@ class RayGrid:
         self.h = h
         #: Grid coordinates are (x - origin) / h: the mesh's box spans [1, dims - 1].
         self.origin = box_lo - h
-        self._build(items, lo_, hi_, a, b, c, pad)
+        self._build(items, lo_, hi_, [v[items] for v in corners], wide[items], pad)
 
     def _build(
-        self, items: Int, lo: Float, hi: Float, a: Float, b: Float, c: Float, pad: float
+        self, items: Int, lo: Float, hi: Float, corners: list[Float], wide: Bool, pad: float
     ) -> None:
+        """List each triangle ``items`` (boxes lo, hi, grown ``corners``) in the cells its
+        box overlaps that its grown triangle touches (cells grown by ``pad``); those
+        ``wide`` in every cell of their box."""
         h, dims = self.h, self.dims
         top = dims - 2
         i0 = np.clip(((lo - self.origin) / h).astype(np.int64), 1, top)
@@ -120,16 +127,17 @@ class RayGrid:
         row = np.repeat(np.arange(len(items)), count)
         local = _ragged(count)
         sy, sz = span[row, 1], span[row, 2]
-        cell = np.stack([local // (sy * sz), (local // sz) % sy, local % sz], axis=1) + i0[row]
-        # Keep the cells the triangle's plane crosses (a big flat triangle's box holds
-        # many it does not): |n . (centre - a)| within the cell's half extent along n.
+        cell = np.stack([local // (sy * sz), (local // sz) % sy, local % sz]) + i0[row].T
+        # The corners as seen from each cell's centre, per axis.
+        v = [[np.take(corner[:, axis], row) - (self.origin[axis] + (cell[axis] + 0.5) * h)
+              for axis in range(3)] for corner in corners]  # fmt: skip
+        touch = _touches(v, np.full(3, 0.5 * h + pad))
+        # A sliver's grown corners lie far off: rounding there could drop a cell it
+        # touches, so it keeps every cell of its (cut) box.
+        touch |= np.take(wide, row)
+        row, cell = row[touch], cell[:, touch]
         item = items[row]
-        n = np.cross(b - a, c - a)[item]
-        centre = self.origin + (cell + 0.5) * h
-        dist = np.abs(np.einsum("ij,ij->i", n, centre - a[item]))
-        keep = dist <= (0.5 * h + pad) * np.abs(n).sum(axis=1) * (1.0 + 1e-9)
-        cell, item = cell[keep], item[keep]
-        flat = (cell[:, 0] * dims[1] + cell[:, 1]) * dims[2] + cell[:, 2]
+        flat = (cell[0] * dims[1] + cell[1]) * dims[2] + cell[2]
         order = np.argsort(flat, kind="stable")
         self._items = item[order].astype(np.int32)
         cells = int(np.prod(dims))
@@ -266,9 +274,10 @@ class RayGrid:
         return q, np.take(self._items, slot).astype(np.int64)
 
 
-def _grown_boxes(a: Float, b: Float, c: Float, slop: Float) -> tuple[Float, Float, Bool]:
-    """(m, 3) boxes of the triangles grown by ``slop`` (m,) outside each edge, and (m,)
-    which are real triangles (non-zero area: the point kernel hits no other).
+def _grown(a: Float, b: Float, c: Float, slop: Float) -> tuple[list[Float], Float, Bool]:
+    """The corners (three (m, 3)) of the triangles grown by ``slop`` (m,) outside each
+    edge, (m,) the factor each grew by, and (m,) which are real triangles (non-zero area:
+    the point kernel hits no other; their corners are set to 0).
 
     Moving each edge's line out by s makes a similar triangle about the incentre, scaled
     by 1 + s / inradius."""
@@ -281,10 +290,39 @@ def _grown_boxes(a: Float, b: Float, c: Float, slop: Float) -> tuple[Float, Floa
         centre = (la[:, None] * a + lb[:, None] * b + lc[:, None] * c) / perimeter[:, None]
         grow = 1.0 + slop / (area2 / perimeter)
         corners = [centre + (v - centre) * grow[:, None] for v in (a, b, c)]
-    lo = np.minimum(np.minimum(corners[0], corners[1]), corners[2])
-    hi = np.maximum(np.maximum(corners[0], corners[1]), corners[2])
-    ok = (area2 > 0) & np.isfinite(lo).all(axis=1) & np.isfinite(hi).all(axis=1)
-    return np.where(ok[:, None], lo, 0.0), np.where(ok[:, None], hi, 0.0), ok
+    ok = area2 > 0
+    for v in corners:
+        ok &= np.isfinite(v).all(axis=1)
+    return [np.where(ok[:, None], v, 0.0) for v in corners], grow, ok
+
+
+def _touches(v: list[list[Float]], half: Float) -> Bool:
+    """(p,) whether triangles of corners v (v[corner][axis] (p,), relative to a box's
+    centre) touch the box of half extents ``half`` (3,) (the separating axis test: the
+    triangle's plane and the nine edge-by-axis directions; the box's own axes are the
+    caller's overlap of boxes). Rounding is on the side of touching."""
+    slack = 1.0 + 1e-9
+    e = [float(x) for x in half]
+    f = [[v[(j + 1) % 3][axis] - v[j][axis] for axis in range(3)] for j in range(3)]
+    # The plane: |n . v0| within the box's reach along n.
+    n = [f[0][1] * f[1][2] - f[0][2] * f[1][1], f[0][2] * f[1][0] - f[0][0] * f[1][2],
+         f[0][0] * f[1][1] - f[0][1] * f[1][0]]  # fmt: skip
+    dist = np.abs(n[0] * v[0][0] + n[1] * v[0][1] + n[2] * v[0][2])
+    keep = dist <= (e[0] * np.abs(n[0]) + e[1] * np.abs(n[1]) + e[2] * np.abs(n[2])) * slack
+    for j in range(3):
+        start, other = v[j], v[(j + 2) % 3]  # the edge's first corner, and the corner off it
+        fx, fy, fz = f[j]
+        # Axis x cross the edge: (0, -fz, fy); y: (fz, 0, -fx); z: (-fy, fx, 0).
+        for (u, w), (gu, gw), (eu, ew) in (
+            ((1, 2), (fz, fy), (e[1], e[2])),
+            ((0, 2), (fz, fx), (e[0], e[2])),
+            ((0, 1), (fy, fx), (e[0], e[1])),
+        ):
+            p0 = gw * start[w] - gu * start[u]
+            p1 = gw * other[w] - gu * other[u]
+            r = (eu * np.abs(gu) + ew * np.abs(gw)) * slack
+            keep &= (np.minimum(p0, p1) <= r) & (np.maximum(p0, p1) >= -r)
+    return keep
 
 
 def _ragged(count: Int) -> Int:

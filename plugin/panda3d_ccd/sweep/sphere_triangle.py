@@ -273,8 +273,7 @@ def _point_times(
 
     The same sums in the same order as :func:`_point_hits`, so the same t, bit for bit; but
     over columns gathered per pair (a sum over the rows of a (p, 3) array costs several
-    times three column operations), and the edges only for the pairs that cross a plane
-    the right way (most candidates of a grid cell lie beside the ray, not across it).
+    times three column operations).
     Returns (h,) positions into q and k, increasing, and (h,) t."""
     take = np.take
     x0, y0, z0 = take(origin[0], q), take(origin[1], q), take(origin[2], q)
@@ -283,24 +282,23 @@ def _point_times(
     s0 = nx * x0 + ny * y0 + nz * z0 + take(columns[3], k)
     dn = nx * dx + ny * dy + nz * dz
     end = s0 + dn
-    cross = (s0 >= 0.0) & (end <= 0.0) & (dn < 0.0)
+    inside = (s0 >= 0.0) & (end <= 0.0) & (dn < 0.0)
     back = (s0 <= 0.0) & (end >= 0.0) & (dn > 0.0)
     if back.any():
-        cross |= back & (take(columns[16], k) != 0.0)
-    rows = np.flatnonzero(cross)
-    kk = take(k, rows)
-    t = take(s0, rows) / -take(dn, rows)
-    x = take(x0, rows) + t * take(dx, rows)
-    y = take(y0, rows) + t * take(dy, rows)
-    z = take(z0, rows) + t * take(dz, rows)
-    slop = -take(columns[17], kk)
-    inside = np.ones(len(rows), bool)
-    for e in range(3):
-        c = 4 + 3 * e
-        dist = take(columns[c], kk) * x + take(columns[c + 1], kk) * y
-        dist += take(columns[c + 2], kk) * z
-        inside &= dist - take(columns[13 + e], kk) >= slop
-    return rows[inside], t[inside]
+        inside |= back & (take(columns[16], k) != 0.0)
+    # Most pairs cross their plane (a ray's neighbours in a cell lie about where it
+    # hits): every pair goes on, rather than gathering those that do.
+    slop = -take(columns[17], k)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = s0 / -dn
+        x, y, z = x0 + t * dx, y0 + t * dy, z0 + t * dz
+        for e in range(3):
+            c = 4 + 3 * e
+            dist = take(columns[c], k) * x + take(columns[c + 1], k) * y
+            dist += take(columns[c + 2], k) * z
+            inside &= dist - take(columns[13 + e], k) >= slop
+    rows = np.flatnonzero(inside)
+    return rows, np.take(t, rows)
 
 
 def _point_contacts(
