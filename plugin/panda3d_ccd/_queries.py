@@ -155,23 +155,26 @@ class World:
                     grids[j] = grid
         if not grids:
             return self._blocks(p0, p1, radius, mask, sensors, dead)
+        scale = largest_abs(p0, p1)
         walk = np.ones(k, bool)
         for grid, _columns in grids.values():
-            walk &= grid.walkable(p0, p1)
+            walk &= grid.walkable(scale)
         out: list[Found] = []
-        rows = np.flatnonzero(walk)
-        if len(rows) < k:  # far out: cast the other way against everything
+        if walk.all():
+            rows = None
+            a, b, m, r = p0, p1, mask, radius
+        else:  # far out: cast the other way against everything
             rest = np.flatnonzero(~walk)
             found = self._blocks(p0[rest], p1[rest], radius[rest], mask[rest], sensors, dead)
             out.append(found._replace(query=rest[found.query]))
-        a, b, m = p0[rows], p1[rows], mask[rows]
-        for j, (grid, columns) in grids.items():
-            found = self._grid_first(j, grid, columns, a, b, m, sensors, dead)
-            out.append(found._replace(query=rows[found.query]))
+            rows = np.flatnonzero(walk)
+            a, b, m, r, scale = p0[rows], p1[rows], mask[rows], radius[rows], scale[rows]
         skip = frozenset(grids)
+        parts = [self._grid_first(j, grid, columns, a, b, m, scale, sensors, dead)
+                 for j, (grid, columns) in grids.items()]  # fmt: skip
         if self.spheres or self.planes is not None or len(skip) < len(self.pieces):
-            found = self._blocks(a, b, radius[rows], m, sensors, dead, skip)
-            out.append(found._replace(query=rows[found.query]))
+            parts.append(self._blocks(a, b, r, m, sensors, dead, skip))
+        out += parts if rows is None else [f._replace(query=rows[f.query]) for f in parts]
         out = [f for f in out if len(f.t)]
         if len(out) == 1:  # one first hit a cast already
             return out[0]
@@ -231,10 +234,12 @@ class World:
         p0: Float,
         p1: Float,
         mask: Int,
+        scale: Float,
         sensors: bool,
         dead: Bool,
     ) -> Found:
-        """Each ray's first hit in piece table ``j`` (static triangles), walking its grid:
+        """Each ray's first hit in piece table ``j`` (static triangles), walking its grid
+        (``scale`` (k,) the rays' largest coordinate magnitudes):
         hits the point kernel finds, of a triangle the ray's mask and ``sensors`` allow,
         of a node not ``dead``, and (as a single cast's) whose box the ray passes within
         its seam slop of (:meth:`~._index.StaticIndex.segment_pairs`)."""
@@ -253,7 +258,7 @@ class World:
             blocked = blocked | ((table.mask & mask[0]) == 0)
         if not blocked.any():
             blocked = None
-        near = table.index()._segment_test(p0, p1, SEAM_REL * largest_abs(p0, p1), origin)
+        near = table.index()._segment_test(p0, p1, SEAM_REL * scale, origin)
 
         def hits(q: Int, i: Int) -> tuple[Int, Float]:
             at, t = _point_times(origin, direction, columns, q, i)

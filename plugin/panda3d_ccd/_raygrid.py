@@ -141,20 +141,24 @@ class RayGrid:
         order = np.argsort(flat, kind="stable")
         self._items = item[order].astype(np.int32)
         cells = int(np.prod(dims))
-        self._start = np.zeros(cells + 1, np.int64)
-        np.cumsum(np.bincount(flat, minlength=cells), out=self._start[1:])
+        count = np.bincount(flat, minlength=cells)
+        #: Per cell, where its triangles start in _items (int32: half the memory to fetch
+        #: from, and _items never holds 2**31 entries), and whether it has any (a walk
+        #: meets mostly empty cells: one byte each says so from a far smaller array).
+        self._start = np.zeros(cells + 1, np.int32 if len(item) < 2**31 else np.int64)
+        np.cumsum(count, out=self._start[1:])
+        self._some = count > 0
 
     @property
     def pairs(self) -> int:
         """How many (triangle, cell) entries the grid holds."""
         return len(self._items)
 
-    def walkable(self, p0: Float, p1: Float) -> Bool:
-        """(k,) which rays p0 -> p1 (k, 3) :meth:`first` can walk (finite, and not so far
-        out that their cell positions would round by a cell's pad)."""
-        with np.errstate(invalid="ignore"):
-            big = np.maximum(np.abs(p0).max(axis=1), np.abs(p1).max(axis=1))
-        return big <= self.far
+    def walkable(self, scale: Float) -> Bool:
+        """(k,) which rays :meth:`first` can walk, given their (k,) largest coordinate
+        magnitudes: finite, and not so far out that their cell positions would round by
+        a cell's pad."""
+        return scale <= self.far
 
     def first(
         self,
@@ -265,10 +269,10 @@ class RayGrid:
 
     def _listed(self, ray: Int, cell: Int) -> tuple[Int, Int]:
         """(ray, triangle) of every triangle listed in each cell (rays as given)."""
-        start = np.take(self._start, cell)
+        some = np.flatnonzero(np.take(self._some, cell))
+        cell = np.take(cell, some)
+        start = np.take(self._start, cell).astype(np.int64)
         count = np.take(self._start, cell + 1) - start
-        some = np.flatnonzero(count)
-        start, count = np.take(start, some), np.take(count, some)
         q = np.repeat(np.take(ray, some), count)
         slot = _ragged(count) + np.repeat(start, count)
         return q, np.take(self._items, slot).astype(np.int64)
