@@ -258,19 +258,38 @@ class World:
             blocked = blocked | ((table.mask & mask[0]) == 0)
         if not blocked.any():
             blocked = None
-        near = table.index()._segment_test(p0, p1, SEAM_REL * scale, origin)
+        size = max(len(table), 1)
+        passed_over: Int | None = None  # (ray * size + triangle) of hits not to count
 
         def hits(q: Int, i: Int) -> tuple[Int, Float]:
             at, t = _point_times(origin, direction, columns, q, i)
-            q, i = np.take(q, at), np.take(i, at)
-            keep = near(q, i)
+            keep = None
             if blocked is not None:
-                keep &= ~np.take(blocked, i)
+                keep = ~np.take(blocked, np.take(i, at))
             if per_pair:
-                keep &= (np.take(mask, q) & np.take(table.mask, i)) != 0
-            return at[keep], t[keep]
+                allow = (np.take(mask, np.take(q, at)) & np.take(table.mask, np.take(i, at))) != 0
+                keep = allow if keep is None else keep & allow
+            if passed_over is not None:
+                key = np.take(q, at) * size + np.take(i, at)
+                out = ~np.isin(key, passed_over)
+                keep = out if keep is None else keep & out
+            return (at, t) if keep is None else (at[keep], t[keep])
 
         t, item = grid.first(p0, p1, hits, node)
+        # A single cast finds a triangle only if it passes within its seam slop of its box
+        # (segment_pairs): the first hit of a ray that does not is passed over, and the
+        # ray walked again (rare: a hit lies in its triangle's box, or within the slop).
+        near = table.index()._segment_test(p0, p1, SEAM_REL * scale, origin)
+        while True:
+            q = np.flatnonzero(item >= 0)
+            far = q[~near(q, item[q])]
+            if not len(far):
+                break
+            key = far * size + item[far]
+            passed_over = key if passed_over is None else np.concatenate([passed_over, key])
+            t[far], item[far] = grid.first(
+                p0[far], p1[far], lambda q, i, far=far: hits(far[q], i), node
+            )
         q = np.flatnonzero(item >= 0)
         k = item[q]
         found = _point_contacts(origin, direction, columns, q, k, t[q])
