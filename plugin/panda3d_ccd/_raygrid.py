@@ -224,16 +224,15 @@ class RayGrid:
         near = np.zeros(u0.shape[1])
         far = np.ones(u0.shape[1])
         for axis in range(3):
-            o, d, top = u0[axis], du[axis], float(self.dims[axis] - 1)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t1 = (1.0 - o) / d
-                t2 = (top - o) / d
-            still = d == 0.0
-            inside = (o >= 1.0) & (o <= top)
-            lo_t = np.where(still, np.where(inside, -np.inf, np.inf), np.fmin(t1, t2))
-            hi_t = np.where(still, np.where(inside, np.inf, -np.inf), np.fmax(t1, t2))
-            near = np.maximum(near, lo_t)
-            far = np.minimum(far, hi_t)
+            o, d = u0[axis], du[axis]
+            # An axis the ray does not move along gets a huge finite inverse (never inf:
+            # 0 * inf would be nan), so its slab is all or nothing.
+            inv = 1.0 / np.where(np.abs(d) < 1e-300, 1e-300, d)
+            with np.errstate(over="ignore", invalid="ignore"):
+                t1 = (1.0 - o) * inv
+                t2 = (float(self.dims[axis] - 1) - o) * inv
+            np.maximum(near, np.minimum(t1, t2), out=near)
+            np.minimum(far, np.maximum(t1, t2), out=far)
         return near, far
 
     def _walk(self, u0: Float, du: Float, rows: Int, ta: Float, tb: Float) -> tuple[Int, Int]:

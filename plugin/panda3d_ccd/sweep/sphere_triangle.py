@@ -262,6 +262,8 @@ def _point_rows(c0: Float, c1: Float, data: Float) -> tuple[NDArray[np.int64], S
 
 #: Up to this many rows, :func:`_point_sweep` works in plain Python.
 _SCALAR_ROWS = 12
+#: :func:`_point_times` works on slices of this many pairs.
+_POINT_CHUNK = 16384
 
 
 def _point_times(
@@ -275,6 +277,14 @@ def _point_times(
     over columns gathered per pair (a sum over the rows of a (p, 3) array costs several
     times three column operations).
     Returns (h,) positions into q and k, increasing, and (h,) t."""
+    if len(q) > 2 * _POINT_CHUNK:
+        # In slices whose temporaries stay in the cache (and in memory already mapped:
+        # a fresh array of a megabyte costs more in page faults than its arithmetic).
+        starts = range(0, len(q), _POINT_CHUNK)
+        parts = [_point_times(origin, direction, columns, q[s : s + _POINT_CHUNK],
+                              k[s : s + _POINT_CHUNK]) for s in starts]  # fmt: skip
+        rows = np.concatenate([at + s for (at, _t), s in zip(parts, starts)])
+        return rows, np.concatenate([t for _at, t in parts])
     take = np.take
     x0, y0, z0 = take(origin[0], q), take(origin[1], q), take(origin[2], q)
     dx, dy, dz = take(direction[0], q), take(direction[1], q), take(direction[2], q)
