@@ -52,6 +52,7 @@ _REACH = 64.0
 _FAR = 1.0e4
 #: The first window of cells a ray walks is this many cells long; each next one doubles.
 _FIRST_WINDOW = 4.0
+_GROWTH = 2.0
 
 
 class RayGrid:
@@ -68,8 +69,8 @@ class RayGrid:
     Notes
     -----
     Building costs a sort of the (triangle, cell) pairs, a few per triangle; the grid
-    keeps one int64 per cell and one int32 per pair. A zero-area triangle, which the point
-    kernel never hits, is listed nowhere.
+    keeps an int32 and a byte per cell and an int64 per pair. A zero-area triangle, which
+    the point kernel never hits, is listed nowhere.
     """
 
     def __init__(self, a: Float, b: Float, c: Float, slop: Float) -> None:
@@ -139,7 +140,7 @@ class RayGrid:
         item = items[row]
         flat = (cell[0] * dims[1] + cell[1]) * dims[2] + cell[2]
         order = np.argsort(flat, kind="stable")
-        self._items = item[order].astype(np.int32)
+        self._items = item[order]
         cells = int(np.prod(dims))
         count = np.bincount(flat, minlength=cells)
         #: Per cell, where its triangles start in _items (int32: half the memory to fetch
@@ -214,7 +215,7 @@ class RayGrid:
                 _improve(best_t, best_key, np.take(q, at), t, np.take(tie, i) + i)
             done = (np.take(best_t, rows) <= tb) | (tb >= np.take(far, rows))
             rows, ta = rows[~done], tb[~done]
-            window *= 2.0
+            window *= _GROWTH
         found = best_key != _NO_KEY
         return best_t, np.where(found, best_key % self.size, -1)
 
@@ -236,45 +237,52 @@ class RayGrid:
         return near, far
 
     def _walk(self, u0: Float, du: Float, rows: Int, ta: Float, tb: Float) -> tuple[Int, Int]:
-        """(ray, cell) of every cell each ray ``rows`` (r,) crosses from ta to tb (r,): the
-        cell at ta, then each cell it enters through a wall of one of the axes."""
+        """(ray, cell) of every cell that lists something among those each ray ``rows``
+        (r,) crosses from ta to tb (r,): the cell at ta, then each cell it enters through
+        a wall of one of the axes."""
         dims = self.dims
         stride = (int(dims[1] * dims[2]), int(dims[2]), 1)
-        o = [np.take(u0[axis], rows) for axis in range(3)]
-        d = [np.take(du[axis], rows) for axis in range(3)]
+        take = np.take
+        o = [take(u0[axis], rows) for axis in range(3)]
+        d = [take(du[axis], rows) for axis in range(3)]
         # Within the box, so positions are >= 1 less a rounding: truncation floors.
         start = [(o[axis] + ta * d[axis]).astype(np.int64) for axis in range(3)]
         end = [(o[axis] + tb * d[axis]).astype(np.int64) for axis in range(3)]
-        ray_parts = [np.arange(len(rows))]
-        cell_parts = [start[0] * stride[0] + start[1] * stride[1] + start[2]]
+        ray_parts, cell_parts = [], []
+
+        def keep(ray: Int, flat: Int) -> None:
+            # Most cells a ray crosses are empty: only the others go on.
+            some = np.flatnonzero(take(self._some, flat))
+            ray_parts.append(take(ray, some))
+            cell_parts.append(take(flat, some))
+
+        keep(rows, start[0] * stride[0] + start[1] * stride[1] + start[2])
         for axis in range(3):
             count = np.abs(end[axis] - start[axis])
             if not count.any():
                 continue
             ray = np.repeat(np.arange(len(rows)), count)
             step = _ragged(count) + 1
-            up = np.take(d[axis], ray) > 0.0
-            enter = np.take(start[axis], ray) + np.where(up, step, -step)
+            up = take(d[axis], ray) > 0.0
+            enter = take(start[axis], ray) + np.where(up, step, -step)
             # The wall crossed is the entered cell's low side going up, its high side down.
-            t = (enter + (~up) - np.take(o[axis], ray)) / np.take(d[axis], ray)
+            t = (enter + (~up) - take(o[axis], ray)) / take(d[axis], ray)
             flat = enter * stride[axis]
             for other in range(3):
                 if other != axis:
-                    at = np.take(o[other], ray) + t * np.take(d[other], ray)
+                    at = take(o[other], ray) + t * take(d[other], ray)
                     flat += at.astype(np.int64) * stride[other]
-            ray_parts.append(ray)
-            cell_parts.append(flat)
-        return np.take(rows, np.concatenate(ray_parts)), np.concatenate(cell_parts)
+            keep(take(rows, ray), flat)
+        return np.concatenate(ray_parts), np.concatenate(cell_parts)
 
     def _listed(self, ray: Int, cell: Int) -> tuple[Int, Int]:
         """(ray, triangle) of every triangle listed in each cell (rays as given)."""
-        some = np.flatnonzero(np.take(self._some, cell))
-        cell = np.take(cell, some)
-        start = np.take(self._start, cell).astype(np.int64)
+        start = np.take(self._start, cell)
         count = np.take(self._start, cell + 1) - start
-        q = np.repeat(np.take(ray, some), count)
-        slot = _ragged(count) + np.repeat(start, count)
-        return q, np.take(self._items, slot).astype(np.int64)
+        ends = np.cumsum(count)
+        total = int(ends[-1]) if len(ends) else 0
+        slot = np.arange(total) + np.repeat(start - (ends - count), count)
+        return np.repeat(ray, count), np.take(self._items, slot)
 
 
 def _grown(a: Float, b: Float, c: Float, slop: Float) -> tuple[list[Float], Float, Bool]:
