@@ -53,6 +53,8 @@ _FAR = 1.0e4
 #: The first window of cells a ray walks is this many cells long; each next one doubles.
 _FIRST_WINDOW = 4.0
 _GROWTH = 2.0
+#: Building takes the (triangle, cell) pairs of the triangles' boxes this many at a time.
+_BUILD_SLICE = 1 << 16
 
 
 class RayGrid:
@@ -125,20 +127,33 @@ class RayGrid:
         i1 = np.clip(((hi - self.origin) / h).astype(np.int64), 1, top)
         span = i1 - i0 + 1
         count = span[:, 0] * span[:, 1] * span[:, 2]
-        row = np.repeat(np.arange(len(items)), count)
-        local = _ragged(count)
-        sy, sz = span[row, 1], span[row, 2]
-        cell = np.stack([local // (sy * sz), (local // sz) % sy, local % sz]) + i0[row].T
-        # The corners as seen from each cell's centre, per axis.
-        v = [[np.take(corner[:, axis], row) - (self.origin[axis] + (cell[axis] + 0.5) * h)
-              for axis in range(3)] for corner in corners]  # fmt: skip
-        touch = _touches(v, np.full(3, 0.5 * h + pad))
-        # A sliver's grown corners lie far off: rounding there could drop a cell it
-        # touches, so it keeps every cell of its (cut) box.
-        touch |= np.take(wide, row)
-        row, cell = row[touch], cell[:, touch]
-        item = items[row]
-        flat = (cell[0] * dims[1] + cell[1]) * dims[2] + cell[2]
+        half = np.full(3, 0.5 * h + pad)
+        # The (triangle, cell) pairs of the boxes a slice at a time: their temporaries
+        # stay in the cache, and the peak memory small.
+        ends = np.cumsum(count)
+        cuts = np.searchsorted(ends, np.arange(_BUILD_SLICE, int(ends[-1]) if len(ends) else 0,
+                                               _BUILD_SLICE), side="right")  # fmt: skip
+        flats, kept = [], []
+        for lo_row, hi_row in zip([0, *cuts.tolist()], [*cuts.tolist(), len(items)]):
+            if hi_row <= lo_row:
+                continue
+            part = slice(lo_row, hi_row)
+            row = np.repeat(np.arange(lo_row, hi_row), count[part])
+            local = _ragged(count[part])
+            sy, sz = span[row, 1], span[row, 2]
+            cell = np.stack([local // (sy * sz), (local // sz) % sy, local % sz]) + i0[row].T
+            # The corners as seen from each cell's centre, per axis.
+            v = [[np.take(corner[:, axis], row) - (self.origin[axis] + (cell[axis] + 0.5) * h)
+                  for axis in range(3)] for corner in corners]  # fmt: skip
+            touch = _touches(v, half)
+            # A sliver's grown corners lie far off: rounding there could drop a cell it
+            # touches, so it keeps every cell of its (cut) box.
+            touch |= np.take(wide, row)
+            cell = cell[:, touch]
+            flats.append((cell[0] * dims[1] + cell[1]) * dims[2] + cell[2])
+            kept.append(items[row[touch]])
+        flat = np.concatenate(flats) if flats else np.zeros(0, np.int64)
+        item = np.concatenate(kept) if kept else np.zeros(0, np.int64)
         order = np.argsort(flat, kind="stable")
         self._items = item[order]
         cells = int(np.prod(dims))
