@@ -261,8 +261,10 @@ class World:
         size = max(len(table), 1)
         passed_over: Int | None = None  # (ray * size + triangle) of hits not to count
 
+        two_sided = bool(table.geometry[3].any())
+
         def hits(q: Int, i: Int) -> tuple[Int, Float]:
-            at, t = _point_times(origin, direction, columns, q, i)
+            at, t = _point_times(origin, direction, columns, q, i, two_sided)
             keep = None
             if blocked is not None:
                 keep = ~np.take(blocked, np.take(i, at))

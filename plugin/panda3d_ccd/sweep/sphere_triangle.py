@@ -267,46 +267,72 @@ _POINT_CHUNK = 16384
 
 
 def _point_times(
-    origin: Float, direction: Float, columns: Float, q: NDArray[np.int64], k: NDArray[np.int64]
+    origin: Float,
+    direction: Float,
+    columns: Float,
+    q: NDArray[np.int64],
+    k: NDArray[np.int64],
+    two_sided: bool = True,
 ) -> tuple[NDArray[np.int64], Float]:
     """Which (ray ``q[j]``, triangle ``k[j]``) pairs :func:`_point_hits` finds a hit for, and
     its t: the rays as (3, n) columns ``origin`` and ``direction`` (end less start), the
-    triangles as the (18, m) columns of their :func:`_point_data` (its transpose).
+    triangles as the (18, m) columns of their :func:`_point_data` (its transpose);
+    ``two_sided`` False if none of the triangles is (no crossing from behind counts).
 
     The same sums in the same order as :func:`_point_hits`, so the same t, bit for bit; but
     over columns gathered per pair (a sum over the rows of a (p, 3) array costs several
-    times three column operations).
+    times three column operations), in place where it can.
     Returns (h,) positions into q and k, increasing, and (h,) t."""
     if len(q) > 2 * _POINT_CHUNK:
         # In slices whose temporaries stay in the cache (and in memory already mapped:
         # a fresh array of a megabyte costs more in page faults than its arithmetic).
         starts = range(0, len(q), _POINT_CHUNK)
         parts = [_point_times(origin, direction, columns, q[s : s + _POINT_CHUNK],
-                              k[s : s + _POINT_CHUNK]) for s in starts]  # fmt: skip
+                              k[s : s + _POINT_CHUNK], two_sided) for s in starts]  # fmt: skip
         rows = np.concatenate([at + s for (at, _t), s in zip(parts, starts)])
         return rows, np.concatenate([t for _at, t in parts])
     take = np.take
     x0, y0, z0 = take(origin[0], q), take(origin[1], q), take(origin[2], q)
     dx, dy, dz = take(direction[0], q), take(direction[1], q), take(direction[2], q)
     nx, ny, nz = take(columns[0], k), take(columns[1], k), take(columns[2], k)
-    s0 = nx * x0 + ny * y0 + nz * z0 + take(columns[3], k)
-    dn = nx * dx + ny * dy + nz * dz
+    s0 = nx * x0
+    s0 += ny * y0
+    s0 += nz * z0
+    s0 += take(columns[3], k)
+    dn = nx * dx
+    dn += ny * dy
+    dn += nz * dz
     end = s0 + dn
-    inside = (s0 >= 0.0) & (end <= 0.0) & (dn < 0.0)
-    back = (s0 <= 0.0) & (end >= 0.0) & (dn > 0.0)
-    if back.any():
-        inside |= back & (take(columns[16], k) != 0.0)
+    inside = s0 >= 0.0
+    inside &= end <= 0.0
+    inside &= dn < 0.0
+    if two_sided:
+        back = (s0 <= 0.0) & (end >= 0.0) & (dn > 0.0)
+        if back.any():
+            inside |= back & (take(columns[16], k) != 0.0)
     # Most pairs cross their plane (a ray's neighbours in a cell lie about where it
     # hits): every pair goes on, rather than gathering those that do.
-    slop = -take(columns[17], k)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         t = s0 / -dn
-        x, y, z = x0 + t * dx, y0 + t * dy, z0 + t * dz
+        x, y, z = t * dx, t * dy, t * dz
+        x += x0
+        y += y0
+        z += z0
+        # Inside each edge (the nearest one decides), or outside by no more than the slop.
+        worst = None
         for e in range(3):
             c = 4 + 3 * e
-            dist = take(columns[c], k) * x + take(columns[c + 1], k) * y
-            dist += take(columns[c + 2], k) * z
-            inside &= dist - take(columns[13 + e], k) >= slop
+            dist = take(columns[c], k)
+            dist *= x
+            part = take(columns[c + 1], k)
+            part *= y
+            dist += part
+            part = take(columns[c + 2], k)
+            part *= z
+            dist += part
+            dist -= take(columns[13 + e], k)
+            worst = dist if worst is None else np.minimum(worst, dist, out=worst)
+        inside &= worst >= -take(columns[17], k)
     rows = np.flatnonzero(inside)
     return rows, np.take(t, rows)
 
