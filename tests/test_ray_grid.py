@@ -1,5 +1,7 @@
 """The ray grid (no panda3d): many rays walking a uniform grid of a static mesh get each
-ray's first hit exactly as the point kernel tested on every (ray, triangle) pair gives it.
+ray's first hit exactly as the point kernel tested on every (ray, triangle) pair gives it
+(a sliver's within a few seam slops of its box: the kernel's slop grows a sliver along
+its length by its length over its width).
 
 Strongest predicates: the grid's (t, triangle) per ray equal, bit for bit, to the closest
 of the point kernel's hits over every pair (ties to the lower tie key, then triangle), on
@@ -20,9 +22,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from panda3d_ccd import _raygrid
 from panda3d_ccd._pieces import TRIANGLE, Pieces
 from panda3d_ccd._queries import PieceRows, World, closest
 from panda3d_ccd._raygrid import RayGrid
+from panda3d_ccd._tolerance import SEAM_REL
 from panda3d_ccd.sweep import sphere_triangle
 from panda3d_ccd.sweep.sphere_triangle import (
     _point_contacts,
@@ -34,13 +38,21 @@ from panda3d_ccd.sweep.sphere_triangle import (
 FULL = 0xFFFFFFFF
 
 
-def brute_first(p0, p1, data, tie):
+def brute_first(p0, p1, data, tie, a, b, c):
     """(n,) t and triangle of each ray's first hit by the point kernel over every pair
-    (inf, -1 where none); ties to the lower (tie, triangle)."""
+    (inf, -1 where none); ties to the lower (tie, triangle). A sliver's hits count within
+    _REACH seam slops of the mesh around its box only (where the grid follows it)."""
     n, m = len(p0), len(data)
     q, k = np.divmod(np.arange(n * m), m)
     rows, hits = _point_hits(p0[q], p1[q], data[k])
     q, k = q[rows], k[rows]
+    lo = np.minimum(np.minimum(a, b), c)
+    hi = np.maximum(np.maximum(a, b), c)
+    reach = _raygrid._REACH * SEAM_REL * max(np.abs(lo).max(), np.abs(hi).max())
+    _corners, grow, _ok = _raygrid._grown(a, b, c, data[:, 17])
+    near = np.all((hits.point >= lo[k] - reach) & (hits.point <= hi[k] + reach), axis=1)
+    keep = near | (grow[k] <= 2.0)
+    q, k, hits = q[keep], k[keep], type(hits)(*(col[keep] for col in hits))
     t = np.full(n, np.inf)
     item = np.full(n, -1)
     order = np.lexsort((k, tie[k], hits.t, q))
@@ -60,7 +72,7 @@ def grid_first(a, b, c, two, p0, p1, tie):
     t, item = grid.first(
         p0, p1, lambda q, i: _point_times(origin, direction, columns, q, i), tie
     )
-    return (t, item), brute_first(p0, p1, data, tie), grid
+    return (t, item), brute_first(p0, p1, data, tie, a, b, c), grid
 
 
 def soup(rng, m, span=30.0):
