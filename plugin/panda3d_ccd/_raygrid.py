@@ -222,7 +222,7 @@ class RayGrid:
             with np.errstate(divide="ignore", invalid="ignore"):
                 tb = ta + window / np.take(cells, rows)
             tb = np.fmin(tb, np.take(far, rows))
-            ray, cell = self._walk(u0, du, rows, ta, tb)
+            ray, cell = self._walk(u0, du, rows, ta, tb, window == _FIRST_WINDOW)
             q, i = self._listed(ray, cell)
             at, t = hits(q, i)
             if len(at):
@@ -251,10 +251,12 @@ class RayGrid:
             np.minimum(far, np.maximum(t1, t2), out=far)
         return near, far
 
-    def _walk(self, u0: Float, du: Float, rows: Int, ta: Float, tb: Float) -> tuple[Int, Int]:
+    def _walk(
+        self, u0: Float, du: Float, rows: Int, ta: Float, tb: Float, first: bool
+    ) -> tuple[Int, Int]:
         """(ray, cell) of every cell that lists something among those each ray ``rows``
-        (r,) crosses from ta to tb (r,): the cell at ta, then each cell it enters through
-        a wall of one of the axes."""
+        (r,) crosses from ta to tb (r,): the cell at ta (if ``first``: else the last
+        window ended in it), then each cell it enters through a wall of one of the axes."""
         dims = self.dims
         stride = (int(dims[1] * dims[2]), int(dims[2]), 1)
         take = np.take
@@ -271,7 +273,8 @@ class RayGrid:
             ray_parts.append(take(ray, some))
             cell_parts.append(take(flat, some))
 
-        keep(rows, start[0] * stride[0] + start[1] * stride[1] + start[2])
+        if first:
+            keep(rows, start[0] * stride[0] + start[1] * stride[1] + start[2])
         for axis in range(3):
             count = np.abs(end[axis] - start[axis])
             if not count.any():
@@ -288,6 +291,8 @@ class RayGrid:
                     at = take(o[other], ray) + t * take(d[other], ray)
                     flat += at.astype(np.int64) * stride[other]
             keep(take(rows, ray), flat)
+        if not ray_parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(ray_parts), np.concatenate(cell_parts)
 
     def _listed(self, ray: Int, cell: Int) -> tuple[Int, Int]:
