@@ -220,15 +220,15 @@ class RayGrid:
         window = _FIRST_WINDOW
         while len(rows):
             with np.errstate(divide="ignore", invalid="ignore"):
-                tb = ta + window / np.take(cells, rows)
-            tb = np.fmin(tb, np.take(far, rows))
+                tb = ta + window / cells.take(rows)
+            tb = np.fmin(tb, far.take(rows))
             ray, cell = self._walk(u0, du, rows, ta, tb, window == _FIRST_WINDOW)
             q, i = self._listed(ray, cell)
             at, t = hits(q, i)
             if len(at):
-                i = np.take(i, at)
-                _improve(best_t, best_key, np.take(q, at), t, np.take(tie, i) + i)
-            done = (np.take(best_t, rows) <= tb) | (tb >= np.take(far, rows))
+                i = i.take(at)
+                _improve(best_t, best_key, q.take(at), t, tie.take(i) + i)
+            done = (best_t.take(rows) <= tb) | (tb >= far.take(rows))
             rows, ta = rows[~done], tb[~done]
             window *= _GROWTH
         found = best_key != _NO_KEY
@@ -259,9 +259,8 @@ class RayGrid:
         window ended in it), then each cell it enters through a wall of one of the axes."""
         dims = self.dims
         stride = (int(dims[1] * dims[2]), int(dims[2]), 1)
-        take = np.take
-        o = [take(u0[axis], rows) for axis in range(3)]
-        d = [take(du[axis], rows) for axis in range(3)]
+        o = [u0[axis].take(rows) for axis in range(3)]
+        d = [du[axis].take(rows) for axis in range(3)]
         # Within the box, so positions are >= 1 less a rounding: truncation floors.
         start = [(o[axis] + ta * d[axis]).astype(np.int64) for axis in range(3)]
         end = [(o[axis] + tb * d[axis]).astype(np.int64) for axis in range(3)]
@@ -269,9 +268,9 @@ class RayGrid:
 
         def keep(ray: Int, flat: Int) -> None:
             # Most cells a ray crosses are empty: only the others go on.
-            some = np.flatnonzero(take(self._some, flat))
-            ray_parts.append(take(ray, some))
-            cell_parts.append(take(flat, some))
+            some = np.flatnonzero(self._some.take(flat))
+            ray_parts.append(ray.take(some))
+            cell_parts.append(flat.take(some))
 
         if first:
             keep(rows, start[0] * stride[0] + start[1] * stride[1] + start[2])
@@ -281,28 +280,28 @@ class RayGrid:
                 continue
             ray = np.repeat(np.arange(len(rows)), count)
             step = _ragged(count) + 1
-            up = take(d[axis], ray) > 0.0
-            enter = take(start[axis], ray) + np.where(up, step, -step)
+            up = d[axis].take(ray) > 0.0
+            enter = start[axis].take(ray) + np.where(up, step, -step)
             # The wall crossed is the entered cell's low side going up, its high side down.
-            t = (enter + (~up) - take(o[axis], ray)) / take(d[axis], ray)
+            t = (enter + (~up) - o[axis].take(ray)) / d[axis].take(ray)
             flat = enter * stride[axis]
             for other in range(3):
                 if other != axis:
-                    at = take(o[other], ray) + t * take(d[other], ray)
+                    at = o[other].take(ray) + t * d[other].take(ray)
                     flat += at.astype(np.int64) * stride[other]
-            keep(take(rows, ray), flat)
+            keep(rows.take(ray), flat)
         if not ray_parts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(ray_parts), np.concatenate(cell_parts)
 
     def _listed(self, ray: Int, cell: Int) -> tuple[Int, Int]:
         """(ray, triangle) of every triangle listed in each cell (rays as given)."""
-        start = np.take(self._start, cell)
-        count = np.take(self._start, cell + 1) - start
+        start = self._start.take(cell)
+        count = self._start.take(cell + 1) - start
         ends = np.cumsum(count)
         total = int(ends[-1]) if len(ends) else 0
         slot = np.arange(total) + np.repeat(start - (ends - count), count)
-        return np.repeat(ray, count), np.take(self._items, slot)
+        return np.repeat(ray, count), self._items.take(slot)
 
 
 def _grown(a: Float, b: Float, c: Float, slop: Float) -> tuple[list[Float], Float, Bool]:
@@ -367,7 +366,7 @@ def _improve(best_t: Float, best_key: Int, q: Int, t: Float, key: Int) -> None:
     at the same t with a lower key."""
     round_t = np.full(len(best_t), np.inf)
     np.minimum.at(round_t, q, t)
-    low = t == np.take(round_t, q)
+    low = t == round_t.take(q)
     round_key = np.full(len(best_t), _NO_KEY)
     np.minimum.at(round_key, q[low], key[low])
     better = (round_t < best_t) | ((round_t == best_t) & (round_key < best_key))

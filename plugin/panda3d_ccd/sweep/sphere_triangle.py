@@ -291,14 +291,13 @@ def _point_times(
                               k[s : s + _POINT_CHUNK], two_sided) for s in starts]  # fmt: skip
         rows = np.concatenate([at + s for (at, _t), s in zip(parts, starts)])
         return rows, np.concatenate([t for _at, t in parts])
-    take = np.take
-    x0, y0, z0 = take(origin[0], q), take(origin[1], q), take(origin[2], q)
-    dx, dy, dz = take(direction[0], q), take(direction[1], q), take(direction[2], q)
-    nx, ny, nz = take(columns[0], k), take(columns[1], k), take(columns[2], k)
+    x0, y0, z0 = origin[0].take(q), origin[1].take(q), origin[2].take(q)
+    dx, dy, dz = direction[0].take(q), direction[1].take(q), direction[2].take(q)
+    nx, ny, nz = columns[0].take(k), columns[1].take(k), columns[2].take(k)
     s0 = nx * x0
     s0 += ny * y0
     s0 += nz * z0
-    s0 += take(columns[3], k)
+    s0 += columns[3].take(k)
     dn = nx * dx
     dn += ny * dy
     dn += nz * dz
@@ -309,7 +308,7 @@ def _point_times(
     if two_sided:
         back = (s0 <= 0.0) & (end >= 0.0) & (dn > 0.0)
         if back.any():
-            inside |= back & (take(columns[16], k) != 0.0)
+            inside |= back & (columns[16].take(k) != 0.0)
     # Most pairs cross their plane (a ray's neighbours in a cell lie about where it
     # hits): every pair goes on, rather than gathering those that do.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -322,19 +321,19 @@ def _point_times(
         worst = None
         for e in range(3):
             c = 4 + 3 * e
-            dist = take(columns[c], k)
+            dist = columns[c].take(k)
             dist *= x
-            part = take(columns[c + 1], k)
+            part = columns[c + 1].take(k)
             part *= y
             dist += part
-            part = take(columns[c + 2], k)
+            part = columns[c + 2].take(k)
             part *= z
             dist += part
-            dist -= take(columns[13 + e], k)
+            dist -= columns[13 + e].take(k)
             worst = dist if worst is None else np.minimum(worst, dist, out=worst)
-        inside &= worst >= -take(columns[17], k)
+        inside &= worst >= -columns[17].take(k)
     rows = np.flatnonzero(inside)
-    return rows, np.take(t, rows)
+    return rows, t.take(rows)
 
 
 def _point_contacts(
@@ -343,11 +342,10 @@ def _point_contacts(
 ) -> Sweep:
     """The Sweep (h rows) of hits :func:`_point_times` found (rays q, triangles k, times
     t): the same points and normals as :func:`_point_hits`, bit for bit."""
-    take = np.take
-    nx, ny, nz = take(columns[0], k), take(columns[1], k), take(columns[2], k)
-    dx, dy, dz = take(direction[0], q), take(direction[1], q), take(direction[2], q)
-    point = np.stack([take(origin[0], q) + t * dx, take(origin[1], q) + t * dy,
-                      take(origin[2], q) + t * dz], axis=1)  # fmt: skip
+    nx, ny, nz = columns[0].take(k), columns[1].take(k), columns[2].take(k)
+    dx, dy, dz = direction[0].take(q), direction[1].take(q), direction[2].take(q)
+    point = np.stack([origin[0].take(q) + t * dx, origin[1].take(q) + t * dy,
+                      origin[2].take(q) + t * dz], axis=1)  # fmt: skip
     # Crossed from behind (two-sided): the normal faces the ray.
     size = np.sqrt(nx * nx + ny * ny + nz * nz)
     size = np.where(nx * dx + ny * dy + nz * dz > 0.0, -size, size)
