@@ -160,21 +160,21 @@ class World:
         for grid, _columns in grids.values():
             walk &= grid.walkable(scale)
         out: list[Found] = []
-        if walk.all():
-            rows = None
-            a, b, m, r = p0, p1, mask, radius
-        else:  # far out: cast the other way against everything
+        # In the order of their starts along a Morton curve: neighbours walk the same
+        # cells one after the other, while they are in the cache.
+        rows = np.argsort(_morton_order(p0), kind="stable")
+        if not walk.all():  # far out: cast the other way against everything
             rest = np.flatnonzero(~walk)
             found = self._blocks(p0[rest], p1[rest], radius[rest], mask[rest], sensors, dead)
             out.append(found._replace(query=rest[found.query]))
-            rows = np.flatnonzero(walk)
-            a, b, m, r, scale = p0[rows], p1[rows], mask[rows], radius[rows], scale[rows]
+            rows = rows[walk[rows]]
+        a, b, m, r, scale = p0[rows], p1[rows], mask[rows], radius[rows], scale[rows]
         skip = frozenset(grids)
         parts = [self._grid_first(j, grid, columns, a, b, m, scale, sensors, dead)
                  for j, (grid, columns) in grids.items()]  # fmt: skip
         if self.spheres or self.planes is not None or len(skip) < len(self.pieces):
             parts.append(self._blocks(a, b, r, m, sensors, dead, skip))
-        out += parts if rows is None else [f._replace(query=rows[f.query]) for f in parts]
+        out += [f._replace(query=rows[f.query]) for f in parts]
         out = [f for f in out if len(f.t)]
         if len(out) == 1:  # one first hit a cast already
             return out[0]
