@@ -237,7 +237,9 @@ class Pieces:
     def point_data(self) -> Float | None:
         """The kind's per-row data for point casts (see :class:`Kind`), made once."""
         if self._point_data is None and self.spec.point_data is not None:
-            self._point_data = self.spec.point_data(*self.geometry)
+            # Column-major: a batch of rays reads it as (w, m) columns (its transpose),
+            # a lone ray a few rows.
+            self._point_data = np.asfortranarray(self.spec.point_data(*self.geometry))
         return self._point_data
 
     def ray_grid(self) -> tuple[RayGrid, Float] | None:
@@ -249,7 +251,7 @@ class Pieces:
             if self.shape != TRIANGLE or data is None or self.frame is not None:
                 return None
             a, b, c, _two = self.geometry
-            self._ray_grid = (RayGrid(a, b, c, data[:, 17]), np.ascontiguousarray(data.T))
+            self._ray_grid = (RayGrid(a, b, c, data[:, 17]), data.T)
         return self._ray_grid
 
     def rows(self, k: Int) -> tuple[NDArray, ...]:
