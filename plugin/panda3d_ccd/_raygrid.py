@@ -269,27 +269,33 @@ class RayGrid:
         def keep(ray: Int, flat: Int) -> None:
             # Most cells a ray crosses are empty: only the others go on.
             some = np.flatnonzero(self._some.take(flat))
-            ray_parts.append(ray.take(some))
+            ray_parts.append(rows.take(ray.take(some)))
             cell_parts.append(flat.take(some))
 
         if first:
-            keep(rows, start[0] * stride[0] + start[1] * stride[1] + start[2])
+            keep(np.arange(len(rows)), start[0] * stride[0] + start[1] * stride[1] + start[2])
         for axis in range(3):
             count = np.abs(end[axis] - start[axis])
             if not count.any():
                 continue
+            # Per ray: which way it steps, and the time of the n-th wall it crosses,
+            # a + n * b (a wall is the entered cell's low side going up, its high side
+            # down); then per wall.
+            da = d[axis]
+            down = da < 0.0
+            sign = np.where(down, -1, 1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                a = (start[axis] - o[axis] + down) / da
+                b = sign / da
             ray = np.repeat(np.arange(len(rows)), count)
             step = _ragged(count) + 1
-            up = d[axis].take(ray) > 0.0
-            enter = start[axis].take(ray) + np.where(up, step, -step)
-            # The wall crossed is the entered cell's low side going up, its high side down.
-            t = (enter + (~up) - o[axis].take(ray)) / d[axis].take(ray)
-            flat = enter * stride[axis]
+            t = a.take(ray) + step * b.take(ray)
+            flat = (start[axis].take(ray) + step * sign.take(ray)) * stride[axis]
             for other in range(3):
                 if other != axis:
                     at = o[other].take(ray) + t * d[other].take(ray)
                     flat += at.astype(np.int64) * stride[other]
-            keep(rows.take(ray), flat)
+            keep(ray, flat)
         if not ray_parts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(ray_parts), np.concatenate(cell_parts)
