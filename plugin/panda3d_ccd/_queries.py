@@ -162,7 +162,7 @@ class World:
         out: list[Found] = []
         # In the order of their starts along a Morton curve: neighbours walk the same
         # cells one after the other, while they are in the cache.
-        rows = np.argsort(_morton_order(p0), kind="stable")
+        rows = np.argsort(_morton_order(p0))
         if not walk.all():  # far out: cast the other way against everything
             rest = np.flatnonzero(~walk)
             found = self._blocks(p0[rest], p1[rest], radius[rest], mask[rest], sensors, dead)
