@@ -92,7 +92,8 @@ def terrain(rng, cells=12, cell=1.7):
     z = rng.uniform(-1, 1, x.shape)
     p = np.stack([x, y, z], axis=-1)
     v00, v10, v01, v11 = p[:-1, :-1], p[1:, :-1], p[:-1, 1:], p[1:, 1:]
-    a = np.concatenate([v00, v10]).reshape(-1, 3)
+    # Each square cut along its diagonal v00-v11, both halves facing up.
+    a = np.concatenate([v00, v00]).reshape(-1, 3)
     b = np.concatenate([v10, v11]).reshape(-1, 3)
     c = np.concatenate([v11, v01]).reshape(-1, 3)
     return a, b, c
@@ -331,3 +332,27 @@ def test_rays_too_far_out_to_walk_are_cast_against_the_tree():
     first = assert_first_is_closest_of_cast(world, p0, p1, np.full(k, 3, np.int64), True,
                                             np.zeros(6, bool), exact=False)  # fmt: skip
     assert np.isin(first.query, np.arange(k // 2)).sum() > 20
+
+
+@pytest.mark.parametrize("scale", [1e-60, 1e-5, 1e5, 1e60])
+@pytest.mark.parametrize("walks", [True, False])
+def test_meshes_at_extreme_scales_are_hit_as_the_tree_hits_them(scale, walks):
+    """At any scale the point kernel works at, the rays walk the grid and hit as the tree
+    does; a mesh beyond the grid's range of scales (made so here by narrowing it) gets an
+    empty grid, and every ray is cast against the tree instead."""
+    rng = np.random.default_rng(12)
+    a, b, c = (v * scale for v in terrain(rng, cells=10, cell=1.0))
+    m = len(a)
+    table = Pieces(TRIANGLE, (a, b, c, np.zeros(m, bool)), np.full(m, FULL, np.int64))
+    world = World([], None, [PieceRows(table, np.arange(m), np.zeros(m, np.int64), np.arange(m))])
+    scales = _raygrid._SCALES if walks else (2 * _raygrid._SCALES[1], np.inf)
+    with mock.patch.object(_raygrid, "_SCALES", scales):
+        grid = table.ray_grid()[0]
+    assert (grid.pairs > 0) == walks
+    k = 300
+    p0 = np.column_stack([rng.uniform(0.5, 9.5, (k, 2)), np.full(k, 4.0)]) * scale
+    p1 = p0 - np.array([0.0, 0.0, 8.0]) * scale
+    assert grid.walkable(np.abs(np.concatenate([p0, p1], axis=1)).max(axis=1)).all() == walks
+    first = assert_first_is_closest_of_cast(world, p0, p1, np.full(k, FULL, np.int64), True,
+                                            np.zeros(m, bool), exact=walks)  # fmt: skip
+    assert len(first.query) == k

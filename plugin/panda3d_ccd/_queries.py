@@ -159,6 +159,8 @@ class World:
         walk = np.ones(k, bool)
         for grid, _columns in grids.values():
             walk &= grid.walkable(scale)
+        if not walk.any():
+            return self._blocks(p0, p1, radius, mask, sensors, dead)
         out: list[Found] = []
         # In the order of their starts along a Morton curve: neighbours walk the same
         # cells one after the other, while they are in the cache.

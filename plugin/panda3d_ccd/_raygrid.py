@@ -8,13 +8,14 @@ axis's cell walls) and testing the triangles listed in them, a window of cells a
 from the ray's start, so that a ray stops after the window where it first hits; a ray
 crosses a few cells, most of them empty, before it hits.
 
-A triangle is listed in every cell that its plane crosses within the box of what the
-point kernel accepts as a hit: the triangle grown by the seam slop outside each edge
-(:func:`~.sweep.sphere_triangle._point_data`), a similar triangle about the incentre.
-So every hit the kernel can report at a point of a ray lies in a cell the ray crosses,
-where the triangle is listed. A sliver's grown triangle can reach far along its length;
-its box is cut at ``_REACH`` seam slops of the whole mesh around the triangle's own box
-(the tree's candidates reach no farther than the ray's slop either).
+A triangle is listed in every cell touched by what the point kernel accepts as a hit: the
+triangle grown by the seam slop outside each edge
+(:func:`~.sweep.sphere_triangle._point_data`), a similar triangle about the incentre
+(tested against each cell of its box by separating axes, the cells grown by a rounding
+pad). So every hit the kernel can report at a point of a ray lies in a cell the ray
+crosses, where the triangle is listed. A sliver's grown triangle can reach far along its
+length; its box is cut at ``_REACH`` seam slops of the whole mesh around the triangle's
+own box (a single cast's index reaches no farther than its ray's slop either).
 
 This module never imports panda3d.
 """
@@ -35,9 +36,10 @@ Int = NDArray[np.int64]
 Bool = NDArray[np.bool_]
 
 #: Cell edge as a fraction of the triangles' median box diagonal. Smaller cells list
-#: fewer triangles a ray passes beside but cost more cells a ray: on the query
-#: benchmark's level (33,000 triangles, median diagonal 2.9), 0.35, 0.5, 0.7 and 1.0 of
-#: it answered 10,000 rays in about 30, 28, 26 and 30 ms (the grid alone).
+#: fewer triangles a ray passes beside but cost more cells a ray and a longer build: on
+#: the query benchmark's level (33,000 triangles, median diagonal 2.9), 0.5, 0.6 and 0.7
+#: of it answered 10,000 rays within the machine's noise of each other (0.90 to 0.94 of
+#: Bullet's loop, medians of four), 0.85 in 1.01; 0.5 took over twice as long to build.
 _CELL = 0.7
 #: At most this many cells per triangle (and at least _MIN_CELLS): a mesh spread thin
 #: over a huge box gets larger cells rather than a huge empty array.
@@ -50,6 +52,9 @@ _REACH = 64.0
 #: (the caller casts them another way): their cell positions would round by more than
 #: the cells' rounding pad.
 _FAR = 1.0e4
+#: Meshes whose largest coordinate magnitude lies outside this range get an empty grid
+#: and no ray walks it.
+_SCALES = (1e-150, 1e150)
 #: The first window of cells a ray walks is this many cells long; each next one doubles.
 _FIRST_WINDOW = 4.0
 _GROWTH = 2.0
@@ -81,8 +86,13 @@ class RayGrid:
         lo = np.minimum(np.minimum(a, b), c)
         hi = np.maximum(np.maximum(a, b), c)
         scale = float(max(np.abs(lo).max(initial=0.0), np.abs(hi).max(initial=0.0), 1e-300))
-        #: Rays reaching beyond this coordinate magnitude are not walked (see _FAR).
-        self.far = _FAR * scale
+        #: Rays reaching beyond this coordinate magnitude are not walked (see _FAR); none
+        #: is on a mesh at a scale where a cell's arithmetic could overflow or go subnormal.
+        self.far = _FAR * scale if _SCALES[0] <= scale <= _SCALES[1] else -1.0
+        if self.far < 0:
+            a = b = c = np.zeros((0, 3))
+            slop = np.zeros(0)
+            lo = hi = np.zeros((0, 3))
         # Well above the rounding of every position computed here (cells, kernel points).
         pad = 4.0 * DIST_REL_EPS * scale
         corners, grow, ok = _grown(a, b, c, slop)
