@@ -310,30 +310,38 @@ def _point_times(
         if back.any():
             inside |= back & (columns[16].take(k) != 0.0)
     # Most pairs cross their plane (a ray's neighbours in a cell lie about where it
-    # hits): every pair goes on, rather than gathering those that do.
+    # hits): every pair goes on to the first edge, rather than gathering those that do;
+    # about half the rest lie beyond it, and only the others go on to the next two.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         t = s0 / -dn
         x, y, z = t * dx, t * dy, t * dz
         x += x0
         y += y0
         z += z0
-        # Inside each edge (the nearest one decides), or outside by no more than the slop.
-        worst = None
-        for e in range(3):
-            c = 4 + 3 * e
-            dist = columns[c].take(k)
-            dist *= x
-            part = columns[c + 1].take(k)
-            part *= y
-            dist += part
-            part = columns[c + 2].take(k)
-            part *= z
-            dist += part
-            dist -= columns[13 + e].take(k)
-            worst = dist if worst is None else np.minimum(worst, dist, out=worst)
-        inside &= worst >= -columns[17].take(k)
-    rows = np.flatnonzero(inside)
+        slop = -columns[17].take(k)
+        inside &= _edge(columns, 0, k, x, y, z) >= slop
+        rows = np.flatnonzero(inside)
+        k, x, y, z, slop = k.take(rows), x.take(rows), y.take(rows), z.take(rows), slop.take(rows)
+        worst = np.minimum(_edge(columns, 1, k, x, y, z), _edge(columns, 2, k, x, y, z))
+        keep = worst >= slop
+    rows = rows[keep]
     return rows, t.take(rows)
+
+
+def _edge(columns: Float, e: int, k: NDArray[np.int64], x: Float, y: Float, z: Float) -> Float:
+    """(p,) how far points x, y, z (p,) lie inside edge e of triangles k (their
+    :func:`_point_data` columns): the sums of :func:`_point_hits`, in its order."""
+    c = 4 + 3 * e
+    dist = columns[c].take(k)
+    dist *= x
+    part = columns[c + 1].take(k)
+    part *= y
+    dist += part
+    part = columns[c + 2].take(k)
+    part *= z
+    dist += part
+    dist -= columns[13 + e].take(k)
+    return dist
 
 
 def _point_contacts(
