@@ -40,7 +40,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _check
-from ._arrays import unique
+from ._arrays import largest_abs, unique
 from ._tolerance import DIST_REL_EPS
 from .broadphase import _pieces, _swept_boxes
 
@@ -149,6 +149,25 @@ def _crosses(origin: Float, inv: Float, grow: Float, q: Int, lo: Float, hi: Floa
     return (near <= far) & (near <= 1.0) & (far >= 0.0)
 
 
+def _segments(
+    p0: Float, p1: Float, reach: Float, origin: Float | None = None
+) -> tuple[Float, Float, Float]:
+    """Segments p0, p1 (n, 3) with reaches (n,) as :func:`_crosses` takes them: (3, n)
+    origins (``origin``, if given) and inverse directions, and (n,) how much to grow
+    each box."""
+    if origin is None:
+        origin = np.ascontiguousarray(p0.T)
+    d = np.ascontiguousarray((p1 - p0).T)
+    # Slab times of each axis; an axis the segment does not move along gets a huge
+    # finite inverse (never inf: 0 * inf would be nan), so its slab is all or nothing.
+    tiny = np.abs(d) < 1e-300
+    inv = 1.0 / np.where(tiny, np.where(d < 0, -1e-300, 1e-300), d)
+    # The items' rounding pad, the query's own, and the reach.
+    with np.errstate(over="ignore"):
+        scale = largest_abs(p0, p1)
+    return origin, inv, reach + DIST_REL_EPS * np.maximum(scale, reach)
+
+
 def _slab(t: Float) -> Bool:
     """(k,) whether slab times t (6, k), the near faces' then the far faces' of k boxes,
     leave an interval that meets [0, 1]; nan boxes never do."""
@@ -203,6 +222,7 @@ class StaticIndex:
         self.size = m
         self.into_mask = _check.masks("into_mask", into_mask, m).copy()
         self._segment_columns: tuple[list[Float], Float] | None = None
+        self._item_boxes: tuple[Float, Float] | None = None
         self._build(*_padded(lo_, hi_))
 
     def __len__(self) -> int:
@@ -426,20 +446,27 @@ class StaticIndex:
         empty = np.empty(0, dtype=np.int64)
         if self.size == 0 or n == 0:
             return empty, empty.copy()
-        origin = np.ascontiguousarray(p0.T)
-        d = np.ascontiguousarray((p1 - p0).T)
-        # Slab times of each axis; an axis the segment does not move along gets a huge
-        # finite inverse (never inf: 0 * inf would be nan), so its slab is all or nothing.
-        tiny = np.abs(d) < 1e-300
-        inv = 1.0 / np.where(tiny, np.where(d < 0, -1e-300, 1e-300), d)
-        # The items' rounding pad, the query's own, and the reach.
-        with np.errstate(over="ignore"):
-            scale = np.maximum(np.abs(p0).max(axis=1), np.abs(p1).max(axis=1))
-        grow = reach + DIST_REL_EPS * np.maximum(scale, reach)
+        origin, inv, grow = _segments(p0, p1, reach)
         q, k = self._descend(
             n, from_, lambda q, lo, hi, k: _crosses(origin, inv, grow, q, lo, hi, k)
         )
         return np.divmod(np.sort(q * self.size + k), self.size)
+
+    def _segment_test(
+        self, p0: Float, p1: Float, reach: Float, origin: Float | None = None
+    ) -> Callable[[Int, Int], Bool]:
+        """The test :meth:`segment_pairs` applies to an item, for segments p0, p1 (n, 3)
+        with reaches (n,) (and p0 as (3, n) columns, if the caller has them): a function
+        of (p,) segments and items, (p,) whether the pair would be found (masks aside)."""
+        origin, inv, grow = _segments(p0, p1, reach, origin)
+        if self._item_boxes is None:
+            lo = np.empty((3, self.size))
+            hi = np.empty((3, self.size))
+            lo[:, self._ids[: self.size]] = self._lo[:, : self.size]
+            hi[:, self._ids[: self.size]] = self._hi[:, : self.size]
+            self._item_boxes = (lo, hi)
+        lo, hi = self._item_boxes
+        return lambda q, k: _crosses(origin, inv, grow, q, lo, hi, k)
 
     def _segment_one(self, p0: Float, p1: Float, reach: float, from_mask: int) -> Int:
         """:meth:`segment_pairs` of one segment p0, p1 (3,): its items, sorted.

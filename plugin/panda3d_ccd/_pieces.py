@@ -34,6 +34,7 @@ from ._frames import Frames
 from ._index import StaticIndex
 from ._obstacles import Response
 from ._paths import Bool, Float, Hits, Int, Paths, slop, unit
+from ._raygrid import RayGrid
 from .sweep import sphere_box as _box
 from .sweep import sphere_capsule as _capsule
 from .sweep import sphere_inv_sphere as _inv
@@ -190,6 +191,7 @@ class Pieces:
         self.sensor = np.zeros(m, bool) if sensor is None else sensor
         self._index: StaticIndex | None = None
         self._point_data: Float | None = None
+        self._ray_grid: tuple[RayGrid, Float] | None = None
         self._local_box: tuple[Float, Float] | None = None
         self.set_frames(frames)
 
@@ -235,8 +237,22 @@ class Pieces:
     def point_data(self) -> Float | None:
         """The kind's per-row data for point casts (see :class:`Kind`), made once."""
         if self._point_data is None and self.spec.point_data is not None:
-            self._point_data = self.spec.point_data(*self.geometry)
+            # Column-major: a batch of rays reads it as (w, m) columns (its transpose),
+            # a lone ray a few rows.
+            self._point_data = np.asfortranarray(self.spec.point_data(*self.geometry))
         return self._point_data
+
+    def ray_grid(self) -> tuple[RayGrid, Float] | None:
+        """For casting many rays at once: the grid of the rows (static triangles) and the
+        (w, m) columns of their point data, made on first use; None for other kinds and
+        for kinematic rows."""
+        if self._ray_grid is None:
+            data = self.point_data()
+            if self.shape != TRIANGLE or data is None or self.frame is not None:
+                return None
+            a, b, c, _two = self.geometry
+            self._ray_grid = (RayGrid(a, b, c, data[:, 17]), data.T)
+        return self._ray_grid
 
     def rows(self, k: Int) -> tuple[NDArray, ...]:
         # np.take: rows of (m, 3) arrays gathered four times faster than by fancy indexing.

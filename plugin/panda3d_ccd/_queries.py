@@ -23,13 +23,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _frames
-from ._arrays import length
+from ._arrays import largest_abs, length
 from ._index import StaticIndex, _morton
 from ._pieces import Pieces
+from ._raygrid import RayGrid
 from ._tolerance import SEAM_REL
 from .sweep._result import Sweep
 from .sweep.sphere_plane import _sphere_plane_toi
 from .sweep.sphere_sphere import _sphere_sphere_toi
+from .sweep.sphere_triangle import _point_contacts, _point_times
 
 __all__ = ["Found", "SphereRows", "PlaneRows", "PieceRows", "World", "closest", "firsts"]
 
@@ -114,14 +116,23 @@ class World:
         self._sphere_index: dict[int, StaticIndex] = {}
         self._size: float | None = None
 
-    def cast(self, p0: Float, p1: Float, radius: Float, mask: Int, sensors: bool) -> Found:
-        """Every hit of casts p0 -> p1 (k, 3) with radii (k,) and from masks (k,)."""
+    def cast(
+        self,
+        p0: Float,
+        p1: Float,
+        radius: Float,
+        mask: Int,
+        sensors: bool,
+        skip: frozenset[int] = frozenset(),
+    ) -> Found:
+        """Every hit of casts p0 -> p1 (k, 3) with radii (k,) and from masks (k,) (but on
+        the piece tables numbered in ``skip``)."""
         found = [self._spheres(j, rows, p0, p1, radius, mask, sensors)
                  for j, rows in enumerate(self.spheres)]  # fmt: skip
         if self.planes is not None:
             found.append(self._planes(self.planes, p0, p1, radius, mask, sensors))
         found += [self._pieces(j, rows, p0, p1, radius, mask, sensors)
-                  for j, rows in enumerate(self.pieces)]  # fmt: skip
+                  for j, rows in enumerate(self.pieces) if j not in skip]  # fmt: skip
         return _concat([f for f in found if len(f.t)])
 
     def first(
@@ -130,14 +141,67 @@ class World:
         """Each cast's first hit (of a node not ``dead`` (nodes,)): :meth:`cast` and
         :func:`closest`, at a fraction of the work for many casts.
 
+        Many rays walk the grid of each static mesh (:class:`~._raygrid.RayGrid`) and
+        are cast against everything else in blocks (:meth:`_blocks`); the first of
+        their hits wins."""
+        k = len(p0)
+        if k < _FEW_CASTS:
+            return self._firsts(self.cast(p0, p1, radius, mask, sensors), k, dead)
+        grids: dict[int, tuple[RayGrid, Float]] = {}
+        if not radius.any():
+            for j, rows in enumerate(self.pieces):
+                grid = rows.table.ray_grid()
+                if grid is not None:
+                    grids[j] = grid
+        if not grids:
+            return self._blocks(p0, p1, radius, mask, sensors, dead)
+        scale = largest_abs(p0, p1)
+        walk = np.ones(k, bool)
+        for grid, _columns in grids.values():
+            walk &= grid.walkable(scale)
+        if not walk.any():
+            return self._blocks(p0, p1, radius, mask, sensors, dead)
+        out: list[Found] = []
+        # In the order of their starts along a Morton curve: neighbours walk the same
+        # cells one after the other, while they are in the cache.
+        rows = np.argsort(_morton_order(p0))
+        if not walk.all():  # far out: cast the other way against everything
+            rest = np.flatnonzero(~walk)
+            found = self._blocks(p0[rest], p1[rest], radius[rest], mask[rest], sensors, dead)
+            out.append(found._replace(query=rest[found.query]))
+            rows = rows[walk[rows]]
+        a, b, m, r, scale = p0[rows], p1[rows], mask[rows], radius[rows], scale[rows]
+        skip = frozenset(grids)
+        parts = [self._grid_first(j, grid, columns, a, b, m, scale, sensors, dead)
+                 for j, (grid, columns) in grids.items()]  # fmt: skip
+        if self.spheres or self.planes is not None or len(skip) < len(self.pieces):
+            parts.append(self._blocks(a, b, r, m, sensors, dead, skip))
+        out += [f._replace(query=rows[f.query]) for f in parts]
+        out = [f for f in out if len(f.t)]
+        if len(out) == 1:  # one first hit a cast already
+            return out[0]
+        found = _concat(out)
+        best = closest(found, k)
+        return Found(*(col[best[best >= 0]] for col in found))
+
+    def _blocks(
+        self,
+        p0: Float,
+        p1: Float,
+        radius: Float,
+        mask: Int,
+        sensors: bool,
+        dead: Bool,
+        skip: frozenset[int] = frozenset(),
+    ) -> Found:
+        """:meth:`first` of many casts against all but the piece tables in ``skip``.
+
         The casts are taken in blocks of nearby starts (their descents of an index then
         touch the same nodes, in the cache), and each along its length in pieces that
         double from ``_FIRST_PIECE`` typical piece sizes: a cast stops at the first piece
         where it hits something, so a long ray that hits at once never descends the
         index along the rest of its length."""
         k = len(p0)
-        if k < _FEW_CASTS:
-            return self._firsts(self.cast(p0, p1, radius, mask, sensors), k, dead)
         order = np.argsort(_morton_order(p0), kind="stable")
         length_ = length(p1 - p0)
         piece = _FIRST_PIECE * self._typical_size()
@@ -153,8 +217,8 @@ class World:
                 d = p1[rows] - p0[rows]
                 a = p0[rows] + lo[:, None] * d
                 b = np.where((hi >= 1.0)[:, None], p1[rows], p0[rows] + hi[:, None] * d)
-                found = self._firsts(self.cast(a, b, radius[rows], mask[rows], sensors),
-                                     len(rows), dead)  # fmt: skip
+                cast = self.cast(a, b, radius[rows], mask[rows], sensors, skip)
+                found = self._firsts(cast, len(rows), dead)
                 done = hi >= 1.0
                 if len(found.t):
                     j = found.query
@@ -163,6 +227,79 @@ class World:
                 rows, lo = rows[~done], hi[~done]
                 reach *= 2.0
         return _concat(out)
+
+    def _grid_first(
+        self,
+        j: int,
+        grid: RayGrid,
+        columns: Float,
+        p0: Float,
+        p1: Float,
+        mask: Int,
+        scale: Float,
+        sensors: bool,
+        dead: Bool,
+    ) -> Found:
+        """Each ray's first hit in piece table ``j`` (static triangles), walking its grid
+        (``scale`` (k,) the rays' largest coordinate magnitudes):
+        hits the point kernel finds, of a triangle the ray's mask and ``sensors`` allow,
+        of a node not ``dead``, and (as a single cast's) whose box the ray passes within
+        its seam slop of (:meth:`~._index.StaticIndex.segment_pairs`)."""
+        rows = self.pieces[j]
+        table = rows.table
+        meta = self._piece_meta[j]
+        node = np.ascontiguousarray(meta[:, 0])
+        origin = np.ascontiguousarray(p0.T)
+        direction = np.ascontiguousarray((p1 - p0).T)
+        # Triangles no ray may hit; the masks per pair only where they differ by ray.
+        blocked = dead[node]
+        if not sensors:
+            blocked = blocked | table.sensor
+        per_pair = not (mask == mask[0]).all()
+        if not per_pair:
+            blocked = blocked | ((table.mask & mask[0]) == 0)
+        if not blocked.any():
+            blocked = None
+        size = max(len(table), 1)
+        passed_over: Int | None = None  # (ray * size + triangle) of hits not to count
+
+        two_sided = bool(table.geometry[3].any())
+
+        def hits(q: Int, i: Int) -> tuple[Int, Float]:
+            at, t = _point_times(origin, direction, columns, q, i, two_sided)
+            keep = None
+            if blocked is not None:
+                keep = ~np.take(blocked, np.take(i, at))
+            if per_pair:
+                allow = (np.take(mask, np.take(q, at)) & np.take(table.mask, np.take(i, at))) != 0
+                keep = allow if keep is None else keep & allow
+            if passed_over is not None:
+                key = np.take(q, at) * size + np.take(i, at)
+                out = ~np.isin(key, passed_over)
+                keep = out if keep is None else keep & out
+            return (at, t) if keep is None else (at[keep], t[keep])
+
+        t, item = grid.first(p0, p1, hits, node)
+        # A single cast finds a triangle only if it passes within its seam slop of its box
+        # (segment_pairs): the first hit of a ray that does not is passed over, and the
+        # ray walked again (rare: a hit lies in its triangle's box, or within the slop).
+        near = table.index()._segment_test(p0, p1, SEAM_REL * scale, origin)
+        while True:
+            q = np.flatnonzero(item >= 0)
+            far = q[~near(q, item[q])]
+            if not len(far):
+                break
+            key = far * size + item[far]
+            passed_over = key if passed_over is None else np.concatenate([passed_over, key])
+            t[far], item[far] = grid.first(
+                p0[far], p1[far], lambda q, i, far=far: hits(far[q], i), node
+            )
+        q = np.flatnonzero(item >= 0)
+        k = item[q]
+        found = _point_contacts(origin, direction, columns, q, k, t[q])
+        node, solid, part = meta[k].T
+        return Found(q, found.t, found.point, found.normal, node, solid, part, found.feature,
+                     table.sensor[k])  # fmt: skip
 
     def _firsts(self, found: Found, k: int, dead: Bool) -> Found:
         if len(found.t) == 0:

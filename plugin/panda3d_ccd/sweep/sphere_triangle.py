@@ -262,6 +262,104 @@ def _point_rows(c0: Float, c1: Float, data: Float) -> tuple[NDArray[np.int64], S
 
 #: Up to this many rows, :func:`_point_sweep` works in plain Python.
 _SCALAR_ROWS = 12
+#: :func:`_point_times` works on slices of this many pairs.
+_POINT_CHUNK = 16384
+
+
+def _point_times(
+    origin: Float,
+    direction: Float,
+    columns: Float,
+    q: NDArray[np.int64],
+    k: NDArray[np.int64],
+    two_sided: bool = True,
+) -> tuple[NDArray[np.int64], Float]:
+    """Which (ray ``q[j]``, triangle ``k[j]``) pairs :func:`_point_hits` finds a hit for, and
+    its t: the rays as (3, n) columns ``origin`` and ``direction`` (end less start), the
+    triangles as the (18, m) columns of their :func:`_point_data` (its transpose);
+    ``two_sided`` False if none of the triangles is (no crossing from behind counts).
+
+    The same sums in the same order as :func:`_point_hits`, so the same t, bit for bit; but
+    over columns gathered per pair (a sum over the rows of a (p, 3) array costs several
+    times three column operations), in place where it can.
+    Returns (h,) positions into q and k, increasing, and (h,) t."""
+    if len(q) > 2 * _POINT_CHUNK:
+        # In slices whose temporaries stay in the cache (and in memory already mapped:
+        # a fresh array of a megabyte costs more in page faults than its arithmetic).
+        starts = range(0, len(q), _POINT_CHUNK)
+        parts = [_point_times(origin, direction, columns, q[s : s + _POINT_CHUNK],
+                              k[s : s + _POINT_CHUNK], two_sided) for s in starts]  # fmt: skip
+        rows = np.concatenate([at + s for (at, _t), s in zip(parts, starts)])
+        return rows, np.concatenate([t for _at, t in parts])
+    x0, y0, z0 = origin[0].take(q), origin[1].take(q), origin[2].take(q)
+    dx, dy, dz = direction[0].take(q), direction[1].take(q), direction[2].take(q)
+    nx, ny, nz = columns[0].take(k), columns[1].take(k), columns[2].take(k)
+    s0 = nx * x0
+    s0 += ny * y0
+    s0 += nz * z0
+    s0 += columns[3].take(k)
+    dn = nx * dx
+    dn += ny * dy
+    dn += nz * dz
+    end = s0 + dn
+    inside = s0 >= 0.0
+    inside &= end <= 0.0
+    inside &= dn < 0.0
+    if two_sided:
+        back = (s0 <= 0.0) & (end >= 0.0) & (dn > 0.0)
+        if back.any():
+            inside |= back & (columns[16].take(k) != 0.0)
+    # Most pairs cross their plane (a ray's neighbours in a cell lie about where it
+    # hits): every pair goes on to the first edge, rather than gathering those that do;
+    # about half the rest lie beyond it, and only the others go on to the next two.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = s0 / -dn
+        x, y, z = t * dx, t * dy, t * dz
+        x += x0
+        y += y0
+        z += z0
+        slop = -columns[17].take(k)
+        inside &= _edge(columns, 0, k, x, y, z) >= slop
+        rows = np.flatnonzero(inside)
+        k, x, y, z, slop = k.take(rows), x.take(rows), y.take(rows), z.take(rows), slop.take(rows)
+        worst = np.minimum(_edge(columns, 1, k, x, y, z), _edge(columns, 2, k, x, y, z))
+        keep = worst >= slop
+    rows = rows[keep]
+    return rows, t.take(rows)
+
+
+def _edge(columns: Float, e: int, k: NDArray[np.int64], x: Float, y: Float, z: Float) -> Float:
+    """(p,) how far points x, y, z (p,) lie inside edge e of triangles k (their
+    :func:`_point_data` columns): the sums of :func:`_point_hits`, in its order."""
+    c = 4 + 3 * e
+    dist = columns[c].take(k)
+    dist *= x
+    part = columns[c + 1].take(k)
+    part *= y
+    dist += part
+    part = columns[c + 2].take(k)
+    part *= z
+    dist += part
+    dist -= columns[13 + e].take(k)
+    return dist
+
+
+def _point_contacts(
+    origin: Float, direction: Float, columns: Float, q: NDArray[np.int64], k: NDArray[np.int64],
+    t: Float,
+) -> Sweep:
+    """The Sweep (h rows) of hits :func:`_point_times` found (rays q, triangles k, times
+    t): the same points and normals as :func:`_point_hits`, bit for bit."""
+    nx, ny, nz = columns[0].take(k), columns[1].take(k), columns[2].take(k)
+    dx, dy, dz = direction[0].take(q), direction[1].take(q), direction[2].take(q)
+    point = np.stack([origin[0].take(q) + t * dx, origin[1].take(q) + t * dy,
+                      origin[2].take(q) + t * dz], axis=1)  # fmt: skip
+    # Crossed from behind (two-sided): the normal faces the ray.
+    size = np.sqrt(nx * nx + ny * ny + nz * nz)
+    size = np.where(nx * dx + ny * dy + nz * dz > 0.0, -size, size)
+    normal = np.stack([nx / size, ny / size, nz / size], axis=1)
+    h = len(q)
+    return Sweep(t, point, normal, np.full(h, FACE, np.int8), np.zeros(h, np.int64))
 
 
 def _blocks(c0, c1, r, a, b, c, two, contacts):
