@@ -49,14 +49,19 @@ _MIN_CELLS = 4096
 #: the mesh (the largest coordinate magnitude times SEAM_REL).
 _REACH = 64.0
 #: Rays whose coordinates reach beyond this many times the mesh's scale are not walked
-#: (the caller casts them another way): their cell positions would round by more than
-#: the cells' rounding pad.
-_FAR = 1.0e4
+#: (the caller casts them another way): a single cast takes hits within a seam slop of
+#: the ray's own scale of a triangle's box, which reaches past a sliver's listing (cut at
+#: _REACH slops of the mesh's scale) once the ray's scale passes _REACH times the mesh's.
+_FAR = _REACH
 #: Meshes whose largest coordinate magnitude lies outside this range get an empty grid
 #: and no ray walks it.
 _SCALES = (1e-150, 1e150)
 #: The first window of cells a ray walks is this many cells long; each next one doubles.
 _FIRST_WINDOW = 4.0
+#: How near a wall (in cells) a ray's position on another axis counts as crossing it at
+#: the same time (far above the rounding of cell positions, which are at most some
+#: thousands; a ray passing this near a corner merely lists a cell more).
+_TIE = 1e-9
 _GROWTH = 2.0
 #: Building takes the (triangle, cell) pairs of the triangles' boxes this many at a time.
 _BUILD_SLICE = 1 << 16
@@ -138,18 +143,16 @@ class RayGrid:
         span = i1 - i0 + 1
         count = span[:, 0] * span[:, 1] * span[:, 2]
         half = np.full(3, 0.5 * h + pad)
-        # The (triangle, cell) pairs of the boxes a slice at a time: their temporaries
-        # stay in the cache, and the peak memory small.
+        # The (triangle, cell) pairs of the boxes a slice at a time, cut anywhere (a huge
+        # triangle's box too): their temporaries stay in the cache, and the peak memory
+        # small.
         ends = np.cumsum(count)
-        cuts = np.searchsorted(ends, np.arange(_BUILD_SLICE, int(ends[-1]) if len(ends) else 0,
-                                               _BUILD_SLICE), side="right")  # fmt: skip
+        total = int(ends[-1]) if len(ends) else 0
         flats, kept = [], []
-        for lo_row, hi_row in zip([0, *cuts.tolist()], [*cuts.tolist(), len(items)]):
-            if hi_row <= lo_row:
-                continue
-            part = slice(lo_row, hi_row)
-            row = np.repeat(np.arange(lo_row, hi_row), count[part])
-            local = _ragged(count[part])
+        for first in range(0, total, _BUILD_SLICE):
+            pair = np.arange(first, min(first + _BUILD_SLICE, total))
+            row = np.searchsorted(ends, pair, side="right")
+            local = pair - (ends.take(row) - count.take(row))
             sy, sz = span[row, 1], span[row, 2]
             cell = np.stack([local // (sy * sz), (local // sz) % sy, local % sz]) + i0[row].T
             # The corners as seen from each cell's centre, per axis.
@@ -274,6 +277,8 @@ class RayGrid:
         # Within the box, so positions are >= 1 less a rounding: truncation floors.
         start = [(o[axis] + ta * d[axis]).astype(np.int64) for axis in range(3)]
         end = [(o[axis] + tb * d[axis]).astype(np.int64) for axis in range(3)]
+        # Toward the wall ahead on each axis, _TIE cells (see the walls below).
+        tie = [np.where(d[axis] < 0.0, -_TIE, _TIE) for axis in range(3)]
         ray_parts, cell_parts = [], []
 
         def keep(ray: Int, flat: Int) -> None:
@@ -301,11 +306,29 @@ class RayGrid:
             step = _ragged(count) + 1
             t = a.take(ray) + step * b.take(ray)
             flat = (start[axis].take(ray) + step * sign.take(ray)) * stride[axis]
+            beyond = []
             for other in range(3):
                 if other != axis:
                     at = o[other].take(ray) + t * d[other].take(ray)
-                    flat += at.astype(np.int64) * stride[other]
+                    cell = at.astype(np.int64)
+                    flat += cell * stride[other]
+                    # A wall of this axis crossed at (nearly) the same time, through an
+                    # edge of the grid: rounding may put both crossings just short of the
+                    # other's wall, and the walk would list the two side cells, never the
+                    # diagonal one the ray runs on into. So where the position is within
+                    # _TIE of the wall ahead, the cell beyond it is listed too.
+                    ahead = (at + tie[other].take(ray)).astype(np.int64) - cell
+                    beyond.append(ahead * stride[other])
             keep(ray, flat)
+            one, two = beyond
+            near = np.flatnonzero(one | two)
+            if len(near):
+                ray, flat, one, two = ray[near], flat[near], one[near], two[near]
+                keep(ray, flat + one + two)
+                both = np.flatnonzero((one != 0) & (two != 0))  # the side cells as well
+                if len(both):
+                    keep(ray[both], flat[both] + one[both])
+                    keep(ray[both], flat[both] + two[both])
         if not ray_parts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(ray_parts), np.concatenate(cell_parts)
