@@ -113,13 +113,17 @@ class ReachGrid(Cells):
         listed[order[fits]] = True
         self.big = np.flatnonzero(~listed)
         items = np.flatnonzero(listed)
-        count, i0, span_ = count[items], i0[items], span_[items]
-        row = np.repeat(np.arange(len(items)), count)
-        local = _ragged(count)
-        sy, sz = span_[row, 1], span_[row, 2]
-        cell = np.stack([local // (sy * sz), (local // sz) % sy, local % sz]) + i0[row].T
         dims = self.dims
-        self._file((cell[0] * dims[1] + cell[1]) * dims[2] + cell[2], items[row])
+        stride = (int(dims[1] * dims[2]), int(dims[2]), 1)
+        # The cells of each box an axis at a time (each row of one axis fanned out along
+        # the next): no divisions, and each pass as long as its output.
+        flat = (i0[items] * stride).sum(axis=1)
+        row = items
+        for axis in range(3):
+            n = span_.take(row, axis=0)[:, axis] if axis else span_[items, 0]
+            flat = np.repeat(flat, n) + _ragged(n) * stride[axis]
+            row = np.repeat(row, n)
+        self._file(flat, row)
 
     def walkable(self, scale: Float, grow: Float) -> Bool:
         """(k,) which segments :meth:`candidates` can walk, given their (k,) largest
