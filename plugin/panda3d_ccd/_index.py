@@ -519,7 +519,8 @@ class StaticIndex:
         (:class:`~._reachgrid.ReachGrid`): chosen from the segments first asked, so that
         a level's bodies (whose reaches rarely change) each meet a cell or two."""
         if self._diagonal is None:
-            self._diagonal = self.item_size
+            with np.errstate(over="ignore"):  # a mesh past 1e154: its grid is empty anyway
+                self._diagonal = self.item_size
         size = self._diagonal
         fits = grow <= _GRID_MOST * size
         if not fits.any():
