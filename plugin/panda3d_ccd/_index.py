@@ -10,6 +10,13 @@ tree level by level with a frontier of (query, node) pairs, so it costs what it 
 of item boxes, so huge triangles, slivers, flat walls (zero thickness) and items all in
 one place need no special case: the order only decides how tight the nodes are.
 
+On a level the tree's nodes overlap at every scale (a terrain's triangles lie side by
+side), and a body's query tests some hundred (query, node) pairs. The solver's queries
+about a level (straight paths with a reach) walk a uniform grid instead, made on the first
+such query: :class:`~._reachgrid.ReachGrid` lists each item in the cells within the
+bodies' reach of its box, and a path meets a cell or two (a fast one a cell per cell
+length), where the same slab test as the tree's picks the same pairs.
+
 Boxes are grown by ``DIST_REL_EPS`` times their scale (their largest coordinate
 magnitude), as the broad phase grows the swept boxes, so that surfaces touching within
 float64 rounding are never lost.
@@ -225,7 +232,8 @@ class StaticIndex:
     from the same boxes gives the same index. Cost: building is one sort of ``m`` integer
     keys and about ``2 m / _LEAF`` box reductions; a query visits the nodes its box
     overlaps, about ``log2(m / _LEAF)`` per item found, and a box that misses the whole
-    mesh stops at the root.
+    mesh stops at the root. The solver's reach grid (see :meth:`_walk_grid`) is a cache,
+    made on its first query: a few entries per item.
     """
 
     def __init__(self, lo: ArrayLike, hi: ArrayLike, into_mask: ArrayLike | None = None) -> None:
