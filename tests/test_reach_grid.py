@@ -212,3 +212,15 @@ def test_any_scene_and_query_order_equal_brute_force(items, n, reach, second, se
     for r in (reach, second):
         p0, p1 = segments(rng, n, span=12.0)
         assert grid_pairs(index, p0, p1, r) == brute_segments(p0, p1, np.full(n, r), *boxes)
+
+
+def test_empty_index_and_no_rows_find_nothing():
+    empty = StaticIndex(np.zeros((0, 3)), np.zeros((0, 3)))
+    p0, p1 = np.zeros((3, 3)), np.ones((3, 3))
+    ones = np.full(3, FULL, np.int64)
+    got = empty._sphere_pairs(p0, p1, np.ones(3), ones, np.ones(3, bool),
+                              np.array([True, False, True]), grid=True)  # fmt: skip
+    assert [x.tolist() for x in got] == [[], []]
+    a, b, c = terrain(4)
+    index = StaticIndex.of_triangles(a, b, c)
+    assert grid_pairs(index, np.zeros((0, 3)), np.zeros((0, 3)), 0.5) == ([], [])

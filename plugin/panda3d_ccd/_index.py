@@ -443,8 +443,9 @@ class StaticIndex:
         box = rows[~line]
         bi, bk = self._pairs(np.take(lo, box, axis=1), np.take(hi, box, axis=1), box, from_, n)
         # The two parts hold different rows: one sort orders them, with no pair twice.
-        key = np.sort(np.concatenate([bi, seg.take(si)]) * self.size + np.concatenate([bk, sk]))
-        return np.divmod(key, self.size)
+        m = max(self.size, 1)
+        key = np.sort(np.concatenate([bi, seg.take(si)]) * m + np.concatenate([bk, sk]))
+        return np.divmod(key, m)
 
     def segment_pairs(
         self,
