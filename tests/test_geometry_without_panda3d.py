@@ -25,6 +25,7 @@ GEOMETRY_MODULES = [
     "panda3d_ccd.broadphase",
     "panda3d_ccd._index",
     "panda3d_ccd._raygrid",
+    "panda3d_ccd._reachgrid",
     "panda3d_ccd._queries",
     "panda3d_ccd._rays",
 ]

@@ -10,6 +10,13 @@ tree level by level with a frontier of (query, node) pairs, so it costs what it 
 of item boxes, so huge triangles, slivers, flat walls (zero thickness) and items all in
 one place need no special case: the order only decides how tight the nodes are.
 
+On a level the tree's nodes overlap at every scale (a terrain's triangles lie side by
+side), and a body's query tests some hundred (query, node) pairs. The solver's queries
+about a level (straight paths with a reach) walk a uniform grid instead, made on the first
+such query: :class:`~._reachgrid.ReachGrid` lists each item in the cells within the
+bodies' reach of its box, and a path meets a cell or two (a fast one a cell per cell
+length), where the same slab test as the tree's picks the same pairs.
+
 Boxes are grown by ``DIST_REL_EPS`` times their scale (their largest coordinate
 magnitude), as the broad phase grows the swept boxes, so that surfaces touching within
 float64 rounding are never lost.
@@ -41,8 +48,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import _check
 from ._arrays import largest_abs, unique
+from ._reachgrid import ReachGrid
 from ._tolerance import DIST_REL_EPS
-from .broadphase import _pieces, _swept_boxes
+from .broadphase import _swept_boxes
 
 __all__ = ["StaticIndex"]
 
@@ -137,14 +145,21 @@ def _crosses(origin: Float, inv: Float, grow: Float, q: Int, lo: Float, hi: Floa
     """(p,) whether segments ``q[j]`` (origin (3, n) plus s times the direction whose
     inverse is inv (3, n), s in [0, 1]) cross boxes ``k[j]`` of lo, hi (3, .) grown by
     ``grow[q[j]]``: the slab test."""
-    o = np.take(origin, q, axis=1)
-    iv = np.take(inv, q, axis=1)
     g = np.take(grow, q)
+    near = far = g  # placeholders: set on the first axis
+    # An axis at a time, on rows gathered from contiguous rows: a third fewer element
+    # passes than gathering (3, p) blocks and reducing them (max, min are exact either way).
     with np.errstate(over="ignore", invalid="ignore"):
-        t1 = (np.take(lo, k, axis=1) - g - o) * iv
-        t2 = (np.take(hi, k, axis=1) + g - o) * iv
-        near = np.minimum(t1, t2).max(axis=0)
-        far = np.maximum(t1, t2).min(axis=0)
+        for axis in range(3):
+            o = np.take(origin[axis], q)
+            iv = np.take(inv[axis], q)
+            t1 = (np.take(lo[axis], k) - g - o) * iv
+            t2 = (np.take(hi[axis], k) + g - o) * iv
+            if axis == 0:
+                near, far = np.minimum(t1, t2), np.maximum(t1, t2)
+            else:
+                near = np.maximum(near, np.minimum(t1, t2))
+                far = np.minimum(far, np.maximum(t1, t2))
     # Empty slots (nan boxes) give nan times: never a hit.
     return (near <= far) & (near <= 1.0) & (far >= 0.0)
 
@@ -193,6 +208,17 @@ _ORDERS = {
 _FANS = [np.arange(1 << bits) for bits in range(24)]
 #: A query of r boxes starts at the level of about _WIDE_START / r nodes (see _pairs).
 _WIDE_START = 2048
+#: The reach grid (see :meth:`StaticIndex._walk_grid`) lists items at least this many
+#: median item diagonals around their boxes, at most _GRID_MOST; a segment that reaches
+#: farther asks the tree. A reach past the grid's rebuilds it at least _GRID_GROWTH times
+#: larger, with _GRID_SPARE to spare (so a few rebuilds at most, ever).
+_GRID_LEAST = 0.1
+_GRID_MOST = 2.0
+_GRID_GROWTH = 1.5
+_GRID_SPARE = 1.125
+#: Up to this many items left out of the grid (see ReachGrid.big) are tested against every
+#: segment; more get a tree of their own.
+_BRUTE_BIG = 16
 
 
 class StaticIndex:
@@ -213,7 +239,8 @@ class StaticIndex:
     from the same boxes gives the same index. Cost: building is one sort of ``m`` integer
     keys and about ``2 m / _LEAF`` box reductions; a query visits the nodes its box
     overlaps, about ``log2(m / _LEAF)`` per item found, and a box that misses the whole
-    mesh stops at the root.
+    mesh stops at the root. The solver's reach grid (see :meth:`_walk_grid`) is a cache,
+    made on its first query: a few entries per item.
     """
 
     def __init__(self, lo: ArrayLike, hi: ArrayLike, into_mask: ArrayLike | None = None) -> None:
@@ -221,8 +248,6 @@ class StaticIndex:
         m = lo_.shape[1]
         self.size = m
         self.into_mask = _check.masks("into_mask", into_mask, m).copy()
-        self._segment_columns: tuple[list[Float], Float] | None = None
-        self._item_boxes: tuple[Float, Float] | None = None
         self._build(*_padded(lo_, hi_))
 
     def __len__(self) -> int:
@@ -257,7 +282,20 @@ class StaticIndex:
         hi = np.maximum(np.maximum(a_, b_), c_)
         return cls(lo, hi, into_mask)
 
+    @classmethod
+    def _of_padded(cls, lo: Float, hi: Float, into_mask: Int) -> StaticIndex:
+        """The index of boxes lo, hi (3, m) already padded (checked, finite)."""
+        index = cls.__new__(cls)
+        index.size = lo.shape[1]
+        index.into_mask = into_mask.copy()
+        index._build(lo, hi)
+        return index
+
     def _build(self, lo: Float, hi: Float) -> None:
+        self._segment_columns: tuple[list[Float], Float] | None = None
+        self._item_boxes: tuple[Float, Float] | None = None
+        self._grid: tuple[ReachGrid, StaticIndex | None] | None = None
+        self._diagonal: float | None = None
         m = self.size
         order = np.argsort(_morton(lo, hi), kind="stable") if m else np.zeros(0, np.int64)
         leaves = max(1, -(-m // _LEAF))
@@ -352,10 +390,12 @@ class StaticIndex:
         margin : (n,) or scalar float64, optional
             Extra reach, finite and >= 0, added to the radius.
         split : (n,) or scalar bool, optional
-            Which sweeps to cut into pieces, each boxed on its own, as
-            :func:`~panda3d_ccd.broadphase.sphere_pairs` does (None: none): a fast mover
-            then meets only the triangles along its path, not every one under the diagonal
-            of its box. Only for straight paths (a path that may bend within its box,
+            Which sweeps to test as segments rather than boxes (None: none): the items
+            whose boxes the segment comes within the reach of (per axis), as
+            :meth:`segment_pairs` finds them. A fast mover then meets only the triangles
+            along its path, not every one under the diagonal of its box; the pairs are
+            those of the whole box or fewer, and still every item a point of the sweep
+            reaches. Only for straight paths (a path that may bend within its box,
             ``margin``, needs the whole box).
 
         Returns
@@ -374,24 +414,38 @@ class StaticIndex:
         return self._sphere_pairs(p0_, p1_, reach, from_, moves, cut)
 
     def _sphere_pairs(
-        self, p0: Float, p1: Float, reach: Float, from_: Int, moves: Bool, cut: Bool
+        self,
+        p0: Float,
+        p1: Float,
+        reach: Float,
+        from_: Int,
+        moves: Bool,
+        cut: Bool,
+        grid: bool = False,
     ) -> tuple[Int, Int]:
         """:meth:`sphere_pairs` on arguments already checked and broadcast to (n,) rows,
-        with ``reach`` the radius plus margin (for the solver, once per pass)."""
+        with ``reach`` the radius plus margin (for the solver, once per pass and again per
+        round). ``grid``: the split rows may walk the reach grid (see :meth:`_walk_grid`;
+        an index asked again and again, as a level's is)."""
         n = p0.shape[0]
         lo, hi = _swept_boxes(p0, p1, reach)
         with np.errstate(invalid="ignore", over="ignore"):
             live = np.isfinite(hi - lo).all(axis=0) & moves & (from_ != 0)
         rows = np.flatnonzero(live)
-        # Cut however few the spheres: unlike the pairing of spheres, where few whole boxes
-        # are cheaper paired directly, every item a piece leaves out is one exact test less.
-        if np.any(cut[rows]):
-            boxes = _pieces(p0, p1, reach, rows, moves, cut)
-            i, k = self._pairs(boxes.lo, boxes.hi, boxes.ids, from_, n)
-            # Several pieces of one sweep can meet one item: keep the pair once.
-            key = unique(i * max(self.size, 1) + k)
-            return np.divmod(key, max(self.size, 1))
-        return self._pairs(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1), rows, from_, n)
+        line = cut.take(rows)
+        if not line.any():
+            return self._pairs(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1), rows,
+                               from_, n)  # fmt: skip
+        seg = rows[line]
+        si, sk = self._segment_pairs(p0[seg], p1[seg], reach[seg], from_[seg], grid)
+        if line.all():
+            return seg.take(si), sk
+        box = rows[~line]
+        bi, bk = self._pairs(np.take(lo, box, axis=1), np.take(hi, box, axis=1), box, from_, n)
+        # The two parts hold different rows: one sort orders them, with no pair twice.
+        m = max(self.size, 1)
+        key = np.sort(np.concatenate([bi, seg.take(si)]) * m + np.concatenate([bk, sk]))
+        return np.divmod(key, m)
 
     def segment_pairs(
         self,
@@ -440,17 +494,97 @@ class StaticIndex:
             p0_, p1_, _check.lengths("reach", reach, n), _check.masks("from_mask", from_mask, n)
         )
 
-    def _segment_pairs(self, p0: Float, p1: Float, reach: Float, from_: Int) -> tuple[Int, Int]:
-        """:meth:`segment_pairs` on rows already checked and broadcast to (n,)."""
+    def _segment_pairs(
+        self, p0: Float, p1: Float, reach: Float, from_: Int, grid: bool = False
+    ) -> tuple[Int, Int]:
+        """:meth:`segment_pairs` on rows already checked and broadcast to (n,); with
+        ``grid``, the rows it can take walk the reach grid (:meth:`_walk_grid`), the rest
+        descend the tree. Both apply the same test to the same boxes: same answers."""
         n = len(p0)
         empty = np.empty(0, dtype=np.int64)
         if self.size == 0 or n == 0:
             return empty, empty.copy()
         origin, inv, grow = _segments(p0, p1, reach)
-        q, k = self._descend(
-            n, from_, lambda q, lo, hi, k: _crosses(origin, inv, grow, q, lo, hi, k)
-        )
-        return np.divmod(np.sort(q * self.size + k), self.size)
+        if not grid:
+            q, k = self._descend(
+                n, from_, lambda q, lo, hi, k: _crosses(origin, inv, grow, q, lo, hi, k)
+            )
+            return np.divmod(np.sort(q * self.size + k), self.size)
+        with np.errstate(over="ignore"):
+            scale = largest_abs(p0, p1)
+        walk = self._walk_grid(grow, scale)
+        rest = np.flatnonzero(~walk)
+        keys = []
+        if len(rest):
+            q, k = self._descend(
+                len(rest), from_.take(rest),
+                lambda q, lo, hi, k: _crosses(origin, inv, grow, rest.take(q), lo, hi, k),
+            )  # fmt: skip
+            keys.append(rest.take(q) * self.size + k)
+        if len(rest) < n:
+            keys.append(self._grid_pairs(p0, p1, origin, inv, grow, from_, np.flatnonzero(walk)))
+        # A segment meets an item in every cell both cross: keep the pair once.
+        key = unique(np.concatenate(keys) if len(keys) > 1 else keys[0])
+        return np.divmod(key, self.size)
+
+    def _walk_grid(self, grow: Float, scale: Float) -> Bool:
+        """(n,) which segments, reaching ``grow`` (n,) with coordinates up to ``scale``
+        (n,), walk the reach grid; made, or remade for a reach past its own, here.
+
+        The grid lists each item in the cells around its box within the grid's reach
+        (:class:`~._reachgrid.ReachGrid`): chosen from the segments first asked, so that
+        a level's bodies (whose reaches rarely change) each meet a cell or two."""
+        if self._diagonal is None:
+            with np.errstate(over="ignore"):  # a mesh past 1e154: its grid is empty anyway
+                self._diagonal = self.item_size
+        size = self._diagonal
+        fits = grow <= _GRID_MOST * size
+        if not fits.any():
+            return fits
+        need = float(grow[fits].max())
+        if self._grid is None or self._grid[0].reach < need:
+            old = 0.0 if self._grid is None else self._grid[0].reach
+            reach = min(max(_GRID_SPARE * need, _GRID_GROWTH * old, _GRID_LEAST * size),
+                        _GRID_MOST * size)  # fmt: skip
+            m = self.size
+            grid = ReachGrid(self._lo[:, :m], self._hi[:, :m], reach, size)
+            big = None
+            if len(grid.big) > _BRUTE_BIG:
+                big = StaticIndex._of_padded(
+                    np.take(self._lo, grid.big, axis=1), np.take(self._hi, grid.big, axis=1),
+                    np.take(self._mask, grid.big),
+                )  # fmt: skip
+            self._grid = (grid, big)
+        return self._grid[0].walkable(scale, grow)
+
+    def _grid_pairs(
+        self, p0: Float, p1: Float, origin: Float, inv: Float, grow: Float, from_: Int, rows: Int
+    ) -> Int:
+        """Keys ``q * size + item`` (unsorted, repeated) of segments ``rows`` (origin, inv,
+        grow as :func:`_segments` made them for all of p0, p1) that pass
+        :func:`_crosses` and the masks, walking the reach grid and asking its tree of
+        big items."""
+        grid, big = self._grid  # type: ignore[misc]
+        q, slot = grid.candidates(p0[rows], p1[rows])
+        q = rows.take(q)
+        if big is None and len(grid.big):
+            # Few big items: every segment against each.
+            q = np.concatenate([q, np.repeat(rows, len(grid.big))])
+            slot = np.concatenate([slot, np.tile(grid.big, len(rows))])
+        hit = _crosses(origin, inv, grow, q, self._lo, self._hi, slot)
+        if (np.bitwise_and.reduce(from_.take(rows)) & self._common_bits) == 0:
+            hit &= (from_.take(q) & self._mask.take(slot)) != 0
+        keep = np.flatnonzero(hit)
+        key = q.take(keep) * self.size + self._ids.take(slot.take(keep))
+        if big is None:
+            return key
+        bq, bk = big._descend(
+            len(rows), from_.take(rows),
+            lambda q, lo, hi, k: _crosses(origin, inv, grow, rows.take(q), lo, hi, k),
+        )  # fmt: skip
+        # The tree of big items holds their slots in this index (its items' ids).
+        slots = grid.big.take(bk)
+        return np.concatenate([key, rows.take(bq) * self.size + self._ids.take(slots)])
 
     def _segment_test(
         self, p0: Float, p1: Float, reach: Float, origin: Float | None = None

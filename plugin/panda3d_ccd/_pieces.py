@@ -280,8 +280,11 @@ class Pieces:
             return i.astype(np.int64), k.astype(np.int64)
         cut = np.zeros(n, bool) if split is None else split
         # A still body can start a contact only with a moving row: the index asks every
-        # body, and moving rows keep their still bodies.
-        i, k = self.index()._sphere_pairs(p0, p1, reach, from_mask, np.ones(n, bool), cut)
+        # body, and moving rows keep their still bodies. Static rows' index is asked pass
+        # after pass: worth its reach grid.
+        i, k = self.index()._sphere_pairs(
+            p0, p1, reach, from_mask, np.ones(n, bool), cut, grid=self.extendable
+        )
         keep = moving[i] | self.moving[k]
         return i[keep], k[keep]
 

@@ -388,7 +388,8 @@ class World:
                 scale = np.maximum(np.abs(p0).max(axis=1), np.abs(p1).max(axis=1))
                 q, k = table.index()._segment_pairs(p0, p1, SEAM_REL * scale, mask)
             else:
-                q, k = table.index()._segment_pairs(p0, p1, r, mask)
+                # A static table's index is asked again and again: worth its reach grid.
+                q, k = table.index()._segment_pairs(p0, p1, r, mask, grid=table.extendable)
         if not sensors:
             keep = ~table.sensor[k]
             q, k = q[keep], k[keep]

@@ -60,14 +60,134 @@ _SCALES = (1e-150, 1e150)
 _FIRST_WINDOW = 4.0
 #: How near a wall (in cells) a ray's position on another axis counts as crossing it at
 #: the same time (far above the rounding of cell positions, which are at most some
-#: thousands; a ray passing this near a corner merely lists a cell more).
+#: thousands; a ray passing this near an edge of the grid merely lists a cell more).
 _TIE = 1e-9
 _GROWTH = 2.0
 #: Building takes the (triangle, cell) pairs of the triangles' boxes this many at a time.
 _BUILD_SLICE = 1 << 16
 
 
-class RayGrid:
+class Cells:
+    """A uniform grid of cells, each listing items, and the walk of segments through it:
+    what :class:`RayGrid` and :class:`~._reachgrid.ReachGrid` share. A subclass sets
+    ``origin`` (3,), ``h`` and ``dims`` (3,) (grid coordinates are (x - origin) / h, the
+    listed cells inside [1, dims - 1]) and files its (cell, item) entries with
+    :meth:`_file`."""
+
+    origin: Float
+    h: float
+    dims: Int
+
+    def _file(self, flat: Int, item: Int) -> None:
+        """List ``item`` (p,) in the cells of flat index ``flat`` (p,)."""
+        order = np.argsort(flat, kind="stable")
+        self._items = item[order]
+        cells = int(np.prod(self.dims))
+        count = np.bincount(flat, minlength=cells)
+        #: Per cell, where its items start in _items (int32: half the memory to fetch
+        #: from, and _items never holds 2**31 entries), and whether it has any (a walk
+        #: meets mostly empty cells: one byte each says so from a far smaller array).
+        self._start = np.zeros(cells + 1, np.int32 if len(item) < 2**31 else np.int64)
+        np.cumsum(count, out=self._start[1:])
+        self._some = count > 0
+
+    def _clip(self, u0: Float, du: Float) -> tuple[Float, Float]:
+        """(k,) the part [near, far] of each ray's [0, 1] inside the mesh's box; near >
+        far where it misses the box."""
+        near = np.zeros(u0.shape[1])
+        far = np.ones(u0.shape[1])
+        for axis in range(3):
+            o, d = u0[axis], du[axis]
+            # An axis the ray does not move along gets a huge finite inverse (never inf:
+            # 0 * inf would be nan), so its slab is all or nothing.
+            inv = 1.0 / np.where(np.abs(d) < 1e-300, 1e-300, d)
+            with np.errstate(over="ignore", invalid="ignore"):
+                t1 = (1.0 - o) * inv
+                t2 = (float(self.dims[axis] - 1) - o) * inv
+            np.maximum(near, np.minimum(t1, t2), out=near)
+            np.minimum(far, np.maximum(t1, t2), out=far)
+        return near, far
+
+    def _walk(
+        self, u0: Float, du: Float, rows: Int, ta: Float, tb: Float, first: bool
+    ) -> tuple[Int, Int]:
+        """(ray, cell) of every cell that lists something among those each ray ``rows``
+        (r,) crosses from ta to tb (r,): the cell at ta (if ``first``: else the last
+        window ended in it), then each cell it enters through a wall of one of the axes."""
+        dims = self.dims
+        stride = (int(dims[1] * dims[2]), int(dims[2]), 1)
+        o = [u0[axis].take(rows) for axis in range(3)]
+        d = [du[axis].take(rows) for axis in range(3)]
+        # Within the box, so positions are >= 1 less a rounding: truncation floors.
+        start = [(o[axis] + ta * d[axis]).astype(np.int64) for axis in range(3)]
+        end = [(o[axis] + tb * d[axis]).astype(np.int64) for axis in range(3)]
+        # Toward the wall ahead on each axis, _TIE cells (see the walls below).
+        tie = [np.where(d[axis] < 0.0, -_TIE, _TIE) for axis in range(3)]
+        ray_parts, cell_parts = [], []
+
+        def keep(ray: Int, flat: Int) -> None:
+            # Most cells a ray crosses are empty: only the others go on.
+            some = np.flatnonzero(self._some.take(flat))
+            ray_parts.append(rows.take(ray.take(some)))
+            cell_parts.append(flat.take(some))
+
+        if first:
+            keep(np.arange(len(rows)), start[0] * stride[0] + start[1] * stride[1] + start[2])
+        for axis in range(3):
+            count = np.abs(end[axis] - start[axis])
+            if not count.any():
+                continue
+            # Per ray: which way it steps, and the time of the n-th wall it crosses,
+            # a + n * b (a wall is the entered cell's low side going up, its high side
+            # down); then per wall.
+            da = d[axis]
+            down = da < 0.0
+            sign = np.where(down, -1, 1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                a = (start[axis] - o[axis] + down) / da
+                b = sign / da
+            ray = np.repeat(np.arange(len(rows)), count)
+            step = _ragged(count) + 1
+            t = a.take(ray) + step * b.take(ray)
+            flat = (start[axis].take(ray) + step * sign.take(ray)) * stride[axis]
+            beyond = []
+            for other in range(3):
+                if other != axis:
+                    at = o[other].take(ray) + t * d[other].take(ray)
+                    cell = at.astype(np.int64)
+                    flat += cell * stride[other]
+                    # A wall of this axis crossed at (nearly) the same time, through an
+                    # edge of the grid: rounding may put both crossings just short of the
+                    # other's wall, and the walk would list the two side cells, never the
+                    # diagonal one the ray runs on into. So where the position is within
+                    # _TIE of the wall ahead, the cell beyond it is listed too.
+                    ahead = (at + tie[other].take(ray)).astype(np.int64) - cell
+                    beyond.append(ahead * stride[other])
+            keep(ray, flat)
+            one, two = beyond
+            near = np.flatnonzero(one | two)
+            if len(near):
+                ray, flat, one, two = ray[near], flat[near], one[near], two[near]
+                keep(ray, flat + one + two)
+                both = np.flatnonzero((one != 0) & (two != 0))  # the side cells as well
+                if len(both):
+                    keep(ray[both], flat[both] + one[both])
+                    keep(ray[both], flat[both] + two[both])
+        if not ray_parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(ray_parts), np.concatenate(cell_parts)
+
+    def _listed(self, ray: Int, cell: Int) -> tuple[Int, Int]:
+        """(ray, item) of every item listed in each cell (rays as given)."""
+        start = self._start.take(cell)
+        count = self._start.take(cell + 1) - start
+        ends = np.cumsum(count)
+        total = int(ends[-1]) if len(ends) else 0
+        slot = np.arange(total) + np.repeat(start - (ends - count), count)
+        return np.repeat(ray, count), self._items.take(slot)
+
+
+class RayGrid(Cells):
     """The cells of a uniform grid that each triangle of a static mesh can be hit in.
 
     Parameters
@@ -167,16 +287,7 @@ class RayGrid:
             kept.append(items[row[touch]])
         flat = np.concatenate(flats) if flats else np.zeros(0, np.int64)
         item = np.concatenate(kept) if kept else np.zeros(0, np.int64)
-        order = np.argsort(flat, kind="stable")
-        self._items = item[order]
-        cells = int(np.prod(dims))
-        count = np.bincount(flat, minlength=cells)
-        #: Per cell, where its triangles start in _items (int32: half the memory to fetch
-        #: from, and _items never holds 2**31 entries), and whether it has any (a walk
-        #: meets mostly empty cells: one byte each says so from a far smaller array).
-        self._start = np.zeros(cells + 1, np.int32 if len(item) < 2**31 else np.int64)
-        np.cumsum(count, out=self._start[1:])
-        self._some = count > 0
+        self._file(flat, item)
 
     @property
     def pairs(self) -> int:
@@ -246,101 +357,6 @@ class RayGrid:
             window *= _GROWTH
         found = best_key != _NO_KEY
         return best_t, np.where(found, best_key % self.size, -1)
-
-    def _clip(self, u0: Float, du: Float) -> tuple[Float, Float]:
-        """(k,) the part [near, far] of each ray's [0, 1] inside the mesh's box; near >
-        far where it misses the box."""
-        near = np.zeros(u0.shape[1])
-        far = np.ones(u0.shape[1])
-        for axis in range(3):
-            o, d = u0[axis], du[axis]
-            # An axis the ray does not move along gets a huge finite inverse (never inf:
-            # 0 * inf would be nan), so its slab is all or nothing.
-            inv = 1.0 / np.where(np.abs(d) < 1e-300, 1e-300, d)
-            with np.errstate(over="ignore", invalid="ignore"):
-                t1 = (1.0 - o) * inv
-                t2 = (float(self.dims[axis] - 1) - o) * inv
-            np.maximum(near, np.minimum(t1, t2), out=near)
-            np.minimum(far, np.maximum(t1, t2), out=far)
-        return near, far
-
-    def _walk(
-        self, u0: Float, du: Float, rows: Int, ta: Float, tb: Float, first: bool
-    ) -> tuple[Int, Int]:
-        """(ray, cell) of every cell that lists something among those each ray ``rows``
-        (r,) crosses from ta to tb (r,): the cell at ta (if ``first``: else the last
-        window ended in it), then each cell it enters through a wall of one of the axes."""
-        dims = self.dims
-        stride = (int(dims[1] * dims[2]), int(dims[2]), 1)
-        o = [u0[axis].take(rows) for axis in range(3)]
-        d = [du[axis].take(rows) for axis in range(3)]
-        # Within the box, so positions are >= 1 less a rounding: truncation floors.
-        start = [(o[axis] + ta * d[axis]).astype(np.int64) for axis in range(3)]
-        end = [(o[axis] + tb * d[axis]).astype(np.int64) for axis in range(3)]
-        # Toward the wall ahead on each axis, _TIE cells (see the walls below).
-        tie = [np.where(d[axis] < 0.0, -_TIE, _TIE) for axis in range(3)]
-        ray_parts, cell_parts = [], []
-
-        def keep(ray: Int, flat: Int) -> None:
-            # Most cells a ray crosses are empty: only the others go on.
-            some = np.flatnonzero(self._some.take(flat))
-            ray_parts.append(rows.take(ray.take(some)))
-            cell_parts.append(flat.take(some))
-
-        if first:
-            keep(np.arange(len(rows)), start[0] * stride[0] + start[1] * stride[1] + start[2])
-        for axis in range(3):
-            count = np.abs(end[axis] - start[axis])
-            if not count.any():
-                continue
-            # Per ray: which way it steps, and the time of the n-th wall it crosses,
-            # a + n * b (a wall is the entered cell's low side going up, its high side
-            # down); then per wall.
-            da = d[axis]
-            down = da < 0.0
-            sign = np.where(down, -1, 1)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                a = (start[axis] - o[axis] + down) / da
-                b = sign / da
-            ray = np.repeat(np.arange(len(rows)), count)
-            step = _ragged(count) + 1
-            t = a.take(ray) + step * b.take(ray)
-            flat = (start[axis].take(ray) + step * sign.take(ray)) * stride[axis]
-            beyond = []
-            for other in range(3):
-                if other != axis:
-                    at = o[other].take(ray) + t * d[other].take(ray)
-                    cell = at.astype(np.int64)
-                    flat += cell * stride[other]
-                    # A wall of this axis crossed at (nearly) the same time, through an
-                    # edge of the grid: rounding may put both crossings just short of the
-                    # other's wall, and the walk would list the two side cells, never the
-                    # diagonal one the ray runs on into. So where the position is within
-                    # _TIE of the wall ahead, the cell beyond it is listed too.
-                    ahead = (at + tie[other].take(ray)).astype(np.int64) - cell
-                    beyond.append(ahead * stride[other])
-            keep(ray, flat)
-            one, two = beyond
-            near = np.flatnonzero(one | two)
-            if len(near):
-                ray, flat, one, two = ray[near], flat[near], one[near], two[near]
-                keep(ray, flat + one + two)
-                both = np.flatnonzero((one != 0) & (two != 0))  # the side cells as well
-                if len(both):
-                    keep(ray[both], flat[both] + one[both])
-                    keep(ray[both], flat[both] + two[both])
-        if not ray_parts:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(ray_parts), np.concatenate(cell_parts)
-
-    def _listed(self, ray: Int, cell: Int) -> tuple[Int, Int]:
-        """(ray, triangle) of every triangle listed in each cell (rays as given)."""
-        start = self._start.take(cell)
-        count = self._start.take(cell + 1) - start
-        ends = np.cumsum(count)
-        total = int(ends[-1]) if len(ends) else 0
-        slot = np.arange(total) + np.repeat(start - (ends - count), count)
-        return np.repeat(ray, count), self._items.take(slot)
 
 
 def _grown(a: Float, b: Float, c: Float, slop: Float) -> tuple[list[Float], Float, Bool]:
