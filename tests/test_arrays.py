@@ -44,3 +44,11 @@ def test_largest_abs_is_the_largest_magnitude_across_every_array(rows):
     other = rows[::-1].copy()
     expected = np.max(np.abs(np.concatenate([rows, other], axis=1)), axis=1)
     assert np.array_equal(_arrays.largest_abs(rows, other), expected, equal_nan=True)
+
+
+def test_isin_sorted_matches_numpys_isin():
+    rng = np.random.default_rng(6)
+    for size, known in ((0, 5), (5, 0), (1, 1), (1000, 300), (300, 1000)):
+        values = rng.integers(-50, 50, size)
+        ordered = np.unique(rng.integers(-40, 40, known))
+        assert np.array_equal(_arrays.isin_sorted(values, ordered), np.isin(values, ordered))

@@ -19,6 +19,16 @@ def unique(values: NDArray) -> NDArray:
     return ordered[keep]
 
 
+def isin_sorted(values: NDArray, ordered: NDArray) -> NDArray:
+    """(k,) whether each of ``values`` is in ``ordered`` (sorted, unique): ``np.isin``,
+    by a binary search. ``np.isin`` makes both sides unique first, by the hash path of
+    ``np.unique`` (see :func:`unique`): 3.7 ms a pass at 1,000 sliding movers on a level."""
+    if len(ordered) == 0:
+        return np.zeros(len(values), bool)
+    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    return ordered.take(at) == values
+
+
 # Reductions across the three columns of (k, 3) arrays, spelled out by column: numpy's
 # axis=1 reductions over a length-3 axis cost 6 to 20 times more at k = 10,000 (a norm
 # 352 us against 48 us, a max 462 us against 16 us), with the same results bit for bit.

@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _one_round
+from ._arrays import isin_sorted as _isin_sorted
 from ._arrays import length as _length
 from ._arrays import row_all as _row_all
 from ._arrays import row_any as _row_any
@@ -532,7 +533,7 @@ class _ObstaclePairs:
             apart = self._group[qi] != table.group[qk]
             qi, qk = qi[apart], qk[apart]
         key = qi * len(table.mask) + qk
-        new = ~np.isin(key, self._known)
+        new = ~_isin_sorted(key, self._known)
         if not new.any():
             return none
         qi, qk = qi[new], qk[new]
