@@ -78,6 +78,27 @@ class Cells:
     h: float
     dims: Int
 
+    def _shape(self, box_lo: Float, box_hi: Float, h: float, items: int) -> None:
+        """Cells of edge ``h`` (larger, while there would be more than ``_CELLS_PER_ITEM``
+        a listed item, at least ``_MIN_CELLS``) over the box box_lo..box_hi (3,), with
+        one empty cell beyond it on each side (a position rounded just outside the box
+        stays in the array): that box spans [1, dims - 1] of grid coordinates."""
+        span = np.maximum(box_hi - box_lo, 0.0)
+        budget = max(_CELLS_PER_ITEM * items, _MIN_CELLS)
+        # The count falls about as h cubed.
+        while np.prod(np.ceil(span / h) + 2.0) > budget:
+            h *= 1.25
+        self.dims = (np.ceil(span / h).astype(np.int64) + 2).clip(3, None)
+        self.h = h
+        self.origin = box_lo - h
+
+    def _ranges(self, lo: Float, hi: Float) -> tuple[Int, Int]:
+        """(k, 3) the first and last cells, per axis, of boxes lo, hi (k, 3)."""
+        top = self.dims - 2
+        i0 = np.clip(((lo - self.origin) / self.h).astype(np.int64), 1, top)
+        i1 = np.clip(((hi - self.origin) / self.h).astype(np.int64), 1, top)
+        return i0, i1
+
     def _file(self, flat: Int, item: Int) -> None:
         """List ``item`` (p,) in the cells of flat index ``flat`` (p,)."""
         order = np.argsort(flat, kind="stable")
@@ -236,18 +257,7 @@ class RayGrid(Cells):
             box_lo = box_hi = np.zeros(3)
         diag = np.sqrt(((hi - lo) ** 2).sum(axis=1))
         size = float(np.median(diag[items])) if len(items) else 1.0
-        span = np.maximum(box_hi - box_lo, 0.0)
-        h = max(_CELL * size, 1e-300)
-        budget = max(_CELLS_PER_ITEM * len(items), _MIN_CELLS)
-        # Larger cells while there are too many: the count falls about as h cubed.
-        while np.prod(np.ceil(span / h) + 2.0) > budget:
-            h *= 1.25
-        #: Cells per axis, one empty cell beyond the mesh's box on each side (a position
-        #: rounded just outside it stays in the array).
-        self.dims = (np.ceil(span / h).astype(np.int64) + 2).clip(3, None)
-        self.h = h
-        #: Grid coordinates are (x - origin) / h: the mesh's box spans [1, dims - 1].
-        self.origin = box_lo - h
+        self._shape(box_lo, box_hi, max(_CELL * size, 1e-300), len(items))
         self._build(items, lo_, hi_, [v[items] for v in corners], wide[items], pad)
 
     def _build(
@@ -257,9 +267,7 @@ class RayGrid(Cells):
         box overlaps that its grown triangle touches (cells grown by ``pad``); those
         ``wide`` in every cell of their box."""
         h, dims = self.h, self.dims
-        top = dims - 2
-        i0 = np.clip(((lo - self.origin) / h).astype(np.int64), 1, top)
-        i1 = np.clip(((hi - self.origin) / h).astype(np.int64), 1, top)
+        i0, i1 = self._ranges(lo, hi)
         span = i1 - i0 + 1
         count = span[:, 0] * span[:, 1] * span[:, 2]
         half = np.full(3, 0.5 * h + pad)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ._raygrid import Cells, _ragged
+from ._raygrid import _SCALES, Cells, _ragged
 from ._tolerance import DIST_REL_EPS
 
 __all__ = ["ReachGrid"]
@@ -42,10 +42,6 @@ Bool = NDArray[np.bool_]
 #: answered in 1.13, 1.02, 1.15 and 1.19 ms a call; 1.0 took 0.66 s to build.
 _CELL = 0.7
 _CELL_REACHES = 2.0
-#: At most this many cells per item (and at least _MIN_CELLS): a mesh spread thin over a
-#: huge box gets larger cells rather than a huge empty array.
-_CELLS_PER_ITEM = 16
-_MIN_CELLS = 4096
 #: An item listed in more cells than this goes to the tree of big items instead; so do the
 #: largest while the listing holds more than _ENTRIES_PER_ITEM entries per item.
 _MOST_CELLS = 1 << 14
@@ -53,8 +49,6 @@ _ENTRIES_PER_ITEM = 32
 #: Segments reaching beyond this many times the items' scale are not walked (the caller
 #: asks the tree): their cell positions would round by more than the cells' pad.
 _FAR = 1.0e4
-#: Items' scales outside this range get an empty grid and every segment goes to the tree.
-_SCALES = (1e-150, 1e150)
 
 
 class ReachGrid(Cells):
@@ -89,22 +83,10 @@ class ReachGrid(Cells):
         grown_lo, grown_hi = lo - (reach + pad), hi + (reach + pad)
         box_lo = grown_lo.min(axis=1, initial=np.inf) if m else np.zeros(3)
         box_hi = grown_hi.max(axis=1, initial=-np.inf) if m else np.zeros(3)
-        span = np.maximum(box_hi - box_lo, 0.0)
-        h = max(_CELL * size, _CELL_REACHES * reach, 1e-300)
-        budget = max(_CELLS_PER_ITEM * m, _MIN_CELLS)
-        # Larger cells while there are too many: the count falls about as h cubed.
-        while np.prod(np.ceil(span / h) + 2.0) > budget:
-            h *= 1.25
-        #: Cells per axis, one empty cell beyond the items' grown box on each side.
-        self.dims = (np.ceil(span / h).astype(np.int64) + 2).clip(3, None)
-        self.h = h
-        #: Grid coordinates are (x - origin) / h: the grown boxes span [1, dims - 1].
-        self.origin = box_lo - h
-        top = self.dims - 2
-        i0 = np.clip(((grown_lo.T - self.origin) / h).astype(np.int64), 1, top)
-        i1 = np.clip(((grown_hi.T - self.origin) / h).astype(np.int64), 1, top)
-        span_ = i1 - i0 + 1
-        count = span_[:, 0] * span_[:, 1] * span_[:, 2]
+        self._shape(box_lo, box_hi, max(_CELL * size, _CELL_REACHES * reach, 1e-300), m)
+        i0, i1 = self._ranges(grown_lo.T, grown_hi.T)
+        span = i1 - i0 + 1
+        count = span[:, 0] * span[:, 1] * span[:, 2]
         # The most cells first out, while the rest would hold too many entries.
         order = np.argsort(count, kind="stable")
         fits = np.cumsum(count[order]) <= _ENTRIES_PER_ITEM * max(m, 1)
@@ -120,7 +102,7 @@ class ReachGrid(Cells):
         flat = (i0[items] * stride).sum(axis=1)
         row = items
         for axis in range(3):
-            n = span_.take(row, axis=0)[:, axis] if axis else span_[items, 0]
+            n = span[:, axis].take(row)
             flat = np.repeat(flat, n) + _ragged(n) * stride[axis]
             row = np.repeat(row, n)
         self._file(flat, row)
