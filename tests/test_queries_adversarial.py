@@ -261,17 +261,23 @@ def test_sweeps_through_a_one_sided_panel_from_behind_never_hit_it(base, ccd):
         np.testing.assert_allclose(res.t, expected, rtol=0, atol=1e-12)
 
 
-def test_spheres_against_the_closed_form_in_a_batch_and_singly(base, ccd):
-    render = base.render
-    rng = np.random.default_rng(11)
-    centers = rng.uniform(-20, 20, (30, 3))
-    radii = rng.uniform(0.5, 2.5, 30)
+def kinematic_spheres(render, ccd, rng, count=30):
+    """``count`` kinematic spheres s0, s1... at random, after one pass: their centres (as
+    Panda3D keeps them, in float32) and radii."""
+    centers = rng.uniform(-20, 20, (count, 3))
+    radii = rng.uniform(0.5, 2.5, count)
     for i, (c, r) in enumerate(zip(centers, radii, strict=True)):
         p = render.attachNewNode(f"s{i}")
         p.setPos(*c)
-        centers[i] = p.getPos()  # as Panda3D keeps it, in float32
+        centers[i] = p.getPos()
         ccd.add_sphere(p, float(r), response="kinematic")
     ccd.step()
+    return centers, radii
+
+
+def test_spheres_against_the_closed_form_in_a_batch_and_singly(base, ccd):
+    rng = np.random.default_rng(11)
+    centers, radii = kinematic_spheres(base.render, ccd, rng)
     k = 600
     a = rng.uniform(-25, 25, (k, 3))
     b = centers[rng.integers(0, 30, k)] * 2 - a  # through a centre, often
@@ -300,15 +306,8 @@ def test_a_long_batch_gives_the_single_forms_hits_with_t_to_rounding(base, ccd):
     """Past 256 casts a batch casts each along its length in pieces: the same hit as the
     single form, its t to the last bits (0.48475775454443976 against 0.48475775454444
     was seen)."""
-    render = base.render
     rng = np.random.default_rng(11)
-    centers = rng.uniform(-20, 20, (30, 3))
-    radii = rng.uniform(0.5, 2.5, 30)
-    for i, (c, r) in enumerate(zip(centers, radii, strict=True)):
-        p = render.attachNewNode(f"s{i}")
-        p.setPos(*c)
-        ccd.add_sphere(p, float(r), response="kinematic")
-    ccd.step()
+    centers, _radii = kinematic_spheres(base.render, ccd, rng)
     a = rng.uniform(-25, 25, (600, 3))
     b = centers[rng.integers(0, 30, 600)] * 2 - a
     res = ccd.ray_test_batch(a, b)
