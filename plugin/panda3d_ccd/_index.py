@@ -42,6 +42,7 @@ ValueError: hi must be >= lo, got lo [0.0, 0.0, 0.0] and hi [1.0, -1.0, 1.0] at 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -146,20 +147,22 @@ def _crosses(origin: Float, inv: Float, grow: Float, q: Int, lo: Float, hi: Floa
     inverse is inv (3, n), s in [0, 1]) cross boxes ``k[j]`` of lo, hi (3, .) grown by
     ``grow[q[j]]``: the slab test."""
     g = np.take(grow, q)
-    near = far = g  # placeholders: set on the first axis
+
     # An axis at a time, on rows gathered from contiguous rows: a third fewer element
     # passes than gathering (3, p) blocks and reducing them (max, min are exact either way).
+    def slab(axis: int) -> tuple[Float, Float]:
+        o = np.take(origin[axis], q)
+        iv = np.take(inv[axis], q)
+        t1 = (np.take(lo[axis], k) - g - o) * iv
+        t2 = (np.take(hi[axis], k) + g - o) * iv
+        return np.minimum(t1, t2), np.maximum(t1, t2)
+
     with np.errstate(over="ignore", invalid="ignore"):
-        for axis in range(3):
-            o = np.take(origin[axis], q)
-            iv = np.take(inv[axis], q)
-            t1 = (np.take(lo[axis], k) - g - o) * iv
-            t2 = (np.take(hi[axis], k) + g - o) * iv
-            if axis == 0:
-                near, far = np.minimum(t1, t2), np.maximum(t1, t2)
-            else:
-                near = np.maximum(near, np.minimum(t1, t2))
-                far = np.minimum(far, np.maximum(t1, t2))
+        near, far = slab(0)
+        for axis in (1, 2):
+            enter, leave = slab(axis)
+            near = np.maximum(near, enter)
+            far = np.minimum(far, leave)
     # Empty slots (nan boxes) give nan times: never a hit.
     return (near <= far) & (near <= 1.0) & (far >= 0.0)
 
@@ -254,13 +257,14 @@ class StaticIndex:
         """The number of items indexed."""
         return self.size
 
-    @property
+    @cached_property
     def item_size(self) -> float:
         """The median diagonal of the items' boxes (0 with no items)."""
         if self.size == 0:
             return 0.0
         lo, hi = self._lo[:, : self.size], self._hi[:, : self.size]
-        return float(np.median(np.sqrt(((hi - lo) ** 2).sum(axis=0))))
+        with np.errstate(over="ignore"):  # a mesh past 1e154 (its reach grid is empty)
+            return float(np.median(np.sqrt(((hi - lo) ** 2).sum(axis=0))))
 
     @classmethod
     def of_triangles(
@@ -295,7 +299,6 @@ class StaticIndex:
         self._segment_columns: tuple[list[Float], Float] | None = None
         self._item_boxes: tuple[Float, Float] | None = None
         self._grid: tuple[ReachGrid, StaticIndex | None] | None = None
-        self._diagonal: float | None = None
         m = self.size
         order = np.argsort(_morton(lo, hi), kind="stable") if m else np.zeros(0, np.int64)
         leaves = max(1, -(-m // _LEAF))
@@ -534,10 +537,7 @@ class StaticIndex:
         The grid lists each item in the cells around its box within the grid's reach
         (:class:`~._reachgrid.ReachGrid`): chosen from the segments first asked, so that
         a level's bodies (whose reaches rarely change) each meet a cell or two."""
-        if self._diagonal is None:
-            with np.errstate(over="ignore"):  # a mesh past 1e154: its grid is empty anyway
-                self._diagonal = self.item_size
-        size = self._diagonal
+        size = self.item_size
         fits = grow <= _GRID_MOST * size
         if not fits.any():
             return fits
