@@ -17,6 +17,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.kernels import measure_call_cost  # noqa: E402
 
+from panda3d_ccd import _pieces  # noqa: E402
 from panda3d_ccd.sweep import _features as F  # noqa: E402
 
 
@@ -76,3 +77,34 @@ def test_a_small_call_of_each_level_kernel_stays_within_its_numpy_budget():
     assert {name: c["numpy_ops"] <= budget[name] for name, c in cost.items()} == {
         name: True for name in budget
     }, cost
+
+
+def test_a_piece_table_sweeps_many_rows_as_it_sweeps_few(monkeypatch):
+    """Past _BOTH_AT_ONCE rows a piece table sweeps the slop-shrunk radius only for the
+    rows that hit at full radius; below it, every row at both radii in one call. The two
+    must agree on every row: balls sinking into a floor by less than the slop (no
+    contact), by more (a contact), and passing by."""
+    rng = np.random.default_rng(3)
+    m, n = 200, 3000
+    corner = np.column_stack([rng.uniform(0, 50, (m, 2)), np.zeros(m)])
+    a, b, c = corner, corner + [2.0, 0, 0], corner + [0, 2.0, 0]
+    table = _pieces.Pieces(_pieces.TRIANGLE, (a, b, c, np.zeros(m, bool)),
+                           np.full(m, 0xFFFFFFFF, np.int64))  # fmt: skip
+    k = rng.integers(0, m, n)
+    start = corner[k] + [0.5, 0.5, 0.5]
+    sink = rng.choice([0.0, 1e-9, 1e-7, 0.2, -0.3], n)  # 1e-7: within the slop (5e-5)
+    start[:, 2] -= rng.choice([0.0, 1e-8], n)
+    end = start + np.column_stack([rng.normal(0, 0.3, (n, 2)), -sink])
+    r = np.full(n, 0.5)
+
+    def sweep(at_once):
+        monkeypatch.setattr(_pieces, "_BOTH_AT_ONCE", at_once)
+        return table._sweep(start, end, r, np.zeros(n), k, np.full((n, 8), np.nan))
+
+    t_one, extra_one = sweep(10**9)
+    t_two, extra_two = sweep(0)
+    assert t_one.tobytes() == t_two.tobytes()
+    np.testing.assert_array_equal(extra_one, extra_two)
+    hit_full = np.isfinite(table.spec.sweep(start, end, r, a[k], b[k], c[k]).t)
+    assert (hit_full & ~np.isfinite(t_one)).sum() > 100  # shallow: the shrunk sweep decided
+    assert np.isfinite(t_one).sum() > 100

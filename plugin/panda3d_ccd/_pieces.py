@@ -360,8 +360,9 @@ class Pieces:
             deep = self.spec.sweep(
                 c0[hit], c1[hit], shrunk[hit], *(g.take(hit, axis=0) for g in geometry)
             )
+            deep_hit = hit[np.isfinite(deep.t)]
             t = np.full(p, np.inf)
-            t[hit[np.isfinite(deep.t)]] = found.t[hit[np.isfinite(deep.t)]]
+            t[deep_hit] = found.t[deep_hit]
         ok = np.isfinite(t)
         extra[ok, 0:3] = found.point[ok]
         extra[ok, 3:6] = found.normal[ok]
