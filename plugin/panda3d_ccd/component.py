@@ -1158,10 +1158,14 @@ class ContinuousCollision:
         """Drop removed nodes; find the nodes out of the scene (detached, pooled, not yet
         attached): inactive, their open pairs closed. A node back in the scene resumes
         where it is, as if teleported."""
-        self._drop_removed(list(self._dynamic))
         top = self._render.getTop()
         by_node = self._by_node
-        inactive = {nodepath for nodepath in self._dynamic if nodepath.getTop() != top}
+        # One look at each node: removeNode() detaches a node as it empties the game's
+        # NodePath, so a removed node is out of the scene too (the plugin's copy of its
+        # NodePath sees a top of its own), and only those out are looked at again.
+        outside = [nodepath for nodepath in self._dynamic if nodepath.getTop() != top]
+        self._drop_removed(outside)
+        inactive = {nodepath for nodepath in outside if nodepath in self._dynamic}
         left, back = inactive - self._inactive, self._inactive - inactive
         self._inactive = inactive
         for nodepath in back & by_node.keys():
