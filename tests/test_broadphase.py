@@ -765,6 +765,25 @@ def test_split_pieces_cover_the_whole_sweep_end_to_end():
     assert as_list((i, j)) == [(0, k) for k in range(1, len(x) + 1)]
 
 
+def test_split_of_sweeps_too_short_to_cut_is_the_whole_boxes_answer(monkeypatch):
+    # A game's usual frame: no sweep is longer than a piece, so nothing is cut and the
+    # whole boxes are paired directly, with the same pairs as without split.
+    rng = np.random.default_rng(5)
+    n = 600
+    p0 = rng.uniform(0, 4 * n ** (1 / 3), (n, 3))
+    p1 = p0 + rng.normal(0, 0.3, (n, 3))
+    radius = rng.uniform(0.3, 0.6, n)
+    cut_into = []
+    pieces = broadphase._pieces
+    monkeypatch.setattr(
+        broadphase, "_pieces", lambda *a: cut_into.append(pieces(*a)) or cut_into[-1]
+    )
+    got = as_list(sphere_pairs(p0, p1, radius, split=True))
+    assert cut_into == [None]  # asked, and nothing was long enough to cut
+    assert len(got) > 50
+    assert got == as_list(sphere_pairs(p0, p1, radius))
+
+
 def test_split_must_be_boolean():
     with pytest.raises(ValueError, match="split must be a boolean array, got dtype int64"):
         sphere_pairs(np.zeros((2, 3)), np.ones((2, 3)), 0.5, split=np.array([1, 0]))

@@ -158,11 +158,13 @@ def _swept_boxes(p0: Float, p1: Float, reach: Float) -> tuple[Float, Float]:
     return lo, hi
 
 
-def _pieces(p0: Float, p1: Float, reach: Float, rows: Int, moving: Bool, cut: Bool) -> _Boxes:
+def _pieces(
+    p0: Float, p1: Float, reach: Float, rows: Int, moving: Bool, cut: Bool
+) -> _Boxes | None:
     """The boxes of the pieces of the sweeps of ``rows`` (one piece where not ``cut``),
-    each piece carrying its sphere's index as its id. Consecutive pieces share an endpoint
-    computed by one formula, so the pieces cover the whole segment exactly, and each box
-    gets the usual rounding pad."""
+    each piece carrying its sphere's index as its id; None where every sweep is one piece.
+    Consecutive pieces share an endpoint computed by one formula, so the pieces cover the
+    whole segment exactly, and each box gets the usual rounding pad."""
     a, b, r = p0[rows], p1[rows], reach[rows]
     length = _length(b - a)
     edge = _PIECE_REACHES * np.maximum(r, np.median(r))
@@ -170,6 +172,8 @@ def _pieces(p0: Float, p1: Float, reach: Float, rows: Int, moving: Bool, cut: Bo
         count = np.ceil(np.where(edge > 0, length / edge, _MAX_PIECES))
     count = np.clip(np.nan_to_num(count, nan=1.0), 1, _MAX_PIECES).astype(np.int64)
     count[~cut[rows]] = 1
+    if not (count > 1).any():
+        return None  # no sweep long enough to cut (most frames of a game)
     owner = np.repeat(np.arange(len(rows)), count)
     k = np.arange(len(owner)) - np.repeat(np.cumsum(count) - count, count)
     whole = count[owner]
@@ -256,9 +260,10 @@ def _sphere_pairs(
         return _empty_pairs()
     found: list[Int] = [np.empty(0, dtype=np.int64)]
     # Cutting pays only where the grid does: few boxes are all tested pairwise anyway.
+    boxes = None
     if len(rows) > _PIECE_ROWS and np.any(cut[rows]):
         boxes = _pieces(p0, p1, reach, rows, moves, cut)
-    else:
+    if boxes is None:
         boxes = _Boxes(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1), rows, moves[rows])
     _box_pairs(boxes, n, found)
     key = np.concatenate(found)
