@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from panda3d_ccd import _one_round
+from panda3d_ccd import _one_round, _solver
 from panda3d_ccd._obstacles import Planes
-from panda3d_ccd._one_round import Backoff, one_round
-from panda3d_ccd._solver import KINEMATIC, REWIND, SENSOR, SLIDE, solve
+from panda3d_ccd._one_round import Backoff, Declined, one_round
+from panda3d_ccd._solver import KINEMATIC, REWIND, SENSOR, SLIDE, PassResult, solve
 
 WALLS = np.array(
     [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)], dtype=np.float64
@@ -84,7 +84,7 @@ def test_where_it_takes_a_frame_it_gives_the_general_solvers_answer(n, side, sen
     for _ in range(60):
         frame = random_frame(rng, n, side=side, sensors=sensors, masks=masks)
         one = quick(frame)
-        if one is None:
+        if not isinstance(one, PassResult):
             declined += 1
             continue
         taken += 1
@@ -102,7 +102,8 @@ def test_it_declines_what_it_does_not_handle():
     frame = random_frame(rng, 10, side=8.0, sensors=0.0, masks=False)
     p0, p1, radius, response, from_mask, into_mask, off, plane_mask = frame
     planes = Planes(WALLS, off, off, plane_mask)
-    assert one_round(p0, p1, radius, response, from_mask, into_mask, planes, None, None) is not None
+    taken = one_round(p0, p1, radius, response, from_mask, into_mask, planes, None, None)
+    assert isinstance(taken, PassResult)
     for kind in (SLIDE, KINEMATIC):
         other = response.copy()
         other[4] = kind
@@ -112,7 +113,7 @@ def test_it_declines_what_it_does_not_handle():
     # One sphere a node, in any order: taken.
     shuffled = np.random.default_rng(5).permutation(10)
     taken = one_round(p0, p1, radius, response, from_mask, into_mask, planes, shuffled, None)
-    assert taken is not None
+    assert isinstance(taken, PassResult)
     group = np.arange(10)
     group[3] = 4  # two spheres of one node
     assert one_round(p0, p1, radius, response, from_mask, into_mask, planes, group, None) is None
@@ -133,7 +134,11 @@ def test_a_stop_that_changes_another_pair_is_left_to_the_general_solver():
     normal = np.array([[-1.0, 0, 0]])
     off = np.array([1.0])  # the wall x = 1, facing -x
     planes = Planes(normal, off, off, np.array([1]))
-    assert one_round(p0, p1, radius, response, mask, mask, planes, None, None) is None
+    declined = one_round(p0, p1, radius, response, mask, mask, planes, None, None)
+    # Declined after its broad phase: the pairs it found go to the general solver.
+    assert isinstance(declined, Declined)
+    assert [p.tolist() for p in declined.pairs] == [[0], [1]]
+    assert [p.tolist() for p in declined.plane_pairs] == [[0, 1], [0, 0]]
     result = solve(
         p0, p1, radius, response, mask, mask,
         plane_normal=normal, plane_offset0=off, plane_offset1=off, plane_mask=np.array([1]),
@@ -144,24 +149,36 @@ def test_a_stop_that_changes_another_pair_is_left_to_the_general_solver():
 
 
 def test_solve_uses_it_and_the_general_solver_alike(monkeypatch):
-    """solve() returns the one-round answer where it applies, the general one elsewhere."""
+    """solve() returns the one-round answer where it applies, the general one elsewhere;
+    where one round declines after its broad phase, that broad phase is the only one."""
     calls = []
     real = _one_round.one_round
 
     def spy(*args):
         result = real(*args)
-        calls.append(result is not None)
+        calls.append(isinstance(result, PassResult))
         return result
 
     monkeypatch.setattr(_one_round, "one_round", spy)
+    searched = []
+    pairs = _solver._sphere_pairs
+
+    def count(*args):
+        searched.append(1)
+        return pairs(*args)
+
+    monkeypatch.setattr(_solver, "_sphere_pairs", count)
+    monkeypatch.setattr(_one_round, "_sphere_pairs", count)
     rng = np.random.default_rng(11)
     for _ in range(40):
         frame = random_frame(rng, 100, side=18.6, sensors=0.1, masks=False)
         p0, p1, radius, response, from_mask, into_mask, off, plane_mask = frame
+        searched.clear()
         result = solve(
             p0, p1, radius, response, from_mask, into_mask,
             plane_normal=WALLS, plane_offset0=off, plane_offset1=off, plane_mask=plane_mask,
         )  # fmt: skip
+        assert len(searched) == 1
         ref = general(frame)
         assert result.one_round == calls[-1]
         if result.one_round:

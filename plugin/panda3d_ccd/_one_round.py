@@ -18,12 +18,14 @@ that answer is one round:
   rewound body stays on its straight path; until the first of a pair stops, their paths
   are the ones whose time of impact is known.)
 
-Otherwise it returns None, having changed nothing, and the general solver runs.
+Otherwise it declines, having changed nothing, and the general solver runs: with the
+broad phase's pairs where it got that far (:class:`Declined`), which are the general
+solver's own for such a frame, so that a declined frame does not pay for them twice.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,6 +41,14 @@ Int = NDArray[np.int64]
 Bool = NDArray[np.bool_]
 
 
+class Declined(NamedTuple):
+    """A frame :func:`one_round` declined after its broad phase: the (i, j) sphere pairs and
+    the (sphere, plane) pairs it found, before any group filter."""
+
+    pairs: tuple[Int, Int]
+    plane_pairs: tuple[Int, Int]
+
+
 def one_round(
     p0: Float,
     p1: Float,
@@ -50,10 +60,10 @@ def one_round(
     group: Int | None,
     plane_group: Int | None,
 ) -> Any:
-    """The :class:`~panda3d_ccd._solver.PassResult` of a frame of isolated contacts, or
-    None where the frame needs the general solver (see the module). ``planes``: a
-    :class:`~panda3d_ccd._obstacles.Planes` or None; the caller has checked that there is
-    nothing else (no other table, no growth, no statics)."""
+    """The :class:`~panda3d_ccd._solver.PassResult` of a frame of isolated contacts; where
+    the frame needs the general solver (see the module), :class:`Declined` or None.
+    ``planes``: a :class:`~panda3d_ccd._obstacles.Planes` or None; the caller has checked
+    that there is nothing else (no other table, no growth, no statics)."""
     sensor = response == _solver.SENSOR
     if not np.all(sensor | (response == _solver.REWIND)):
         return None
@@ -68,7 +78,7 @@ def one_round(
     n = len(p0)
     everyone = np.ones(n, bool)
     moving = _row_any(p0 != p1)
-    ci, cj = _sphere_pairs(p0, p1, radius, from_mask, into_mask, everyone, everyone)
+    pairs = ci, cj = _sphere_pairs(p0, p1, radius, from_mask, into_mask, everyone, everyone)
     if group is not None:
         apart = group[ci] != group[cj]
         ci, cj = ci[apart], cj[apart]
@@ -81,8 +91,9 @@ def one_round(
 
     qi = qk = pi = pk = np.zeros(0, np.int64)
     ptoi = np.zeros(0)
+    plane_pairs = qi, qk
     if planes is not None:
-        qi, qk = planes.candidates(p0, p1, radius, from_mask, everyone, everyone)
+        plane_pairs = qi, qk = planes.candidates(p0, p1, radius, from_mask, everyone, everyone)
         if plane_group is not None and group is not None:
             apart = group[qi] != plane_group[qk]
             qi, qk = qi[apart], qk[apart]
@@ -110,10 +121,10 @@ def one_round(
     held = np.zeros(n, bool)
     held[si[sphere_taken]] = held[sj[sphere_taken]] = held[pi[plane_taken]] = True
     if (stops & ~held).any():
-        return None
+        return Declined(pairs, plane_pairs)
     differ = (s[si] != s[sj]) & moving[si] & moving[sj]
     if differ.any() and _meet_after_stop(paths, radius, si[differ], sj[differ], s):
-        return None
+        return Declined(pairs, plane_pairs)
 
     hits: list[Hits] = []
     if sphere_taken.any():

@@ -218,14 +218,18 @@ def solve(
     if plane_normal is not None and len(plane_normal):
         planes = Planes(plane_normal, plane_offset0, plane_offset1, plane_mask, plane_group)  # type: ignore
         tables.insert(0, planes)
+    # Where one round declines after its broad phase, its pairs are this frame's (the same
+    # boxes: no slide, growth, carrying or statics), found once.
+    known: _one_round.Declined | None = None
     if one_round_first and len(tables) <= 1 and not obstacles and radius0 is None:
         if static is None and kinematic is None:
             quick = _one_round.one_round(
                 p0, p1, radius, response, from_mask, into_mask,
                 tables[0] if tables else None, group, plane_group,
             )  # fmt: skip
-            if quick is not None:
+            if isinstance(quick, PassResult):
                 return quick
+            known = quick
     finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
     p0 = np.where(finite[:, None], p0, np.nan)
     p1 = np.where(finite[:, None], p1, np.nan)
@@ -255,7 +259,7 @@ def solve(
         if _extendable(table)
         else table.candidates(p0, p1, size + reach + carry, from_mask, everyone, ~slide)
         for table in tables
-    ]
+    ] if known is None else [known.plane_pairs] * len(tables)  # fmt: skip
     # Carried: bodies that something moving by itself may carry (near a moving obstacle
     # row or a kinematic sphere), and what they may push in turn. Only those reach further
     # than their own motion, by ``carry``; found with the boxes grown that much, and again
@@ -268,9 +272,12 @@ def solve(
     grown = carried | (kin & moving)
     while True:
         margin = np.where(grown, carry, 0.0)
-        ci, cj = _sphere_pairs(
-            p0, p1, size + reach + margin, from_mask, into_mask, everyone, ~slide
-        )
+        if known is None:
+            ci, cj = _sphere_pairs(
+                p0, p1, size + reach + margin, from_mask, into_mask, everyone, ~slide
+            )
+        else:  # (nothing is carried: the loop ends after this turn)
+            ci, cj = known.pairs
         if group is not None:
             apart = group[ci] != group[cj]
             ci, cj = ci[apart], cj[apart]
