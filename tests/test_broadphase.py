@@ -130,14 +130,19 @@ def check_structure(pairs):
 
 @contextmanager
 def deep_paths(
-    brute_max=2, chunk=5, dense=True, max_key=2.0**62, sweep=False, sweep_work=40
+    brute_max=2, chunk=5, dense=True, max_key=2.0**62, sweep=False, sweep_work=40, cells="on"
 ) -> Iterator[None]:
     """Make a small scene take every path of the grid search: sweeps cut into pieces (with
     ``split``), more size classes, batches of a few rows, and optionally the grid numbered
     by occupied cells with binary-search lookups (``dense=False``), even with neighbouring
     cells merged (small ``max_key``). With ``sweep``, sort and sweep instead of the grid
-    wherever it takes the boxes (``sweep_work`` small: it gives some of them back)."""
+    wherever it takes the boxes (``sweep_work`` small: it gives some of them back).
+    ``cells``: "on" (boxes of a few median sizes pair in cells), "off" (the grids take
+    every class) or "dense" (the cells give up on all but the sparsest scenes)."""
+    edge = {"on": broadphase._CELL_EDGE, "off": 0.0, "dense": broadphase._CELL_EDGE}[cells]
     with (
+        mock.patch.object(broadphase, "_CELL_EDGE", edge),
+        mock.patch.object(broadphase, "_CELL_PAIRS", 2 if cells == "dense" else 1 << 22),
         mock.patch.object(broadphase, "_PIECE_ROWS", 1),
         mock.patch.object(broadphase, "_BRUTE_MAX", brute_max),
         mock.patch.object(broadphase, "_SWEEP_MAX", 10**9 if sweep else 0),
@@ -206,12 +211,14 @@ def test_equals_brute_force(scene):
     max_key=st.sampled_from([2.0**62, 30.0]),
     sweep=st.sampled_from([False, True]),
     sweep_work=st.sampled_from([0, 2, 40]),
+    cells=st.sampled_from(["on", "off", "dense"]),
 )
-def test_equals_brute_force_on_every_path(scene, dense, chunk, max_key, sweep, sweep_work):
+def test_equals_brute_force_on_every_path(scene, dense, chunk, max_key, sweep, sweep_work, cells):
     p0, p1, radius, fm, im, mv, margin = scene
     with deep_paths(
-        chunk=chunk, dense=dense, max_key=max_key, sweep=sweep, sweep_work=sweep_work
-    ):
+        chunk=chunk, dense=dense, max_key=max_key, sweep=sweep, sweep_work=sweep_work,
+        cells=cells,
+    ):  # fmt: skip
         got = sphere_pairs(p0, p1, radius, fm, im, moving=mv, margin=margin)
     assert as_list(got) == brute_sphere_pairs(p0, p1, radius, fm, im, mv, margin)
 
@@ -332,6 +339,35 @@ def test_coincident_points(spread):
     np.testing.assert_array_equal(j, bj)
     if spread == 0:
         assert len(i) == 100 * 99 // 2
+
+
+@pytest.mark.parametrize("fast", [2.0, 50.0])
+@pytest.mark.parametrize("still", [0.0, 0.3])
+def test_a_game_crowd_pairs_up_in_cells_as_brute_force_does(fast, still):
+    """The game-like scene's crowd (a tenth at ``fast`` units a frame, some still): its
+    boxes pair up in the cells (those of fast movers at 50 units in the grids, against
+    the cells' boxes), with the pairs of brute force."""
+    rng = np.random.default_rng(int(fast) + int(10 * still))
+    n = 3000
+    p0 = rng.uniform(0, 4 * n ** (1 / 3), (n, 3))
+    d = rng.normal(size=(n, 3))
+    speed = np.where(rng.random(n) < 0.1, fast, 0.3) * rng.uniform(0.75, 1.25, n)
+    speed[rng.random(n) < still] = 0.0
+    p1 = p0 + d / np.linalg.norm(d, axis=1)[:, None] * speed[:, None]
+    radius = np.full(n, 0.45)
+    filed = []
+    cell_pairs = broadphase._cell_pairs
+    with mock.patch.object(
+        broadphase, "_cell_pairs", lambda *a: filed.append(cell_pairs(*a)) or filed[-1]
+    ):
+        i, j = sphere_pairs(p0, p1, radius, moving=speed > 0)
+    assert filed[0] is not None and filed[0].sum() >= 0.85 * n
+    assert filed[0].all() == (fast == 2.0)
+    bi, bj = brute_sphere_pairs_fast(p0, p1, radius)
+    keep = (speed[bi] > 0) | (speed[bj] > 0)
+    assert len(i) > 150
+    np.testing.assert_array_equal(i, bi[keep])
+    np.testing.assert_array_equal(j, bj[keep])
 
 
 def test_benchmark_scene_of_two_thousand():

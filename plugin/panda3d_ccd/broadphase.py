@@ -85,6 +85,17 @@ _SWEEP_WORK = 40
 _PIECE_ROWS = 128
 #: A class holds the boxes at most this many times the median box size of what is left.
 _CLASS_SPAN = 2.0
+#: Cells of _cell_pairs: this many median box sizes a side; a box spanning more than two
+#: of them along some axis goes to the grids. Where boxes sharing a cell make more than
+#: ``_CELL_WORK`` pairs per box (a dense pile, or cells coarsened by long pieces), or
+#: ``_CELL_PAIRS`` in all, the grids take over. The game-like scene makes about 2 per box.
+_CELL_EDGE = 4.0
+_CELL_WORK = 8
+_CELL_PAIRS = 1 << 22
+#: The eight offsets (0 or 1 along each axis) from a box's lowest cell to its others.
+_OFFSETS = np.array(
+    [[0, 1, 0, 1, 0, 1, 0, 1], [0, 0, 1, 1, 0, 0, 1, 1], [0, 0, 0, 0, 1, 1, 1, 1]]
+)[:, :, None]
 #: Grid cell edges tried, as multiples of the class's median box size.
 _CELL_TRIALS = 2.0 ** np.arange(-4, 3)
 #: Estimated costs of looking up one grid column, and of taking a box from an inner cell
@@ -336,27 +347,95 @@ def _box_pairs(boxes: _Boxes, n: int, found: list[Int]) -> None:
         return
     size = (hi - lo).max(axis=0)
     median = float(np.partition(size, m // 2)[m // 2])  # no averaging: cannot overflow
-    small = size <= _CLASS_SPAN * median
+    # Most scenes: the boxes of up to a few median sizes pair among themselves in cells
+    # (they are then this level's class, whose pairs are all found), the others below.
+    small = _cell_pairs(boxes, median, n, found)
+    by_cells = small is not None
+    if small is None:
+        small = size <= _CLASS_SPAN * median
+    elif small.all():
+        return
     rows = np.flatnonzero(small)
     flo = np.take(lo, rows, axis=1)
     fhi = np.take(hi, rows, axis=1)
-    cell = _cell_edge(flo, fhi, lo, hi, small, median)
+    cell = _cell_edge(flo, fhi, lo, hi, small & ~by_cells, median)
     # Moving boxes of the class are found by everything but the still boxes of the class;
-    # among themselves with half queries, so that each pair comes up once.
+    # among themselves with half queries, so that each pair comes up once (unless the
+    # cells found those).
     filed = np.flatnonzero(small & moving)
     if len(filed):
-        asking = np.flatnonzero(~small | moving)
+        asking = np.flatnonzero(~small | (moving & ~by_cells))
         grid = _Grid(np.take(lo, filed, axis=1), np.take(hi, filed, axis=1), ids[filed], cell)
         grid.query(boxes[asking], (small & moving)[asking], n, found)
     # Still boxes of the class are found by the moving boxes only.
     filed = np.flatnonzero(small & ~moving)
-    asking = np.flatnonzero(moving)
+    asking = np.flatnonzero(moving & ~(small & by_cells))
     if len(filed) and len(asking):
         grid = _Grid(np.take(lo, filed, axis=1), np.take(hi, filed, axis=1), ids[filed], cell)
         grid.query(boxes[asking], np.zeros(len(asking), dtype=bool), n, found)
     large = np.flatnonzero(~small)
     if len(large) > 1:
         _box_pairs(boxes[large], n, found)
+
+
+def _cell_pairs(boxes: _Boxes, median: float, n: int, found: list[Int]) -> Bool | None:
+    """Append to ``found`` the pairs among the boxes spanning at most two cells of
+    ``_CELL_EDGE`` median sizes along each axis, and return which boxes those are; None,
+    having found nothing, where cells would not do (points, far outliers, dense piles).
+
+    Each box is filed under every cell it touches, the moving ones first in each cell; a
+    moving box is tested against those after it in its cells. Two overlapping boxes share
+    the cell that holds the larger of their lower corners on each axis, and are reported
+    there only: once. Pairs of two still boxes are never looked at.
+    """
+    lo, hi, moving = boxes.lo, boxes.hi, boxes.moving
+    m = lo.shape[1]
+    edge = _CELL_EDGE * median
+    if not 0.0 < edge < np.inf:
+        return None
+    origin = lo.min(axis=1)[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        c0 = np.floor((lo - origin) / edge)
+        span = np.floor((hi - origin) / edge) - c0
+        dims = c0.max(axis=1) + 2
+        if not np.prod(dims) * 16 * m < 2.0**62:
+            return None  # far outliers: the grids number only the occupied cells
+    small = span.max(axis=0) <= 1
+    rows = np.flatnonzero(small)
+    c0 = np.take(c0, rows, axis=1).astype(np.int64)
+    span = np.take(span, rows, axis=1) > 0
+    dims = dims.astype(np.int64)
+    # Each box's cells: c0 plus each of the eight offsets (0 or 1 per axis) within its span,
+    # as (8, k) tables.
+    corner = (c0[0] * dims[1] + c0[1]) * dims[2] + c0[2]
+    within = (_OFFSETS[0] <= span[0]) & (_OFFSETS[1] <= span[1]) & (_OFFSETS[2] <= span[2])
+    at = np.flatnonzero(within)
+    entry = at % len(rows)
+    key = np.take((corner + ((_OFFSETS[0] * dims[1] + _OFFSETS[1]) * dims[2] + _OFFSETS[2])), at)
+    still = ~np.take(moving, np.take(rows, entry))
+    # By cell, the moving boxes first: one sort of single integers.
+    e = len(entry)
+    order = np.sort((key * 2 + still) * e + np.arange(e)) % e
+    key, entry, still = np.take(key, order), np.take(entry, order), np.take(still, order)
+    first = np.ones(e, dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(first)
+    ends = np.append(starts[1:], e)
+    later = np.where(still, 0, np.take(ends, np.cumsum(first) - 1) - np.arange(e) - 1)
+    total = int(later.sum())
+    if total > min(_CELL_WORK * len(rows), _CELL_PAIRS):
+        return None
+    a = np.repeat(np.arange(e), later)
+    b = a + 1 + (np.arange(total) - np.repeat(np.cumsum(later) - later, later))
+    home, a, b = np.take(key, a), np.take(entry, a), np.take(entry, b)
+    top = [np.maximum(np.take(c, a), np.take(c, b)) for c in c0]
+    hit = (top[0] * dims[1] + top[1]) * dims[2] + top[2] == home
+    a, b = np.take(rows, a), np.take(rows, b)
+    for axis in range(3):
+        hit &= np.take(lo[axis], a) <= np.take(hi[axis], b)
+        hit &= np.take(lo[axis], b) <= np.take(hi[axis], a)
+    found.append(_pair_keys(np.take(boxes.ids, a[hit]), np.take(boxes.ids, b[hit]), n))
+    return small
 
 
 def _sweep_pairs(boxes: _Boxes, n: int, found: list[Int]) -> bool:
