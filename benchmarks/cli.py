@@ -168,7 +168,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--plugin-own-prev",
         action="store_true",
-        help="let the plugin sweep from where it left each collider (its default) instead "
+        help="--pileup: let the plugin sweep from where it left each collider (its default, "
+        "and the game-like scene's) instead "
         "of from Panda3D's previous transform; contacts then pile up, as the generator "
         "puts rewound nodes back on course",
     )
@@ -565,7 +566,9 @@ def _game(args: argparse.Namespace) -> int:
         "system's pass runs (timed), then the game's handler on `%fn-into-%in` and "
         "`%fn-again-%in` reflects each event's from-sphere's velocity about "
         "`getSurfaceNormal(render)`. The plugin: one `step()` (planes by `add_plane`, events "
-        "through a messenger that keeps them); the traverser: `traverse()` with "
+        "through a messenger that keeps them), sweeping from where it left each sphere (its "
+        "default; here also Panda3D's previous transform, as the game moves each sphere on "
+        "from there by setFluidPos); the traverser: `traverse()` with "
         "respect-prev-transform, every sphere a from- and into-object, the walls as "
         "CollisionPlanes, a CollisionHandlerEvent. The floor reads every sphere's position. "
         "numpy ops: the plugin's numpy calls, operators and subscripts a pass "
