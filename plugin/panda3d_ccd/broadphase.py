@@ -11,7 +11,9 @@ Each box is grown by ``DIST_REL_EPS`` times its own scale (the largest of its co
 magnitudes and its reach) so that two surfaces touching within float64 rounding are never
 lost; no other tolerance is involved.
 
-The sphere search has no Python loop per box or per pair. Boxes are split into size
+The sphere search has no Python loop per box or per pair. Boxes of up to a few median
+sizes are filed under every cell they touch and paired within cells (:func:`_cell_pairs`);
+larger boxes, and scenes too dense for that, go to grids: boxes are split into size
 classes (each at most half as many boxes as the last, so fast movers do not coarsen the
 grid of the crowd); each class is filed in a uniform grid whose cell edge is chosen for
 the queries it will get, and every box looks up the grid columns it covers in its own
@@ -323,7 +325,9 @@ def _box_pairs(boxes: _Boxes, n: int, found: list[Int]) -> None:
     """Append to ``found`` the pair keys (see :func:`_pair_keys`) of every pair of
     overlapping closed boxes of which at least one moves, each pair once.
 
-    The boxes no larger than ``_CLASS_SPAN`` times the median size (at least half of them)
+    Where :func:`_cell_pairs` takes them (most scenes), the boxes of up to a few median
+    sizes pair among themselves in cells and are this level's class. Otherwise the boxes
+    no larger than ``_CLASS_SPAN`` times the median size (at least half of them)
     form this level's class and are filed in two grids, the moving and the still ones;
     the other boxes query them. The larger boxes are then paired among themselves
     recursively, so each pair is found at the level of its smaller box, and the recursion
