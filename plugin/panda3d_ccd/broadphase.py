@@ -354,26 +354,26 @@ def _box_pairs(boxes: _Boxes, n: int, found: list[Int]) -> None:
     # Most scenes: the boxes of up to a few median sizes pair among themselves in cells
     # (they are then this level's class, whose pairs are all found), the others below.
     small = _cell_pairs(boxes, median, n, found)
-    by_cells = small is not None
+    # The class's own boxes ask its grids too, unless the cells found their pairs.
+    own = np.zeros(m, dtype=bool) if small is not None else size <= _CLASS_SPAN * median
     if small is None:
-        small = size <= _CLASS_SPAN * median
+        small = own
     elif small.all():
         return
     rows = np.flatnonzero(small)
     flo = np.take(lo, rows, axis=1)
     fhi = np.take(hi, rows, axis=1)
-    cell = _cell_edge(flo, fhi, lo, hi, small & ~by_cells, median)
+    cell = _cell_edge(flo, fhi, lo, hi, own, median)
     # Moving boxes of the class are found by everything but the still boxes of the class;
-    # among themselves with half queries, so that each pair comes up once (unless the
-    # cells found those).
+    # among themselves with half queries, so that each pair comes up once.
     filed = np.flatnonzero(small & moving)
     if len(filed):
-        asking = np.flatnonzero(~small | (moving & ~by_cells))
+        asking = np.flatnonzero(~small | (own & moving))
         grid = _Grid(np.take(lo, filed, axis=1), np.take(hi, filed, axis=1), ids[filed], cell)
-        grid.query(boxes[asking], (small & moving)[asking], n, found)
+        grid.query(boxes[asking], (own & moving)[asking], n, found)
     # Still boxes of the class are found by the moving boxes only.
     filed = np.flatnonzero(small & ~moving)
-    asking = np.flatnonzero(moving & ~(small & by_cells))
+    asking = np.flatnonzero(moving & (~small | own))
     if len(filed) and len(asking):
         grid = _Grid(np.take(lo, filed, axis=1), np.take(hi, filed, axis=1), ids[filed], cell)
         grid.query(boxes[asking], np.zeros(len(asking), dtype=bool), n, found)
@@ -430,7 +430,7 @@ def _cell_pairs(boxes: _Boxes, median: float, n: int, found: list[Int]) -> Bool 
     if total > min(_CELL_WORK * len(rows), _CELL_PAIRS):
         return None
     a = np.repeat(np.arange(e), later)
-    b = a + 1 + (np.arange(total) - np.repeat(np.cumsum(later) - later, later))
+    b = _expand(np.arange(1, e + 1), later)
     home, a, b = np.take(key, a), np.take(entry, a), np.take(entry, b)
     top = [np.maximum(np.take(c, a), np.take(c, b)) for c in c0]
     hit = (top[0] * dims[1] + top[1]) * dims[2] + top[2] == home
