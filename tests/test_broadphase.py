@@ -370,6 +370,26 @@ def test_a_game_crowd_pairs_up_in_cells_as_brute_force_does(fast, still):
     np.testing.assert_array_equal(j, bj[keep])
 
 
+@pytest.mark.parametrize("cells", ["on", "off"])
+def test_the_grids_are_sized_for_the_queries_they_get(cells):
+    """The grids' cell edge is chosen for the half queries of the class's own boxes where
+    the grids pair the class (the cells declined), and for none where the cells did."""
+    p0, p1, radius = random_scene("uniform", 3000, 4)
+    hints = []
+    cell_edge = broadphase._cell_edge
+    with deep_paths(cells=cells, chunk=1 << 16), mock.patch.object(
+        broadphase, "_cell_edge", lambda *a: hints.append(a[4]) or cell_edge(*a)
+    ):
+        sphere_pairs(p0, p1, radius)
+    half = hints[0]
+    assert half.dtype == bool and half.shape == (3000,)
+    lo, hi = broadphase._swept_boxes(p0, p1, radius)
+    size = (hi - lo).max(axis=0)
+    class_ = size <= broadphase._CLASS_SPAN * np.partition(size, 1500)[1500]
+    assert class_.sum() > 2000
+    np.testing.assert_array_equal(half, class_ if cells == "off" else np.zeros(3000, bool))
+
+
 def test_benchmark_scene_of_two_thousand():
     """The benchmark's scene (10% fast movers) at a size the reference can still check."""
     p0, p1, radius = random_scene("uniform", 2000, 11)
