@@ -46,12 +46,7 @@ def brute_first(p0, p1, data, tie, a, b, c):
     q, k = np.divmod(np.arange(n * m), m)
     rows, hits = _point_hits(p0[q], p1[q], data[k])
     q, k = q[rows], k[rows]
-    lo = np.minimum(np.minimum(a, b), c)
-    hi = np.maximum(np.maximum(a, b), c)
-    reach = _raygrid._REACH * SEAM_REL * max(np.abs(lo).max(), np.abs(hi).max())
-    _corners, grow, _ok = _raygrid._grown(a, b, c, data[:, 17])
-    near = np.all((hits.point >= lo[k] - reach) & (hits.point <= hi[k] + reach), axis=1)
-    keep = near | (grow[k] <= 2.0)
+    keep = counted(a, b, c, data)(k, hits.point)
     q, k, hits = q[keep], k[keep], type(hits)(*(col[keep] for col in hits))
     t = np.full(n, np.inf)
     item = np.full(n, -1)
@@ -63,15 +58,38 @@ def brute_first(p0, p1, data, tie, a, b, c):
     return t, item
 
 
+def counted(a, b, c, data):
+    """Whether the hits (at points (p, 3)) on triangles k (p,) count: all but a sliver's
+    beyond _REACH seam slops of the mesh around its box. (The grid follows a sliver that
+    far, and may list it farther, in a coarse cell; a single cast passes over such a hit,
+    as the queries' box test does.)"""
+    lo = np.minimum(np.minimum(a, b), c)
+    hi = np.maximum(np.maximum(a, b), c)
+    reach = _raygrid._REACH * SEAM_REL * max(np.abs(lo).max(), np.abs(hi).max())
+    _corners, grow, _ok = _raygrid._grown(a, b, c, data[:, 17])
+
+    def keep(k, point):
+        near = np.all((point >= lo[k] - reach) & (point <= hi[k] + reach), axis=1)
+        return near | (grow[k] <= 2.0)
+
+    return keep
+
+
 def grid_first(a, b, c, two, p0, p1, tie):
     data = _point_data(a, b, c, two)
     grid = RayGrid(a, b, c, data[:, 17])
     columns = np.ascontiguousarray(data.T)
     origin = np.ascontiguousarray(p0.T)
     direction = np.ascontiguousarray((p1 - p0).T)
-    t, item = grid.first(
-        p0, p1, lambda q, i: _point_times(origin, direction, columns, q, i), tie
-    )
+    keep = counted(a, b, c, data)
+
+    def hits(q, i):
+        at, t = _point_times(origin, direction, columns, q, i)
+        q, i = q[at], i[at]
+        ok = keep(i, p0[q] + t[:, None] * (p1 - p0)[q])
+        return at[ok], t[ok]
+
+    t, item = grid.first(p0, p1, hits, tie)
     return (t, item), brute_first(p0, p1, data, tie, a, b, c), grid
 
 
