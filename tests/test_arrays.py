@@ -52,3 +52,11 @@ def test_isin_sorted_matches_numpys_isin():
         values = rng.integers(-50, 50, size)
         ordered = np.unique(rng.integers(-40, 40, known))
         assert np.array_equal(_arrays.isin_sorted(values, ordered), np.isin(values, ordered))
+
+
+def test_ranges_concatenates_each_start_and_count_range():
+    counts = np.array([2, 0, 3, 1])
+    assert _arrays.ranges(np.array([5, 9, -1, 7]), counts).tolist() == [5, 6, -1, 0, 1, 7]
+    assert _arrays.ranges(1, counts).tolist() == [1, 2, 1, 2, 3, 1]
+    assert _arrays.ranges(0, np.zeros(0, np.int64)).tolist() == []
+    assert _arrays.ranges(0, np.zeros(0, np.int64)).dtype.kind == "i"

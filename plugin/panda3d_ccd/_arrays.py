@@ -19,6 +19,13 @@ def unique(values: NDArray) -> NDArray:
     return ordered[keep]
 
 
+def ranges(starts: NDArray | int, counts: NDArray) -> NDArray:
+    """Concatenated ranges ``arange(s, s + c)`` for each start (or one for all) and count,
+    without a loop."""
+    ends = np.cumsum(counts)
+    return np.arange(ends[-1] if len(ends) else 0) + np.repeat(starts - (ends - counts), counts)
+
+
 def isin_sorted(values: NDArray, ordered: NDArray) -> NDArray:
     """(k,) whether each of ``values`` is in ``ordered`` (sorted, unique): ``np.isin``,
     by a binary search. ``np.isin`` makes both sides unique first, by the hash path of

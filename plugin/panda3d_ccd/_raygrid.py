@@ -27,6 +27,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from ._arrays import ranges
 from ._tolerance import DIST_REL_EPS, SEAM_REL
 
 __all__ = ["RayGrid"]
@@ -168,7 +169,7 @@ class Cells:
                 a = (start[axis] - o[axis] + down) / da
                 b = sign / da
             ray = np.repeat(np.arange(len(rows)), count)
-            step = _ragged(count) + 1
+            step = ranges(1, count)
             t = a.take(ray) + step * b.take(ray)
             flat = (start[axis].take(ray) + step * sign.take(ray)) * stride[axis]
             beyond = []
@@ -202,9 +203,7 @@ class Cells:
         """(ray, item) of every item listed in each cell (rays as given)."""
         start = self._start.take(cell)
         count = self._start.take(cell + 1) - start
-        ends = np.cumsum(count)
-        total = int(ends[-1]) if len(ends) else 0
-        slot = np.arange(total) + np.repeat(start - (ends - count), count)
+        slot = ranges(start, count)
         return np.repeat(ray, count), self._items.take(slot)
 
 
@@ -416,12 +415,6 @@ def _touches(v: list[list[Float]], half: Float) -> Bool:
             r = (eu * np.abs(gu) + ew * np.abs(gw)) * slack
             keep &= (np.minimum(p0, p1) <= r) & (np.maximum(p0, p1) >= -r)
     return keep
-
-
-def _ragged(count: Int) -> Int:
-    """0, 1, ..., count[i] - 1 for each i, concatenated."""
-    ends = np.cumsum(count)
-    return np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - count, count)
 
 
 def _improve(best_t: Float, best_key: Int, q: Int, t: Float, key: Int) -> None:

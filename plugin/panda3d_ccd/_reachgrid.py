@@ -27,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ._raygrid import _SCALES, Cells, _ragged
+from ._arrays import ranges
+from ._raygrid import _SCALES, Cells
 from ._tolerance import DIST_REL_EPS
 
 __all__ = ["ReachGrid"]
@@ -103,7 +104,7 @@ class ReachGrid(Cells):
         row = items
         for axis in range(3):
             n = span[:, axis].take(row)
-            flat = np.repeat(flat, n) + _ragged(n) * stride[axis]
+            flat = np.repeat(flat, n) + ranges(0, n) * stride[axis]
             row = np.repeat(row, n)
         self._file(flat, row)
 

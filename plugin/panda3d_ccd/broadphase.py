@@ -49,6 +49,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import _check
 from ._arrays import length as _length
+from ._arrays import ranges as _expand
 from ._arrays import unique
 from ._tolerance import DIST_REL_EPS
 
@@ -528,12 +529,6 @@ def _sample(m: int) -> Int:
     return unique(np.linspace(0, m - 1, min(m, 256)).astype(np.int64))
 
 
-def _expand(starts: Int, counts: Int) -> Int:
-    """Concatenated ranges ``arange(s, s + c)`` for each start and count, without a loop."""
-    ends = np.cumsum(counts)
-    return np.arange(ends[-1] if len(ends) else 0) + np.repeat(starts - (ends - counts), counts)
-
-
 def _chunks(weights: Int, budget: int) -> list[tuple[int, int]]:
     """Consecutive slices of ``weights`` whose sums are about ``budget`` (to bound memory)."""
     if len(weights) == 0:
@@ -676,7 +671,7 @@ class _Grid:
         narrow = np.flatnonzero(~scan)
         for s, e in _chunks(columns[narrow], _CHUNK):
             which = np.repeat(narrow[s:e], columns[narrow[s:e]])
-            step = _expand(np.zeros(e - s, np.int64), columns[narrow[s:e]])
+            step = _expand(0, columns[narrow[s:e]])
             wy = np.take(width[1], which)
             cx = np.take(span.c0[0], which) + step // wy
             cy = np.take(span.c0[1], which) + step % wy
