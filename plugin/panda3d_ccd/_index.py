@@ -169,10 +169,10 @@ def _crosses(origin: Float, inv: Float, grow: Float, q: Int, lo: Float, hi: Floa
 
 def _segments(
     p0: Float, p1: Float, reach: Float, origin: Float | None = None
-) -> tuple[Float, Float, Float]:
+) -> tuple[Float, Float, Float, Float]:
     """Segments p0, p1 (n, 3) with reaches (n,) as :func:`_crosses` takes them: (3, n)
-    origins (``origin``, if given) and inverse directions, and (n,) how much to grow
-    each box."""
+    origins (``origin``, if given) and inverse directions, (n,) how much to grow each box,
+    and (n,) each segment's largest coordinate magnitude."""
     if origin is None:
         origin = np.ascontiguousarray(p0.T)
     d = np.ascontiguousarray((p1 - p0).T)
@@ -183,7 +183,7 @@ def _segments(
     # The items' rounding pad, the query's own, and the reach.
     with np.errstate(over="ignore"):
         scale = largest_abs(p0, p1)
-    return origin, inv, reach + DIST_REL_EPS * np.maximum(scale, reach)
+    return origin, inv, reach + DIST_REL_EPS * np.maximum(scale, reach), scale
 
 
 def _slab(t: Float) -> Bool:
@@ -507,14 +507,12 @@ class StaticIndex:
         empty = np.empty(0, dtype=np.int64)
         if self.size == 0 or n == 0:
             return empty, empty.copy()
-        origin, inv, grow = _segments(p0, p1, reach)
+        origin, inv, grow, scale = _segments(p0, p1, reach)
         if not grid:
             q, k = self._descend(
                 n, from_, lambda q, lo, hi, k: _crosses(origin, inv, grow, q, lo, hi, k)
             )
             return np.divmod(np.sort(q * self.size + k), self.size)
-        with np.errstate(over="ignore"):
-            scale = largest_abs(p0, p1)
         walk = self._walk_grid(grow, scale)
         rest = np.flatnonzero(~walk)
         keys = []
@@ -572,7 +570,7 @@ class StaticIndex:
             q = np.concatenate([q, np.repeat(rows, len(grid.big))])
             slot = np.concatenate([slot, np.tile(grid.big, len(rows))])
         hit = _crosses(origin, inv, grow, q, self._lo, self._hi, slot)
-        if (np.bitwise_and.reduce(from_.take(rows)) & self._common_bits) == 0:
+        if self._masked(from_.take(rows)):
             hit &= (from_.take(q) & self._mask.take(slot)) != 0
         keep = np.flatnonzero(hit)
         key = q.take(keep) * self.size + self._ids.take(slot.take(keep))
@@ -592,7 +590,7 @@ class StaticIndex:
         """The test :meth:`segment_pairs` applies to an item, for segments p0, p1 (n, 3)
         with reaches (n,) (and p0 as (3, n) columns, if the caller has them): a function
         of (p,) segments and items, (p,) whether the pair would be found (masks aside)."""
-        origin, inv, grow = _segments(p0, p1, reach, origin)
+        origin, inv, grow, _scale = _segments(p0, p1, reach, origin)
         if self._item_boxes is None:
             lo = np.empty((3, self.size))
             hi = np.empty((3, self.size))
@@ -645,6 +643,11 @@ class StaticIndex:
             slot = slot[(np.take(self._mask, slot) & from_mask) != 0]
         return np.sort(np.take(self._ids, slot))
 
+    def _masked(self, masks: Int) -> bool:
+        """Whether queries of these 32-bit from-masks need the mask test: not where some
+        bit is in every mask and every item's (the common case)."""
+        return bool((np.bitwise_and.reduce(masks) & self._common_bits) == 0)
+
     def _columns(self) -> tuple[list[Float], Float]:
         """The tree's boxes as (6, nodes) columns ``lo, hi`` per level and the items' as
         (6, slots), for :meth:`_segment_one`. Made on its first call."""
@@ -663,7 +666,7 @@ class StaticIndex:
         The frontier holds (query, node) pairs that pass; each level keeps those children
         that still do. Each item lies in one leaf, so each pair is found once."""
         # The mask test is skipped when some bit is in every mask (the common case).
-        masked = (np.bitwise_and.reduce(mask) & self._common_bits) == 0
+        masked = self._masked(mask)
         # A few queries start below the root, against every node of a level at once: the
         # levels above cost more numpy calls than the wider test does (each level is some
         # ten calls, whatever the frontier's size).

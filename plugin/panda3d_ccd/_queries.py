@@ -385,8 +385,7 @@ class World:
             q = np.zeros(len(k), np.int64)
         else:
             if point:
-                scale = np.maximum(np.abs(p0).max(axis=1), np.abs(p1).max(axis=1))
-                q, k = table.index()._segment_pairs(p0, p1, SEAM_REL * scale, mask)
+                q, k = table.index()._segment_pairs(p0, p1, SEAM_REL * largest_abs(p0, p1), mask)
             else:
                 # A static table's index is asked again and again: worth its reach grid.
                 q, k = table.index()._segment_pairs(p0, p1, r, mask, grid=table.extendable)
