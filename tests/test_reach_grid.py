@@ -35,6 +35,20 @@ def grid_pairs(index, p0, p1, reach, from_mask=None):
     return i.tolist(), k.tolist()
 
 
+def walked(index, p0, p1, reach):
+    """:func:`grid_pairs`, and how many segments walked the reach grid."""
+    rows = []
+    candidates = _reachgrid.ReachGrid.candidates
+
+    def spy(grid, a, b):
+        rows.append(len(a))
+        return candidates(grid, a, b)
+
+    with mock.patch.object(_reachgrid.ReachGrid, "candidates", spy):
+        pairs = grid_pairs(index, p0, p1, reach)
+    return pairs, sum(rows)
+
+
 def masked(pairs, qmask, imask):
     i, k = pairs
     keep = [(int(qmask[q]) & int(imask[t])) != 0 for q, t in zip(i, k)]
@@ -49,8 +63,9 @@ def test_soups_equal_brute_force(seed):
     # 3.0 is past the grid's largest reach on most soups: those rows descend the tree.
     reach = rng.choice([0.0, 0.25, 0.5, 3.0], size=120)
     index = StaticIndex.of_triangles(a, b, c)
-    got = grid_pairs(index, p0, p1, reach)
-    assert index._grid is not None
+    got, walks = walked(index, p0, p1, reach)
+    tree = reach > index._grid[0].reach
+    assert 0 < walks == 120 - tree.sum()
     want = brute_segments(p0, p1, reach, *triangle_boxes(a, b, c))
     assert got == want
     assert len(want[0]) > 0
@@ -162,8 +177,11 @@ def test_segments_far_out_and_meshes_at_extreme_scales_ask_the_tree():
         q0, q1 = p0 * scale, p1 * scale
         want = brute_segments(q0, q1, np.full(40, 0.3 * scale),
                               *triangle_boxes(a * scale, b * scale, c * scale))  # fmt: skip
-        assert grid_pairs(index, q0, q1, 0.3 * scale) == want
+        got, walks = walked(index, q0, q1, 0.3 * scale)
+        assert got == want
         assert len(want[0]) > 0
+        # The 8 far ones never walk; at the extreme scales no segment does.
+        assert walks == (32 if scale == 1.0 else 0)
 
 
 def test_sphere_pairs_split_rows_walk_the_grid_and_the_rest_are_boxed():
@@ -238,5 +256,6 @@ def test_diagonal_segments_through_the_grids_corners_equal_brute_force(reach):
     p0, p1 = diagonal_rays(np.random.default_rng(1), 2000)
     index = StaticIndex.of_triangles(a, b, c)
     want = brute_segments(p0, p1, np.full(len(p0), reach), *triangle_boxes(a, b, c))
-    assert grid_pairs(index, p0, p1, reach) == want
-    assert index._grid is not None
+    got, walks = walked(index, p0, p1, reach)
+    assert got == want
+    assert walks == len(p0)
