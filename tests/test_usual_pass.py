@@ -80,12 +80,12 @@ def contact_fields(contact):
 
 
 def play(respect, scaled, frames, *, forced):
-    """A game of bodies of every kind bouncing in a box, one wall of it moving, with a
-    node added and one removed on the way, and a body that grows into a wall (rewound in
-    scale, never moved). With ``scaled`` some nodes are scaled and some have two spheres;
-    otherwise every node is unscaled every fourth frame, when the one growing grows to
-    scale 1. With ``forced``, the three colliders that force the general code. Returns,
-    per frame, every node's position and scale, the events, the contacts, and what rays
+    """A game of bodies of every kind bouncing in a box, one wall of it moving every third
+    frame, with a node added and one removed on the way, and a body that grows into a wall
+    (rewound in scale, never moved). With ``scaled`` some nodes are scaled and some have
+    two spheres; otherwise every node is unscaled every fourth frame, when the one growing
+    grows to scale 1. With ``forced``, the three colliders that force the general code.
+    Returns, per frame, every node's position and scale, the events, the contacts, and what rays
     cast down onto every body hit."""
     rng = np.random.default_rng(5)
     render = NodePath("render")
@@ -176,7 +176,8 @@ def play(respect, scaled, frames, *, forced):
         bodies[3].setH(bodies[3].getH() + 9)
         bodies[8].setScale(1.0 + 0.1 * (frame % 4))  # a radius that grows within frames
         bodies[12].setScale(1.0 + 0.1 * frame if scaled else 0.5 + 0.5 * (frame % 2 == 0))
-        walls[0].setFluidX(0.02 * (frame % 10))
+        if frame % 3 == 0:  # still in between: its plane's arrays are used again
+            walls[0].setFluidX(0.02 * (frame % 10))
         box.setFluidPos(math.sin(frame / 4), 0, 0)
         if frame == 20:
             add_body(16)
@@ -199,11 +200,40 @@ def play(respect, scaled, frames, *, forced):
     return log
 
 
+def shortcuts(monkeypatch):
+    """Counts, over the passes that follow, of those that took each usual-pass shortcut:
+    the read of every node in one go, the last pass's planes, the last pass's bodies."""
+    taken = {"read": 0, "planes": 0, "bodies": 0}
+
+    def count(name, key, took):
+        real = getattr(ContinuousCollision, name)
+
+        def spy(self, *args):
+            before = (self._plane_frame, self._bodies)
+            result = real(self, *args)
+            taken[key] += took(result, *before)
+            return result
+
+        monkeypatch.setattr(ContinuousCollision, name, spy)
+
+    count("_read_usual", "read", lambda result, planes, bodies: result is not None)
+    count("_read_planes", "planes", lambda result, planes, bodies: result is planes)
+    count("_bodies_of", "bodies", lambda result, planes, bodies: result is bodies)
+    return taken
+
+
 @pytest.mark.parametrize("scaled", [False, True])
 @pytest.mark.parametrize("respect", [False, True])
-def test_the_usual_pass_answers_as_the_general_one(respect, scaled):
+def test_the_usual_pass_answers_as_the_general_one(respect, scaled, monkeypatch):
+    taken = shortcuts(monkeypatch)
     usual = play(respect, scaled, 60, forced=False)
+    took = dict(taken)
+    taken.update(read=0, planes=0, bodies=0)
     general = play(respect, scaled, 60, forced=True)
+    # The usual game took each shortcut in many passes, the forced one never.
+    assert min(took.values()) >= 15 and taken == {"read": 0, "planes": 0, "bodies": 0}, (
+        took, taken,
+    )  # fmt: skip
     assert sum(len(frame[1]) for frame in usual) > 100  # the game has contacts
     for frame, (ours, theirs) in enumerate(zip(usual, general)):
         assert ours == theirs, f"frame {frame}"
