@@ -199,22 +199,11 @@ def _point_hits(c0: Float, c1: Float, data: Float) -> tuple[NDArray[np.int64], S
     k = len(c0)
     if k <= _SCALAR_ROWS:
         return _point_rows(c0, c1, data)
-    d = c1 - c0
-    n = data[:, 0:3]
-    s0 = (n * c0).sum(axis=1) + data[:, 3]
-    dn = (n * d).sum(axis=1)
-    two = data[:, 16] != 0.0
-    front = (s0 >= 0.0) & (s0 + dn <= 0.0) & (dn < 0.0)
-    back = (s0 <= 0.0) & (s0 + dn >= 0.0) & (dn > 0.0) & two
-    # s0 <= -dn where it crosses: the quotient rounds into [0, 1].
-    t = np.divide(s0, -dn, out=np.full(k, np.inf), where=front | back)
-    x = c0 + np.where(np.isfinite(t), t, 0.0)[:, None] * d
-    inside = (data[:, 4:13].reshape(k, 3, 3) * x[:, None, :]).sum(axis=2) - data[:, 13:16]
-    rows = np.flatnonzero((front | back) & (inside.min(axis=1) >= -data[:, 17]))
-    n = n[rows]
-    normal = np.where(back[rows, None], -n, n) / np.sqrt((n * n).sum(axis=1))[:, None]
-    h = len(rows)
-    return rows, Sweep(t[rows], x[rows], normal, np.full(h, FACE, np.int8), np.zeros(h, np.int64))
+    # The column kernel, each row its own pair.
+    origin, direction, columns = c0.T, (c1 - c0).T, data.T
+    pair = np.arange(k)
+    rows, t = _point_times(origin, direction, columns, pair, pair)
+    return rows, _point_contacts(origin, direction, columns, rows, rows, t)
 
 
 def _point_rows(c0: Float, c1: Float, data: Float) -> tuple[NDArray[np.int64], Sweep]:
