@@ -226,6 +226,8 @@ def test_a_huge_triangle_and_many_small_ones_share_the_grid():
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**16))
 def test_the_column_kernel_is_the_row_kernel_bit_for_bit(seed):
+    """Against the plain-Python row kernel (_point_rows), an implementation of its own;
+    _point_hits, the numpy row form, is the column kernel (checked here too)."""
     rng = np.random.default_rng(seed)
     m, n, p = 200, 300, 5000
     a, b, c = soup(rng, m, span=3.0)
@@ -234,7 +236,11 @@ def test_the_column_kernel_is_the_row_kernel_bit_for_bit(seed):
     p1 = rng.normal(size=(n, 3)) * 4
     q = rng.integers(0, n, p)
     k = rng.integers(0, m, p)
-    rows, want = _point_hits(p0[q], p1[q], data[k])
+    rows, want = sphere_triangle._point_rows(p0[q], p1[q], data[k])
+    numpy_rows, numpy_rows_hits = _point_hits(p0[q], p1[q], data[k])
+    assert np.array_equal(numpy_rows, rows)
+    for got_col, want_col in zip(numpy_rows_hits, want):
+        assert np.array_equal(got_col, want_col)
     origin, direction = np.ascontiguousarray(p0.T), np.ascontiguousarray((p1 - p0).T)
     columns = np.ascontiguousarray(data.T)
     with mock.patch.object(sphere_triangle, "_POINT_CHUNK", 700):  # slices too

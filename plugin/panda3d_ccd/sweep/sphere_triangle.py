@@ -263,15 +263,16 @@ def _point_times(
     k: NDArray[np.int64],
     two_sided: bool = True,
 ) -> tuple[NDArray[np.int64], Float]:
-    """Which (ray ``q[j]``, triangle ``k[j]``) pairs :func:`_point_hits` finds a hit for, and
+    """Which (ray ``q[j]``, triangle ``k[j]``) pairs the point kernel finds a hit for, and
     its t: the rays as (3, n) columns ``origin`` and ``direction`` (end less start), the
     triangles as the (18, m) columns of their :func:`_point_data` (its transpose);
     ``two_sided`` False if none of the triangles is (no crossing from behind counts).
 
-    The same sums in the same order as :func:`_point_hits`, so the same t, bit for bit; but
+    The same sums in the same order as :func:`_point_rows`, so the same t, bit for bit;
     over columns gathered per pair (a sum over the rows of a (p, 3) array costs several
-    times three column operations), in place where it can.
-    Returns (h,) positions into q and k, increasing, and (h,) t."""
+    times three column operations), in place where it can. :func:`_point_hits` is this
+    with each row its own pair. Returns (h,) positions into q and k, increasing, and (h,)
+    t."""
     if len(q) > 2 * _POINT_CHUNK:
         # In slices whose temporaries stay in the cache (and in memory already mapped:
         # a fresh array of a megabyte costs more in page faults than its arithmetic).
@@ -338,7 +339,7 @@ def _point_contacts(
     t: Float,
 ) -> Sweep:
     """The Sweep (h rows) of hits :func:`_point_times` found (rays q, triangles k, times
-    t): the same points and normals as :func:`_point_hits`, bit for bit."""
+    t): the same points and normals as :func:`_point_rows`, bit for bit."""
     nx, ny, nz = columns[0].take(k), columns[1].take(k), columns[2].take(k)
     dx, dy, dz = direction[0].take(q), direction[1].take(q), direction[2].take(q)
     point = np.stack([origin[0].take(q) + t * dx, origin[1].take(q) + t * dy,
