@@ -837,7 +837,8 @@ class ContinuousCollision:
 
         p0, p1 = rows(frame.start, statics.prev_center), rows(frame.end, statics.prev_center)
         radius = rows(frame.radius, statics.world_radius)
-        radius0 = rows(frame.radius0, statics.world_radius)
+        # (None: no sphere's radius changed this frame; static ones never do.)
+        radius0 = rows(frame.radius0, statics.world_radius) if frame.grew else None
         response = rows(spheres.response, statics.response)
         trying = self._one_round.ready()
         result = _solver.solve(
@@ -1038,7 +1039,7 @@ class ContinuousCollision:
                 frame.end,
                 frame.radius,
                 spheres.response,
-                radius0=frame.radius0,
+                radius0=frame.radius0 if frame.grew else None,
                 group=spheres.owner,
             )
             n = len(size)
@@ -1595,7 +1596,7 @@ class ContinuousCollision:
         scene: tuple[SphereTable, SphereTable, np.ndarray, list[_Plane]],
         radius: np.ndarray,
         hits: _solver.Hits,
-        radius0: np.ndarray,
+        radius0: np.ndarray | None,
         t_stop: np.ndarray,
     ) -> list[tuple[tuple[int, int], Contact, Contact | None]]:
         """One (key, enter contact, exit contact or None) per allowed direction of a hit;
@@ -1604,7 +1605,8 @@ class ContinuousCollision:
         ``scene`` is the spheres, the static ones, the rows of those ``near`` the pass
         handed to the solver, and the planes (as for :meth:`_Bodies.of`); ``radius`` and
         ``radius0`` (n,) hold the solver's spheres' world radii at the end and the start of
-        this pass, ``t_stop`` (n,) when the solver stopped each (its growth too).
+        this pass (``radius0`` None: none changed), ``t_stop`` (n,) when the solver stopped
+        each (its growth too).
         """
         k = len(hits.t)
         if k == 0:
@@ -1654,7 +1656,7 @@ class ContinuousCollision:
             frm, into, keys = ([x[i] for i in keep] for x in (frm, into, keys))
         row = direction >> 1
         # Radii change linearly in t until a body stops (as the solver's paths say).
-        if radius0 is radius:
+        if radius0 is None:
             radius_a = radius[a]
 
             def radius_of_a(t: np.ndarray) -> np.ndarray:
