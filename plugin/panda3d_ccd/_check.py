@@ -35,9 +35,9 @@ def points(name: str, value: ArrayLike, *, single: bool = True) -> Float:
     return arr
 
 
-def coordinates(name: str, value: ArrayLike) -> Float:
+def coordinates(name: str, value: ArrayLike, *, single: bool = True) -> Float:
     """:func:`points` that must also be finite."""
-    arr = points(name, value)
+    arr = points(name, value, single=single)
     # One summing pass finds a nan or inf (or an overflow, checked properly below) at a
     # fraction of the cost of isfinite over millions of rows.
     with np.errstate(over="ignore", invalid="ignore"):

@@ -195,8 +195,8 @@ class SceneQueries:
         )
 
     def batch(self, radius: Any, from_pos: Any, to_pos: Any, mask: Any, sensors: Any) -> Any:
-        p0 = _points("from_pos", from_pos)
-        p1 = _points("to_pos", to_pos)
+        p0 = _check.coordinates("from_pos", from_pos, single=False)
+        p1 = _check.coordinates("to_pos", to_pos, single=False)
         if p1.shape != p0.shape:
             raise ValueError(f"to_pos must have the same shape as from_pos {p0.shape}, "
                              f"got {p1.shape}")  # fmt: skip
@@ -377,17 +377,6 @@ def _build(s: Snapshot, statics: _Part) -> tuple[World, _Columns]:
 
 
 # ------------------------------------------------------------------ argument checks
-def _points(name: str, value: Any) -> np.ndarray:
-    arr = _check.points(name, value, single=False)
-    if np.isfinite(arr).all():  # (a reduction over rows of three costs several times this)
-        return arr
-    bad = ~np.isfinite(arr).all(axis=1)
-    if bad.any():
-        row = int(np.argmax(bad))
-        raise ValueError(f"{name} must be finite, got {arr[row].tolist()} in row {row}")
-    return arr
-
-
 def _radius_one(value: Any) -> float:
     try:
         r = float(value)
