@@ -907,3 +907,15 @@ def test_queries_made_by_a_handler_of_a_ray_event(base, ccd, events, listener, k
     ball.setZ(-10)  # lands on the floor at z = 1
     ccd.step()
     assert answers == [(8 / 20, "ball", 1)]
+
+
+@pytest.mark.parametrize("which", ["from_pos", "to_pos"])
+def test_a_batch_with_a_non_finite_row_is_refused_naming_it(base, ccd, which):
+    a = np.zeros((4, 3))
+    b = np.ones((4, 3))
+    (a if which == "from_pos" else b)[2, 1] = np.nan
+    expected = rf"^{which} must be finite, got \[\d\.\d, nan, \d\.\d\] in row 2$"
+    with pytest.raises(ValueError, match=expected):
+        ccd.ray_test_batch(a, b)
+    with pytest.raises(ValueError, match=expected):
+        ccd.sweep_test_batch(0.5, a, b)
