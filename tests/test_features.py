@@ -40,8 +40,8 @@ def test_pieces_offered_at_once_pick_what_offering_them_in_order_picks(p):
         for best in (one_by_one, at_once):
             best.offer(before, 0, 7)
         for piece in range(p):
-            one_by_one.offer(t[piece], 2, 5 + piece)
-        at_once.offer_pieces(F.stack(list(t)), p, 2, first=5)
+            one_by_one.offer(t[piece], 2, piece)
+        at_once.offer_pieces(F.stack(list(t)), p, 2)
         np.testing.assert_array_equal(at_once.t, one_by_one.t)
         np.testing.assert_array_equal(at_once.feature, one_by_one.feature)
         np.testing.assert_array_equal(at_once.index, one_by_one.index)

@@ -240,9 +240,9 @@ def test_the_usual_pass_answers_as_the_general_one(respect, scaled, monkeypatch)
 
 
 # ------------------------------------------------------------------ the contact checks
-def _spoil(field, value, plane=False):
+def _spoil(field, value):
     """A solver that hands over its first contact with ``field`` of the hits set to
-    ``value`` (a sphere-sphere contact, or with ``plane`` a sphere-plane one)."""
+    ``value``."""
     real = _solver.solve
 
     def solve(*args, **kwargs):
@@ -292,7 +292,7 @@ def test_garbage_from_the_solver_is_refused_as_contact_refuses_it(
         ccd.step()
 
 
-def test_a_plane_contact_has_no_into_centre(base, ccd, monkeypatch, recorder):
+def test_a_plane_contact_has_no_into_centre(base, ccd, monkeypatch):
     """The solver leaves a plane's centre nan: no reason to refuse the contact."""
     _frame_with_one_hit(base, ccd, plane=True)
     monkeypatch.setattr(_solver, "solve", _spoil("pos_b", math.nan))

@@ -38,7 +38,7 @@ from panda3d.core import (
 )
 
 from . import _args, _solver
-from ._arrays import length, row_all, row_any, unique
+from ._arrays import isin_sorted, length, row_all, row_any, unique
 from ._events import EventPatterns, PairTracker, send_contact, send_events
 from ._index import StaticIndex
 from ._level import PIECE_TYPES, read_solids
@@ -1002,8 +1002,6 @@ class ContinuousCollision:
         out of the scene is inactive until it is back."""
         moving_planes = movers[0]
         statics, cache = self._state.statics, self._statics
-        if not len(statics) and not cache.inactive:
-            return np.zeros(0, np.int64)
         top = self._render.getTop()
         back = [nodepath for nodepath in cache.inactive if nodepath.getTop() == top]
         for nodepath in back:
@@ -1460,7 +1458,7 @@ class ContinuousCollision:
         columns: see :meth:`_read_all`)."""
         p1 = frame.end
         n = len(p1)  # the dynamic spheres; the static ones after them never move
-        moved = result.moved if len(result.moved) == n else result.moved[:n]
+        moved = result.moved[:n]
         if frame.grew:
             # A body stopped while its scale changed is rewound in scale too, moved or not.
             moved = moved | ((result.t_stop[:n] < 1.0) & (frame.radius0 != frame.radius))
@@ -1476,7 +1474,7 @@ class ContinuousCollision:
             # where a node ended up is not exactly result.end).
             again = order
             if not spheres.one_per_owner:
-                again = np.flatnonzero(np.isin(spheres.owner, spheres.owner[order]))
+                again = np.flatnonzero(isin_sorted(spheres.owner, unique(spheres.owner[order])))
             if valid is not None:
                 again = again[valid[again]]
             now = self._read_rows(spheres, again)
@@ -1513,9 +1511,10 @@ class ContinuousCollision:
             if not spheres.one_per_owner:
                 _, first = np.unique(spheres.owner[order], return_index=True)
                 order = order[np.sort(first)]
+            top_of = dict(zip(rows, at_top))
             rows = order.tolist()
             nodes = [movers[k] for k in rows]
-            at_top = [nodepath.getParent() == render for nodepath in nodes]
+            at_top = [top_of[k] for k in rows]
         if spheres.centred:
             off_centre: Iterable[bool] = repeat(False)
             centers: Iterable[Any] = repeat(None)

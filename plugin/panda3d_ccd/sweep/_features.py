@@ -262,12 +262,12 @@ class Best:
         self.feature = np.where(better, feature, self.feature).astype(np.int8, copy=False)
         self.index = np.where(better, index, self.index).astype(np.int64, copy=False)
 
-    def offer_pieces(self, t: Float, p: int, feature: int, first: int = 0) -> None:
+    def offer_pieces(self, t: Float, p: int, feature: int) -> None:
         """Offer p pieces of one kind at once, their times stacked (p k,) (see
-        :func:`stack`), indexed ``first``, ``first + 1``...: the same as offering them
-        one by one in that order."""
+        :func:`stack`), indexed 0, 1, ...: the same as offering them one by one in that
+        order."""
         least, which = earliest(t, p)
-        self.offer(least, feature, which + first)
+        self.offer(least, feature, which)
 
     def offer_rows(self, rows: NDArray, other: Best) -> None:
         """Offer the candidates of ``other``, computed for the rows (indices) of this."""
