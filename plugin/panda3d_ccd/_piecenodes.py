@@ -62,6 +62,7 @@ class PieceNodes:
         self._static_tables: list[Pieces] | None = None
         self._kinematic: tuple[tuple[int, ...], list[Pieces]] | None = None
         self._columns: dict[str, np.ndarray] | None = None
+        self._records: list[tuple[int, NodePath, NodePath, bool, None]] | None = None
         #: Per table code: (m,) row in ``nodes``, solid index, part.
         self._where: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
@@ -87,12 +88,12 @@ class PieceNodes:
             self.unread.pop(node, None)
             self.static_paths.discard(node.nodepath)
         # Tables name their nodes by row: every row after the dropped ones moved.
-        self._columns = self._static_tables = self._kinematic = None
+        self._columns = self._records = self._static_tables = self._kinematic = None
         return True
 
     def active_changed(self) -> None:
         """Some node left or came back to the scene: tables are made again."""
-        self._columns = self._static_tables = self._kinematic = None
+        self._columns = self._records = self._static_tables = self._kinematic = None
 
     def reread(self, owners: set[int]) -> None:
         """Read these nodes again at the next pass, without sweeping (teleported)."""
@@ -105,7 +106,7 @@ class PieceNodes:
                 self._static_tables = None
 
     def _changed(self, static: bool) -> None:
-        self._columns = None
+        self._columns = self._records = None
         if static:
             self._static_tables = None
         else:
@@ -275,6 +276,17 @@ class PieceNodes:
             for i, node in enumerate(nodes):
                 self._columns["solids"][i] = node.solids
         return self._columns
+
+    def records(self) -> list[tuple[int, NodePath, NodePath, bool, None]]:
+        """Per node, its body record for contacts: (owner, nodepath, handle, tangible,
+        None), as :meth:`~._spheres.SphereTable.records` (cached with the columns)."""
+        if self._records is None:
+            cols = self.columns()
+            self._records = list(zip(
+                cols["owner"].tolist(), cols["nodepath"].tolist(), cols["handle"].tolist(),
+                cols["tangible"].tolist(), [None] * len(cols["owner"]),
+            ))  # fmt: skip
+        return self._records
 
     def table_rows(self) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Per table code, (m,) node row, solid index and part of each row of that table: a

@@ -345,7 +345,6 @@ class ContinuousCollision:
         # The last pass's planes and bodies, used again while nothing changes.
         self._plane_frame: _PlaneFrame | None = None
         self._bodies: _Bodies | None = None
-        self._piece_records: tuple[Any, list[Any]] = (None, [])
         self._debug: Any = None
         # Whether this pass lets the solver try its one-round path first (see Backoff).
         self._one_round = Backoff()
@@ -1581,12 +1580,7 @@ class ContinuousCollision:
             and all(map(operator.is_, last.key, key))
         ):
             return last
-        if self._piece_records[0] is not pieces:
-            self._piece_records = (pieces, list(zip(
-                pieces["owner"].tolist(), pieces["nodepath"].tolist(),
-                pieces["handle"].tolist(), pieces["tangible"].tolist(), repeat(None),
-            )))  # fmt: skip
-        bodies = _Bodies.of(spheres, statics, near, planes, pieces, self._piece_records[1])
+        bodies = _Bodies.of(spheres, statics, near, planes, pieces, self._pieces.records())
         self._bodies = None if len(near) else bodies._replace(key=key, version=spheres.version)
         return bodies
 
