@@ -308,6 +308,47 @@ def test_a_sensor_box_crossed_in_one_frame_sends_in_then_out(base, ccd, recorder
     assert b.getX() == 10
 
 
+def test_balls_rewound_onto_a_floor_cost_one_triangle_sweep_and_keep_their_sensor_events(
+    base, ccd, recorder, monkeypatch
+):
+    """A rewound ball is at rest for the rest of the pass: its pairs with the static
+    floor are not swept again (nor its resting point asked of the index), yet it stops
+    exactly on the floor, and a sensor zone it rests in still says so."""
+    from panda3d_ccd import _pieces
+
+    swept = []
+    original = _pieces.Pieces.toi
+
+    def counting(self, paths, i, k):
+        if len(i) and self.shape == _pieces.TRIANGLE:
+            swept.append(len(i))
+        return original(self, paths, i, k)
+
+    monkeypatch.setattr(_pieces.Pieces, "toi", counting)
+    render = base.render
+    tiles = [quad((x, y, 0), (x + 2, y, 0), (x + 2, y + 2, 0), (x, y + 2, 0))
+             for x in range(-10, 10, 2) for y in range(-10, 10, 2)]  # fmt: skip
+    floor = cnode(render, "floor", *tiles)
+    ccd.add_collision_node(floor, static=True)
+    zone = cnode(render, "zone", CollisionBox(LPoint3(-10, -10, 0), LPoint3(10, 10, 1)))
+    ccd.add_collision_node(zone, response="sensor", static=True)
+    balls = [ball(ccd, render, f"b{j}", (2 * j - 9, 0.5 * j - 4, 5 + j), response="rewind")
+             for j in range(10)]  # fmt: skip
+    ccd.step()
+    swept.clear()
+    for j, b in enumerate(balls):
+        b.setFluidZ(-100.0 * (j + 1))  # far through the floor, in one frame
+    ccd.step()
+    assert len(swept) == 1  # the first round only: nothing left to sweep after it
+    for b in balls:
+        assert b.getZ() == pytest.approx(0.5, abs=TOL)
+    names = recorder.names()
+    for j in range(10):
+        assert names.count(f"b{j}-into-floor") == 1
+        assert names.count(f"b{j}-into-zone") == 1
+    assert len(names) == 20
+
+
 def test_target_moves_the_model_root_and_keeps_the_collision_node_relative(base, ccd):
     render = base.render
     model = render.attachNewNode("model")

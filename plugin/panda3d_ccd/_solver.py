@@ -527,7 +527,8 @@ class _ObstaclePairs:
         if self._query is None or len(changed) == 0:
             return none
         size, from_mask, live = self._query
-        idx = changed[live[changed]]
+        # A body now at rest sits on the segment it was asked about already: nothing new.
+        idx = changed[live[changed] & ~self._paths.stationary_of(changed)]
         if len(idx) == 0:
             return none
         paths, table = self._paths, self.table
@@ -579,6 +580,11 @@ class _ObstaclePairs:
         new = self._extend(changed)
         if len(new):
             dirty = np.concatenate([dirty, new])
+        # A body now at rest for the rest of the pass (rewound, or stopped dead) cannot
+        # start a contact with a row that does not move either: no kernel call for those.
+        idle = self._paths.stationary_of(self.i[dirty]) & ~self.table.moving[self.k[dirty]]
+        self.toi[dirty[idle]] = np.inf
+        dirty = dirty[~idle]
         toi, extra = self.table.toi(self._paths, self.i[dirty], self.k[dirty])
         self.toi[dirty] = toi
         if self.extra is not None:
