@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 from panda3d_ccd import _one_round, _solver
+from panda3d_ccd._frames import Frames
 from panda3d_ccd._obstacles import Planes
 from panda3d_ccd._one_round import Backoff, Declined, one_round
+from panda3d_ccd._pieces import BOX, TRIANGLE, Pieces
 from panda3d_ccd._solver import KINEMATIC, REWIND, SENSOR, SLIDE, PassResult, solve
 
 WALLS = np.array(
@@ -55,7 +57,7 @@ def general(frame):
 def quick(frame):
     p0, p1, radius, response, from_mask, into_mask, off, plane_mask = frame
     planes = Planes(WALLS, off, off, plane_mask)
-    return one_round(p0, p1, radius, response, from_mask, into_mask, planes, None, None)
+    return one_round(p0, p1, radius, response, from_mask, into_mask, [planes], None)
 
 
 def by_pair(hits):
@@ -102,24 +104,24 @@ def test_it_declines_what_it_does_not_handle():
     frame = random_frame(rng, 10, side=8.0, sensors=0.0, masks=False)
     p0, p1, radius, response, from_mask, into_mask, off, plane_mask = frame
     planes = Planes(WALLS, off, off, plane_mask)
-    taken = one_round(p0, p1, radius, response, from_mask, into_mask, planes, None, None)
+    taken = one_round(p0, p1, radius, response, from_mask, into_mask, [planes], None)
     assert isinstance(taken, PassResult)
     for kind in (SLIDE, KINEMATIC):
         other = response.copy()
         other[4] = kind
-        assert one_round(p0, p1, radius, other, from_mask, into_mask, planes, None, None) is None
+        assert one_round(p0, p1, radius, other, from_mask, into_mask, [planes], None) is None
     moving = Planes(WALLS, off, off + 0.1, plane_mask)
-    assert one_round(p0, p1, radius, response, from_mask, into_mask, moving, None, None) is None
+    assert one_round(p0, p1, radius, response, from_mask, into_mask, [moving], None) is None
     # One sphere a node, in any order: taken.
     shuffled = np.random.default_rng(5).permutation(10)
-    taken = one_round(p0, p1, radius, response, from_mask, into_mask, planes, shuffled, None)
+    taken = one_round(p0, p1, radius, response, from_mask, into_mask, [planes], shuffled)
     assert isinstance(taken, PassResult)
     group = np.arange(10)
     group[3] = 4  # two spheres of one node
-    assert one_round(p0, p1, radius, response, from_mask, into_mask, planes, group, None) is None
+    assert one_round(p0, p1, radius, response, from_mask, into_mask, [planes], group) is None
     bad = p1.copy()
     bad[2] = np.nan
-    assert one_round(p0, bad, radius, response, from_mask, into_mask, planes, None, None) is None
+    assert one_round(p0, bad, radius, response, from_mask, into_mask, [planes], None) is None
 
 
 def test_a_stop_that_changes_another_pair_is_left_to_the_general_solver():
@@ -134,11 +136,12 @@ def test_a_stop_that_changes_another_pair_is_left_to_the_general_solver():
     normal = np.array([[-1.0, 0, 0]])
     off = np.array([1.0])  # the wall x = 1, facing -x
     planes = Planes(normal, off, off, np.array([1]))
-    declined = one_round(p0, p1, radius, response, mask, mask, planes, None, None)
+    declined = one_round(p0, p1, radius, response, mask, mask, [planes], None)
     # Declined after its broad phase: the pairs it found go to the general solver.
     assert isinstance(declined, Declined)
     assert [p.tolist() for p in declined.pairs] == [[0], [1]]
-    assert [p.tolist() for p in declined.plane_pairs] == [[0, 1], [0, 0]]
+    ((plane_i, plane_k),) = declined.table_pairs
+    assert [plane_i.tolist(), plane_k.tolist()] == [[0, 1], [0, 0]]
     result = solve(
         p0, p1, radius, response, mask, mask,
         plane_normal=normal, plane_offset0=off, plane_offset1=off, plane_mask=np.array([1]),
@@ -186,6 +189,74 @@ def test_solve_uses_it_and_the_general_solver_alike(monkeypatch):
         else:
             assert_same_pass(result, ref)
     assert any(calls) and not all(calls)
+
+
+def level_tables(rng: np.random.Generator, side: float):
+    """A static level under a box of ``side``: a bumpy floor of triangles (one-sided, facing
+    up) at about z = -side / 2, and a static sensor box (a trigger zone) in the middle."""
+    cells = 8
+    step = side / cells
+    xs = np.arange(cells + 1) * step - side / 2
+    height = rng.uniform(-0.3, 0.3, (cells + 1, cells + 1)) - side / 2
+    grid = np.stack(np.meshgrid(xs, xs, indexing="ij"), axis=-1)
+    corner = np.concatenate([grid, height[..., None]], axis=-1)
+    p, q = corner[:-1, :-1].reshape(-1, 3), corner[1:, :-1].reshape(-1, 3)
+    r, s = corner[1:, 1:].reshape(-1, 3), corner[:-1, 1:].reshape(-1, 3)
+    a, b, c = np.concatenate([p, p]), np.concatenate([q, r]), np.concatenate([r, s])
+    m = len(a)
+    floor = Pieces(TRIANGLE, (a, b, c, np.zeros(m, bool)), np.full(m, 0xFFFFF, np.int64))
+    zone = Pieces(BOX, (np.array([[-2.0, -2, -2]]), np.array([[2.0, 2, 2]])),
+                  np.full(1, 0xFFFFF, np.int64), sensor=np.ones(1, bool))  # fmt: skip
+    return [floor, zone]
+
+
+@pytest.mark.parametrize("n, side", [(10, 8.6), (100, 18.6)])
+def test_against_a_static_level_it_gives_the_general_solvers_answer(n, side):
+    """The same rule with a static level's tables beside the planes: a floor of triangles
+    the spheres fall onto (fast ones through it in one frame) and a sensor zone."""
+    rng = np.random.default_rng(n)
+    tables = level_tables(rng, side)
+    taken = declined = on_level = zoned = 0
+    for _ in range(40):
+        p0, p1, radius, response, from_mask, into_mask, off, plane_mask = random_frame(
+            rng, n, side=side, sensors=0.1, masks=False
+        )
+        p1[:, 2] -= np.where(rng.random(n) < 0.3, rng.uniform(0, side, n), 0.0)
+        planes = Planes(WALLS[:4], off[:4], off[:4], plane_mask[:4])
+        one = one_round(p0, p1, radius, response, from_mask, into_mask, [planes, *tables], None)
+        ref = solve(
+            p0, p1, radius, response, from_mask, into_mask, plane_normal=WALLS[:4],
+            plane_offset0=off[:4], plane_offset1=off[:4], plane_mask=plane_mask[:4],
+            obstacles=tables, one_round_first=False,
+        )  # fmt: skip
+        if not isinstance(one, PassResult):
+            declined += 1
+            continue
+        taken += 1
+        assert_same(one, ref)
+        on_level += np.count_nonzero(ref.hits.kind == TRIANGLE)
+        zoned += np.count_nonzero(ref.hits.kind == BOX)
+    # Both sides of the rule ran; the frames taken had floor contacts and zone reports.
+    assert taken >= 10 and on_level >= 10 and zoned >= 1
+    if n >= 100:
+        assert declined >= 1
+
+
+def test_a_moving_level_piece_is_left_to_the_general_solver():
+    rng = np.random.default_rng(2)
+    p0, p1, radius, response, from_mask, into_mask, off, plane_mask = random_frame(
+        rng, 10, side=8.6, sensors=0.0, masks=False
+    )
+    turn = np.array([[1.0, 0, 0, 0]])
+    rising = Frames(turn, np.zeros((1, 3)), turn, np.array([[0.0, 0, 0.5]]))
+    box = (np.array([[-1.0, -1, -5]]), np.array([[1.0, 1, -4]]))
+    lift = Pieces(BOX, box, np.full(1, 0xFFFFF, np.int64), frame=np.zeros(1, np.int64))
+    lift.set_frames(rising)
+    still = Planes(WALLS, off, off, plane_mask)
+    assert isinstance(
+        one_round(p0, p1, radius, response, from_mask, into_mask, [still], None), PassResult
+    )
+    assert one_round(p0, p1, radius, response, from_mask, into_mask, [still, lift], None) is None
 
 
 def assert_same_pass(result, ref):

@@ -98,11 +98,11 @@ class Planes:
         s, shallow = self._toi(c0, end, radius, k, off_start)
         return np.where(shallow, np.inf, start + s * (1.0 - start)), None
 
-    def first_toi(self, p0: Float, p1: Float, radius: Float, k: Int) -> Float:
-        """:meth:`toi` for straight paths p0 -> p1 (k, 3) over the whole frame, of spheres of
-        constant ``radius`` (k,), against planes ``k`` that do not move (the same numbers)."""
-        s, shallow = self._toi(p0, p1, radius, k, self.off0[k])
-        return np.where(shallow, np.inf, s)
+    def first_toi(self, paths: Paths, i: Int, k: Int) -> tuple[Float, None]:
+        """:meth:`toi` of bodies i on their whole straight paths (no segment begun yet),
+        of constant radius, against planes ``k`` that do not move: the same numbers."""
+        s, shallow = self._toi(paths.xs[i], paths.xe[i], paths.radius[i], k, self.off0[k])
+        return np.where(shallow, np.inf, s), None
 
     def _toi(self, c0: Float, end: Float, radius: Float, k: Int, off: Float) -> tuple[Float, Bool]:
         """The kernel's times of impact from c0 to end (in the planes' frame), and which are

@@ -8,9 +8,9 @@ and gives the general solver's answer exactly (the same kernels, the same arithm
 ``tests/test_one_round.py`` compares the two on random frames). It takes a frame only when
 that answer is one round:
 
-- nothing but rewound bodies, sensors and still planes (no slide, no kinematic sphere, no
-  level piece, no growing or static sphere, no rigid group of several spheres), every row
-  finite;
+- nothing but rewound bodies, sensors and obstacles that do not move this pass (planes,
+  a static level; no slide, no kinematic sphere, no moving piece, no growing or static
+  sphere, no rigid group of several spheres), every row finite;
 - each body stops at its earliest contact, and no stop can change another pair's answer:
   every pair of moving solid spheres near each other stops at the same moment (both stopped
   by their contact, or neither stopped), or one of them never moves, or the one that moves
@@ -25,6 +25,7 @@ solver's own for such a frame, so that a declined frame does not pay for them tw
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -43,10 +44,10 @@ Bool = NDArray[np.bool_]
 
 class Declined(NamedTuple):
     """A frame :func:`one_round` declined after its broad phase: the (i, j) sphere pairs and
-    the (sphere, plane) pairs it found, before any group filter."""
+    each obstacle table's (sphere, row) pairs it found, before any group filter."""
 
     pairs: tuple[Int, Int]
-    plane_pairs: tuple[Int, Int]
+    table_pairs: list[tuple[Int, Int]]
 
 
 def one_round(
@@ -56,18 +57,18 @@ def one_round(
     response: NDArray[np.int8],
     from_mask: Int,
     into_mask: Int,
-    planes: Any,
+    tables: Sequence[Any],
     group: Int | None,
-    plane_group: Int | None,
 ) -> Any:
     """The :class:`~panda3d_ccd._solver.PassResult` of a frame of isolated contacts; where
     the frame needs the general solver (see the module), :class:`Declined` or None.
-    ``planes``: a :class:`~panda3d_ccd._obstacles.Planes` or None; the caller has checked
-    that there is nothing else (no other table, no growth, no statics)."""
+    ``tables``: the obstacle tables (:class:`~panda3d_ccd._obstacles.Planes`,
+    :class:`~panda3d_ccd._pieces.Pieces`), each with its rows' ``group``; the caller has
+    checked that no sphere grows and none is static."""
     sensor = response == _solver.SENSOR
     if not np.all(sensor | (response == _solver.REWIND)):
         return None
-    if planes is not None and planes.moving.any():
+    if any(table.moving.any() for table in tables):
         return None
     # (Owners numbered in the order nodes were registered are increasing: no sort.)
     if group is not None and not np.all(group[1:] > group[:-1]):
@@ -89,24 +90,30 @@ def one_round(
     paths = Paths(p0, p1, radius, None, t_stop)
     toi = _pair_toi(p0, p1, radius, si, sj)
 
-    qi = qk = pi = pk = np.zeros(0, np.int64)
-    ptoi = np.zeros(0)
-    plane_pairs = qi, qk
-    if planes is not None:
-        plane_pairs = qi, qk = planes.candidates(p0, p1, radius, from_mask, everyone, everyone)
-        if plane_group is not None and group is not None:
-            apart = group[qi] != plane_group[qk]
+    # Each table's pairs (as the general solver asks for them: the straight paths, at the
+    # radius), the solid ones with their times of impact.
+    table_pairs, sensor_rows, struck = [], [], []
+    candidates = len(ci)
+    for table in tables:
+        qi, qk = table.candidates(p0, p1, radius, from_mask, everyone, everyone)
+        table_pairs.append((qi, qk))
+        if group is not None and table.group is not None:
+            apart = group[qi] != table.group[qk]
             qi, qk = qi[apart], qk[apart]
-        body = ~sensor[qi] & moving[qi]
+        candidates += len(qi)
+        quiet = sensor[qi] | table.sensor[qk]
+        sensor_rows.append((table, qi[quiet], qk[quiet]))
+        body = ~quiet & moving[qi]
         pi, pk = qi[body], qk[body]
         if len(pi):
-            ptoi = planes.first_toi(p0[pi], p1[pi], radius[pi], pk)
+            struck.append((table, pi, pk, *table.first_toi(paths, pi, pk)))
 
     # Each moving body's earliest contact: where it stops.
     first = np.full(n, np.inf)
     np.minimum.at(first, si, toi)
     np.minimum.at(first, sj, toi)
-    np.minimum.at(first, pi, ptoi)
+    for _table, pi, _pk, ptoi, _extra in struck:
+        np.minimum.at(first, pi, ptoi)
     stops = moving & np.isfinite(first)
     s = np.where(stops, first, 1.0)
     # The contacts that stop their bodies: each body's earliest, where the other side is
@@ -114,25 +121,28 @@ def one_round(
     sphere_taken = (
         np.isfinite(toi) & (~moving[si] | (toi == s[si])) & (~moving[sj] | (toi == s[sj]))
     )
-    plane_taken = np.isfinite(ptoi) & (ptoi == s[pi])
+    table_taken = [np.isfinite(ptoi) & (ptoi == s[pi]) for _t, pi, _k, ptoi, _e in struck]
     # One round's answer is the frame's only if every stop is such a contact (a body's
     # earliest contact may be with another's path past that one's own stop) and no stop
     # changes another pair's answer (see the module).
     held = np.zeros(n, bool)
-    held[si[sphere_taken]] = held[sj[sphere_taken]] = held[pi[plane_taken]] = True
+    held[si[sphere_taken]] = held[sj[sphere_taken]] = True
+    for (_table, pi, _pk, _t, _e), taken in zip(struck, table_taken):
+        held[pi[taken]] = True
     if (stops & ~held).any():
-        return Declined(pairs, plane_pairs)
+        return Declined(pairs, table_pairs)
     differ = (s[si] != s[sj]) & moving[si] & moving[sj]
     if differ.any() and _meet_after_stop(paths, radius, si[differ], sj[differ], s):
-        return Declined(pairs, plane_pairs)
+        return Declined(pairs, table_pairs)
 
     hits: list[Hits] = []
     if sphere_taken.any():
         taken = sphere_taken
         hits.append(_solver._sphere_hits(paths, radius, si[taken], sj[taken], toi[taken]))
-    if plane_taken.any():
-        taken = plane_taken
-        hits.append(planes.hits(paths, pi[taken], pk[taken], ptoi[taken])[0])
+    for (table, pi, pk, ptoi, extra), taken in zip(struck, table_taken):
+        if taken.any():
+            rows = None if extra is None else extra[taken]
+            hits.append(table.hits(paths, pi[taken], pk[taken], ptoi[taken], rows)[0])
     stopped = np.flatnonzero(stops)
     if len(stopped):
         t = first[stopped]
@@ -141,19 +151,18 @@ def one_round(
         paths.restart(stopped, t, at_t, at_t + 0.0)
 
     sensor_hits = empty_hits()
-    plane_sensor = sensor[qi]
-    if pair_sensor.any() or plane_sensor.any():
+    sensor_rows = [rows for rows in sensor_rows if len(rows[1])]
+    if pair_sensor.any() or sensor_rows:
         sensor_hits = _solver._sensor_hits(
-            paths, radius, ci[pair_sensor], cj[pair_sensor], ~sensor,
-            [(planes, qi[plane_sensor], qk[plane_sensor])] if plane_sensor.any() else [],
-        )  # fmt: skip
+            paths, radius, ci[pair_sensor], cj[pair_sensor], ~sensor, sensor_rows
+        )
     end = paths.xe.copy()
     return _solver.PassResult(
         end=end,
         t_stop=t_stop,
         moved=_row_any(end != p1),
         hits=concat_hits([concat_hits(hits), sensor_hits]),
-        candidates=len(ci) + len(qi),
+        candidates=candidates,
         rounds=int(bool(np.isfinite(first).any())),
         capped=False,
         one_round=True,

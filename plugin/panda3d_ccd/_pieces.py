@@ -320,6 +320,10 @@ class Pieces:
             return np.where(hit, start + np.where(hit, t, 0.0) * (1.0 - start), np.inf), extra
         return self._substeps(paths, i, k, start, r, extra)
 
+    def first_toi(self, paths: Paths, i: Int, k: Int) -> tuple[Float, Float]:
+        """:meth:`toi` on paths none of which has begun a new segment (the one-round pass)."""
+        return self.toi(paths, i, k)
+
     def _local(self, i: Int, k: Int, t: Float, x: Float) -> Float:
         """(p, 3) world points x at times t in the frames of rows k."""
         if self.frames is None or self.frame is None:

@@ -221,15 +221,11 @@ def solve(
     # Where one round declines after its broad phase, its pairs are this frame's (the same
     # boxes: no slide, growth, carrying or statics), found once.
     known: _one_round.Declined | None = None
-    if one_round_first and len(tables) <= 1 and not obstacles and radius0 is None:
-        if static is None and kinematic is None:
-            quick = _one_round.one_round(
-                p0, p1, radius, response, from_mask, into_mask,
-                tables[0] if tables else None, group, plane_group,
-            )  # fmt: skip
-            if isinstance(quick, PassResult):
-                return quick
-            known = quick
+    if one_round_first and radius0 is None and static is None and kinematic is None:
+        quick = _one_round.one_round(p0, p1, radius, response, from_mask, into_mask, tables, group)
+        if isinstance(quick, PassResult):
+            return quick
+        known = quick
     finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
     p0 = np.where(finite[:, None], p0, np.nan)
     p1 = np.where(finite[:, None], p1, np.nan)
@@ -259,7 +255,7 @@ def solve(
         if _extendable(table)
         else table.candidates(p0, p1, size + reach + carry, from_mask, everyone, ~slide)
         for table in tables
-    ] if known is None else [known.plane_pairs] * len(tables)  # fmt: skip
+    ] if known is None else known.table_pairs  # fmt: skip
     # Carried: bodies that something moving by itself may carry (near a moving obstacle
     # row or a kinematic sphere), and what they may push in turn. Only those reach further
     # than their own motion, by ``carry``; found with the boxes grown that much, and again

@@ -265,10 +265,14 @@ def _sphere_pairs(
     """:func:`sphere_pairs` on arguments already checked and broadcast to (n,) rows, with
     ``reach`` the radius plus margin (the solver calls this once per pass)."""
     n = p0.shape[0]
+    # Rows that can be in a pair at all (a from bit some row is into, or the reverse);
+    # dropping them early keeps them out of the grid.
+    pairable = ((from_ & np.bitwise_or.reduce(into)) | (into & np.bitwise_or.reduce(from_))) != 0
+    if not pairable.any():
+        return _empty_pairs()  # (spheres that meet only the level, none another)
     lo, hi = _swept_boxes(p0, p1, reach)
-    # Rows that can be in a pair at all; dropping them early keeps them out of the grid.
     with np.errstate(invalid="ignore", over="ignore"):
-        live = np.isfinite(hi - lo).all(axis=0) & ((from_ | into) != 0)
+        live = np.isfinite(hi - lo).all(axis=0) & pairable
     rows = np.flatnonzero(live)
     if len(rows) < 2 or not np.any(moves[rows]):
         return _empty_pairs()
