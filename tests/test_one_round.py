@@ -71,6 +71,7 @@ def assert_same(one, ref):
     np.testing.assert_array_equal(one.t_stop, ref.t_stop)
     np.testing.assert_array_equal(one.moved, ref.moved)
     assert one.capped == ref.capped
+    assert one.candidates == ref.candidates
     # (The general solver may take a second round to learn what one round checks.)
     assert one.rounds <= ref.rounds and (one.rounds == 0) == (ref.rounds == 0)
     for name, a, b in zip(ref.hits._fields, by_pair(one.hits), by_pair(ref.hits)):
@@ -237,7 +238,7 @@ def test_against_a_static_level_it_gives_the_general_solvers_answer(n, side):
         on_level += np.count_nonzero(ref.hits.kind == TRIANGLE)
         zoned += np.count_nonzero(ref.hits.kind == BOX)
     # Both sides of the rule ran; the frames taken had floor contacts and zone reports.
-    assert taken >= 10 and on_level >= 10 and zoned >= 1
+    assert taken >= 15 and on_level >= 100 and zoned >= 40
     if n >= 100:
         assert declined >= 1
 

@@ -50,6 +50,17 @@ class Declined(NamedTuple):
     table_pairs: list[tuple[Int, Int]]
 
 
+class _Struck(NamedTuple):
+    """One table's solid pairs (moving body ``i``, row ``k``) and their first times of
+    impact ``t``, with what its hits need (``extra``, as the table's ``first_toi`` gives)."""
+
+    table: Any
+    i: Int
+    k: Int
+    t: Float
+    extra: Any
+
+
 def one_round(
     p0: Float,
     p1: Float,
@@ -92,7 +103,9 @@ def one_round(
 
     # Each table's pairs (as the general solver asks for them: the straight paths, at the
     # radius), the solid ones with their times of impact.
-    table_pairs, sensor_rows, struck = [], [], []
+    table_pairs: list[tuple[Int, Int]] = []
+    sensor_rows: list[tuple[Any, Int, Int]] = []
+    struck: list[_Struck] = []
     candidates = len(ci)
     for table in tables:
         qi, qk = table.candidates(p0, p1, radius, from_mask, everyone, everyone)
@@ -106,14 +119,14 @@ def one_round(
         body = ~quiet & moving[qi]
         pi, pk = qi[body], qk[body]
         if len(pi):
-            struck.append((table, pi, pk, *table.first_toi(paths, pi, pk)))
+            struck.append(_Struck(table, pi, pk, *table.first_toi(paths, pi, pk)))
 
     # Each moving body's earliest contact: where it stops.
     first = np.full(n, np.inf)
     np.minimum.at(first, si, toi)
     np.minimum.at(first, sj, toi)
-    for _table, pi, _pk, ptoi, _extra in struck:
-        np.minimum.at(first, pi, ptoi)
+    for o in struck:
+        np.minimum.at(first, o.i, o.t)
     stops = moving & np.isfinite(first)
     s = np.where(stops, first, 1.0)
     # The contacts that stop their bodies: each body's earliest, where the other side is
@@ -121,14 +134,14 @@ def one_round(
     sphere_taken = (
         np.isfinite(toi) & (~moving[si] | (toi == s[si])) & (~moving[sj] | (toi == s[sj]))
     )
-    table_taken = [np.isfinite(ptoi) & (ptoi == s[pi]) for _t, pi, _k, ptoi, _e in struck]
+    table_taken = [np.isfinite(o.t) & (o.t == s[o.i]) for o in struck]
     # One round's answer is the frame's only if every stop is such a contact (a body's
     # earliest contact may be with another's path past that one's own stop) and no stop
     # changes another pair's answer (see the module).
     held = np.zeros(n, bool)
     held[si[sphere_taken]] = held[sj[sphere_taken]] = True
-    for (_table, pi, _pk, _t, _e), taken in zip(struck, table_taken):
-        held[pi[taken]] = True
+    for o, taken in zip(struck, table_taken):
+        held[o.i[taken]] = True
     if (stops & ~held).any():
         return Declined(pairs, table_pairs)
     differ = (s[si] != s[sj]) & moving[si] & moving[sj]
@@ -139,10 +152,10 @@ def one_round(
     if sphere_taken.any():
         taken = sphere_taken
         hits.append(_solver._sphere_hits(paths, radius, si[taken], sj[taken], toi[taken]))
-    for (table, pi, pk, ptoi, extra), taken in zip(struck, table_taken):
+    for o, taken in zip(struck, table_taken):
         if taken.any():
-            rows = None if extra is None else extra[taken]
-            hits.append(table.hits(paths, pi[taken], pk[taken], ptoi[taken], rows)[0])
+            extra = None if o.extra is None else o.extra[taken]
+            hits.append(o.table.hits(paths, o.i[taken], o.k[taken], o.t[taken], extra)[0])
     stopped = np.flatnonzero(stops)
     if len(stopped):
         t = first[stopped]

@@ -49,8 +49,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import _check
 from ._arrays import length as _length
-from ._arrays import ranges as _expand
-from ._arrays import unique
+from ._arrays import ranges, unique
 from ._tolerance import DIST_REL_EPS
 
 if TYPE_CHECKING:
@@ -435,7 +434,7 @@ def _cell_pairs(boxes: _Boxes, median: float, n: int, found: list[Int]) -> Bool 
     if total > min(_CELL_WORK * len(rows), _CELL_PAIRS):
         return None
     a = np.repeat(np.arange(e), later)
-    b = _expand(np.arange(1, e + 1), later)
+    b = ranges(np.arange(1, e + 1), later)
     home, a, b = np.take(key, a), np.take(entry, a), np.take(entry, b)
     top = [np.maximum(np.take(c, a), np.take(c, b)) for c in c0]
     hit = (top[0] * dims[1] + top[1]) * dims[2] + top[2] == home
@@ -675,7 +674,7 @@ class _Grid:
         narrow = np.flatnonzero(~scan)
         for s, e in _chunks(columns[narrow], _CHUNK):
             which = np.repeat(narrow[s:e], columns[narrow[s:e]])
-            step = _expand(0, columns[narrow[s:e]])
+            step = ranges(0, columns[narrow[s:e]])
             wy = np.take(width[1], which)
             cx = np.take(span.c0[0], which) + step // wy
             cy = np.take(span.c0[1], which) + step % wy
@@ -699,7 +698,7 @@ class _Grid:
             direct = np.flatnonzero(at[2] > at[1])
             if len(direct):
                 count = at[2][direct] - at[1][direct]
-                t = _expand(at[1][direct], count)
+                t = ranges(at[1][direct], count)
                 qid = np.repeat(np.take(queries.ids, which[direct]), count)
                 found.append(_pair_keys(qid, np.take(self.ids, t), n))
             which = np.concatenate([which, which])
@@ -720,7 +719,7 @@ class _Grid:
     ) -> None:
         """Exact box test of query ``which[k]`` against filed boxes start[k]:start[k]+count[k]."""
         for s, e in _chunks(count, _CHUNK):
-            t = _expand(start[s:e], count[s:e])
+            t = ranges(start[s:e], count[s:e])
             q = np.repeat(which[s:e], count[s:e])
             # One axis first: in sparse scenes most candidates fail it, and the other two are
             # then tested on the few left.

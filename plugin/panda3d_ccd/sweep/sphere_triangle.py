@@ -323,7 +323,7 @@ def _point_times(
 
 def _edge(columns: Float, e: int, k: NDArray[np.int64], x: Float, y: Float, z: Float) -> Float:
     """(p,) how far points x, y, z (p,) lie inside edge e of triangles k (their
-    :func:`_point_data` columns): the sums of :func:`_point_hits`, in its order."""
+    :func:`_point_data` columns): the sums of :func:`_point_rows`, in its order."""
     c = 4 + 3 * e
     dist = columns[c].take(k)
     dist *= x
@@ -523,7 +523,7 @@ def _exact(
     e2 = c - a
     tri = _Triangles(e1, e2, c - b)
     area2 = F.norm(tri.normal_raw)
-    longest2 = _longest2(e1, e2, c - b)
+    longest2 = _longest2(e1, e2, tri.edges[1])
     flat = area2 <= DEGENERATE_REL * longest2
     n = np.where(flat, 0.0, tri.normal_raw / np.where(flat, 1.0, area2))
     s0 = F.dot(n, w0)
