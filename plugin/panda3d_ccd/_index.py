@@ -146,6 +146,23 @@ def _crosses(origin: Float, inv: Float, grow: Float, q: Int, lo: Float, hi: Floa
     """(p,) whether segments ``q[j]`` (origin (3, n) plus s times the direction whose
     inverse is inv (3, n), s in [0, 1]) cross boxes ``k[j]`` of lo, hi (3, .) grown by
     ``grow[q[j]]``: the slab test."""
+    return _crosses_boxes(origin, inv, grow, q, lambda axis: (np.take(lo[axis], k),
+                                                              np.take(hi[axis], k)))
+
+
+def _crosses_rows(origin: Float, inv: Float, grow: Float, q: Int, boxes: Float, k: Int) -> Bool:
+    """:func:`_crosses` of boxes stored as rows (m, 6) (the low corner, then the high):
+    each box's six numbers are gathered from one place (a cache line or two, where the
+    columns of lo and hi are six), then as contiguous columns."""
+    box = np.ascontiguousarray(boxes.take(k, axis=0).T)
+    return _crosses_boxes(origin, inv, grow, q, lambda axis: (box[axis], box[axis + 3]))
+
+
+def _crosses_boxes(
+    origin: Float, inv: Float, grow: Float, q: Int, box: Callable[[int], tuple[Float, Float]]
+) -> Bool:
+    """:func:`_crosses` with the boxes' (p,) low and high ends along an axis given by
+    ``box(axis)``."""
     g = np.take(grow, q)
 
     # An axis at a time, on rows gathered from contiguous rows: a third fewer element
@@ -153,8 +170,9 @@ def _crosses(origin: Float, inv: Float, grow: Float, q: Int, lo: Float, hi: Floa
     def slab(axis: int) -> tuple[Float, Float]:
         o = np.take(origin[axis], q)
         iv = np.take(inv[axis], q)
-        t1 = (np.take(lo[axis], k) - g - o) * iv
-        t2 = (np.take(hi[axis], k) + g - o) * iv
+        lo, hi = box(axis)
+        t1 = (lo - g - o) * iv
+        t2 = (hi + g - o) * iv
         return np.minimum(t1, t2), np.maximum(t1, t2)
 
     with np.errstate(over="ignore", invalid="ignore"):
@@ -329,7 +347,9 @@ class StaticIndex:
             nmask = nmask.reshape(-1, 2)[:, 0] | nmask.reshape(-1, 2)[:, 1]
             levels.append((nlo, nhi, nmask))
         self._levels = levels[::-1]
-        for arr in (self._lo, self._hi, self._ids, self._mask, self.into_mask):
+        #: The same boxes as rows (slots, 6), for the reach grid's scattered gathers.
+        self._boxes = np.ascontiguousarray(np.concatenate([self._lo, self._hi]).T)
+        for arr in (self._lo, self._hi, self._boxes, self._ids, self._mask, self.into_mask):
             arr.flags.writeable = False
         for level in self._levels:
             for arr in level:
@@ -569,7 +589,7 @@ class StaticIndex:
             # Few big items: every segment against each.
             q = np.concatenate([q, np.repeat(rows, len(grid.big))])
             slot = np.concatenate([slot, np.tile(grid.big, len(rows))])
-        hit = _crosses(origin, inv, grow, q, self._lo, self._hi, slot)
+        hit = _crosses_rows(origin, inv, grow, q, self._boxes, slot)
         if self._masked(from_.take(rows)):
             hit &= (from_.take(q) & self._mask.take(slot)) != 0
         keep = np.flatnonzero(hit)
