@@ -92,10 +92,6 @@ class Cells:
         self.dims = (np.ceil(span / h).astype(np.int64) + 2).clip(3, None)
         self.h = h
         self.origin = box_lo - h
-        dims = self.dims
-        #: A cell's flat index is stride . (i, j, k); the box ends at grid coordinate _top.
-        self._stride = np.array([dims[1] * dims[2], dims[2], 1], np.int64)
-        self._top = (dims - 1.0)[:, None]
 
     def _ranges(self, lo: Float, hi: Float) -> tuple[Int, Int]:
         """(k, 3) the first and last cells, per axis, of boxes lo, hi (k, 3)."""
@@ -120,15 +116,18 @@ class Cells:
     def _clip(self, u0: Float, du: Float) -> tuple[Float, Float]:
         """(k,) the part [near, far] of each ray's [0, 1] inside the mesh's box; near >
         far where it misses the box."""
-        # An axis the ray does not move along gets a huge finite inverse (never inf: 0 *
-        # inf would be nan), so its slab is all or nothing. The three axes at once.
-        inv = 1.0 / np.where(np.abs(du) < 1e-300, 1e-300, du)
-        with np.errstate(over="ignore", invalid="ignore"):
-            t1 = (1.0 - u0) * inv
-            t2 = (self._top - u0) * inv
-        enter, leave = np.minimum(t1, t2), np.maximum(t1, t2)
-        near = np.maximum(np.maximum(np.maximum(enter[0], enter[1]), enter[2]), 0.0)
-        far = np.minimum(np.minimum(np.minimum(leave[0], leave[1]), leave[2]), 1.0)
+        near = np.zeros(u0.shape[1])
+        far = np.ones(u0.shape[1])
+        for axis in range(3):
+            o, d = u0[axis], du[axis]
+            # An axis the ray does not move along gets a huge finite inverse (never inf:
+            # 0 * inf would be nan), so its slab is all or nothing.
+            inv = 1.0 / np.where(np.abs(d) < 1e-300, 1e-300, d)
+            with np.errstate(over="ignore", invalid="ignore"):
+                t1 = (1.0 - o) * inv
+                t2 = (float(self.dims[axis] - 1) - o) * inv
+            np.maximum(near, np.minimum(t1, t2), out=near)
+            np.minimum(far, np.maximum(t1, t2), out=far)
         return near, far
 
     def _walk(
@@ -136,14 +135,16 @@ class Cells:
     ) -> tuple[Int, Int]:
         """(ray, cell) of every cell that lists something among those each ray ``rows``
         (r,) crosses from ta to tb (r,): the cell at ta (if ``first``: else the last
-        window ended in it), then each cell it enters through a wall of one of the axes
-        (the walls of the three axes in one go)."""
-        stride = self._stride
-        o = u0.take(rows, axis=1)
-        d = du.take(rows, axis=1)
+        window ended in it), then each cell it enters through a wall of one of the axes."""
+        dims = self.dims
+        stride = (int(dims[1] * dims[2]), int(dims[2]), 1)
+        o = [u0[axis].take(rows) for axis in range(3)]
+        d = [du[axis].take(rows) for axis in range(3)]
         # Within the box, so positions are >= 1 less a rounding: truncation floors.
-        start = (o + ta * d).astype(np.int64)
-        end = (o + tb * d).astype(np.int64)
+        start = [(o[axis] + ta * d[axis]).astype(np.int64) for axis in range(3)]
+        end = [(o[axis] + tb * d[axis]).astype(np.int64) for axis in range(3)]
+        # Toward the wall ahead on each axis, _TIE cells (see the walls below).
+        tie = [np.where(d[axis] < 0.0, -_TIE, _TIE) for axis in range(3)]
         ray_parts, cell_parts = [], []
 
         def keep(ray: Int, flat: Int) -> None:
@@ -152,51 +153,48 @@ class Cells:
             ray_parts.append(rows.take(ray.take(some)))
             cell_parts.append(flat.take(some))
 
-        r = len(rows)
         if first:
-            keep(np.arange(r), stride @ start)
-        count = np.abs(end - start).ravel()
-        if count.any():
-            # Per (axis, ray): which way it steps, and the time of the n-th wall it
-            # crosses, a + n * b (a wall is the entered cell's low side going up, its high
-            # side down); then per wall, (axis, ray) numbered axis * r + ray.
-            down = d < 0.0
+            keep(np.arange(len(rows)), start[0] * stride[0] + start[1] * stride[1] + start[2])
+        for axis in range(3):
+            count = np.abs(end[axis] - start[axis])
+            if not count.any():
+                continue
+            # Per ray: which way it steps, and the time of the n-th wall it crosses,
+            # a + n * b (a wall is the entered cell's low side going up, its high side
+            # down); then per wall.
+            da = d[axis]
+            down = da < 0.0
             sign = np.where(down, -1, 1)
             with np.errstate(divide="ignore", invalid="ignore"):
-                a = (start - o + down) / d
-                b = sign / d
-            which = np.repeat(np.arange(3 * r), count)
-            axis = which // r
-            ray = which - axis * r
+                a = (start[axis] - o[axis] + down) / da
+                b = sign / da
+            ray = np.repeat(np.arange(len(rows)), count)
             step = ranges(1, count)
-            t = a.ravel().take(which) + step * b.ravel().take(which)
-            at = o.take(ray, axis=1) + t * d.take(ray, axis=1)
-            cell = at.astype(np.int64)
-            # A wall of one axis crossed at (nearly) the same time as another's, through
-            # an edge of the grid: rounding may put both crossings just short of the
-            # other's wall, and the walk would list the two side cells, never the diagonal
-            # one the ray runs on into. So where the position is within _TIE of the wall
-            # ahead on another axis, the cell beyond it is listed too.
-            tie = np.where(down, -_TIE, _TIE).take(ray, axis=1)
-            ahead = (at + tie).astype(np.int64) - cell
-            # On the axis stepped, the cell entered (not its rounded position) and no tie.
-            wall = (axis, np.arange(len(which)))
-            cell[wall] = start.ravel().take(which) + step * sign.ravel().take(which)
-            ahead[wall] = 0
-            flat = stride @ cell
+            t = a.take(ray) + step * b.take(ray)
+            flat = (start[axis].take(ray) + step * sign.take(ray)) * stride[axis]
+            beyond = []
+            for other in range(3):
+                if other != axis:
+                    at = o[other].take(ray) + t * d[other].take(ray)
+                    cell = at.astype(np.int64)
+                    flat += cell * stride[other]
+                    # A wall of this axis crossed at (nearly) the same time, through an
+                    # edge of the grid: rounding may put both crossings just short of the
+                    # other's wall, and the walk would list the two side cells, never the
+                    # diagonal one the ray runs on into. So where the position is within
+                    # _TIE of the wall ahead, the cell beyond it is listed too.
+                    ahead = (at + tie[other].take(ray)).astype(np.int64) - cell
+                    beyond.append(ahead * stride[other])
             keep(ray, flat)
-            beyond = ahead != 0
-            near = np.flatnonzero(beyond.any(axis=0))
+            one, two = beyond
+            near = np.flatnonzero(one | two)
             if len(near):
-                ray, flat, beyond = ray[near], flat[near], beyond[:, near]
-                offset = ahead[:, near] * stride[:, None]
-                keep(ray, flat + offset.sum(axis=0))
-                both = np.flatnonzero(beyond.sum(axis=0) == 2)  # the side cells as well
+                ray, flat, one, two = ray[near], flat[near], one[near], two[near]
+                keep(ray, flat + one + two)
+                both = np.flatnonzero((one != 0) & (two != 0))  # the side cells as well
                 if len(both):
-                    for axis_offset in offset.take(both, axis=1):
-                        side = np.flatnonzero(axis_offset)
-                        keep(ray.take(both.take(side)),
-                             flat.take(both.take(side)) + axis_offset.take(side))  # fmt: skip
+                    keep(ray[both], flat[both] + one[both])
+                    keep(ray[both], flat[both] + two[both])
         if not ray_parts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(ray_parts), np.concatenate(cell_parts)
