@@ -284,6 +284,14 @@ class StaticIndex:
         with np.errstate(over="ignore"):  # a mesh past 1e154 (its reach grid is empty)
             return float(np.median(np.sqrt(((hi - lo) ** 2).sum(axis=0))))
 
+    @cached_property
+    def _boxes(self) -> Float:
+        """The item boxes as rows (slots, 6), the low corner then the high: for the reach
+        grid's scattered gathers (made with the grid, for an index asked pass after pass)."""
+        boxes = np.ascontiguousarray(np.concatenate([self._lo, self._hi]).T)
+        boxes.flags.writeable = False
+        return boxes
+
     @classmethod
     def of_triangles(
         cls, a: ArrayLike, b: ArrayLike, c: ArrayLike, into_mask: ArrayLike | None = None
@@ -347,9 +355,7 @@ class StaticIndex:
             nmask = nmask.reshape(-1, 2)[:, 0] | nmask.reshape(-1, 2)[:, 1]
             levels.append((nlo, nhi, nmask))
         self._levels = levels[::-1]
-        #: The same boxes as rows (slots, 6), for the reach grid's scattered gathers.
-        self._boxes = np.ascontiguousarray(np.concatenate([self._lo, self._hi]).T)
-        for arr in (self._lo, self._hi, self._boxes, self._ids, self._mask, self.into_mask):
+        for arr in (self._lo, self._hi, self._ids, self._mask, self.into_mask):
             arr.flags.writeable = False
         for level in self._levels:
             for arr in level:
