@@ -146,33 +146,31 @@ def _crosses(origin: Float, inv: Float, grow: Float, q: Int, lo: Float, hi: Floa
     """(p,) whether segments ``q[j]`` (origin (3, n) plus s times the direction whose
     inverse is inv (3, n), s in [0, 1]) cross boxes ``k[j]`` of lo, hi (3, .) grown by
     ``grow[q[j]]``: the slab test."""
-    return _crosses_boxes(origin, inv, grow, q, lambda axis: (np.take(lo[axis], k),
-                                                              np.take(hi[axis], k)))
+    return _crosses_gathered(origin, inv, grow, q, lo.take(k, axis=1), hi.take(k, axis=1))
 
 
 def _crosses_rows(origin: Float, inv: Float, grow: Float, q: Int, boxes: Float, k: Int) -> Bool:
     """:func:`_crosses` of boxes stored as rows (m, 6) (the low corner, then the high):
     each box's six numbers are gathered from one place (a cache line or two, where the
-    columns of lo and hi are six), then as contiguous columns."""
+    columns of lo and hi are six), then made contiguous columns."""
     box = np.ascontiguousarray(boxes.take(k, axis=0).T)
-    return _crosses_boxes(origin, inv, grow, q, lambda axis: (box[axis], box[axis + 3]))
+    return _crosses_gathered(origin, inv, grow, q, box[:3], box[3:])
 
 
-def _crosses_boxes(
-    origin: Float, inv: Float, grow: Float, q: Int, box: Callable[[int], tuple[Float, Float]]
+def _crosses_gathered(
+    origin: Float, inv: Float, grow: Float, q: Int, lo: Float, hi: Float
 ) -> Bool:
-    """:func:`_crosses` with the boxes' (p,) low and high ends along an axis given by
-    ``box(axis)``."""
+    """:func:`_crosses` of the boxes already gathered, one per segment ``q[j]``: lo, hi
+    (3, p) with contiguous rows."""
     g = np.take(grow, q)
 
-    # An axis at a time, on rows gathered from contiguous rows: a third fewer element
-    # passes than gathering (3, p) blocks and reducing them (max, min are exact either way).
+    # An axis at a time, on contiguous rows: a third fewer element passes than reducing
+    # (3, p) blocks (max, min are exact either way).
     def slab(axis: int) -> tuple[Float, Float]:
         o = np.take(origin[axis], q)
         iv = np.take(inv[axis], q)
-        lo, hi = box(axis)
-        t1 = (lo - g - o) * iv
-        t2 = (hi + g - o) * iv
+        t1 = (lo[axis] - g - o) * iv
+        t2 = (hi[axis] + g - o) * iv
         return np.minimum(t1, t2), np.maximum(t1, t2)
 
     with np.errstate(over="ignore", invalid="ignore"):

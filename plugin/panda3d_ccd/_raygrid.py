@@ -71,13 +71,14 @@ _BUILD_SLICE = 1 << 16
 class Cells:
     """A uniform grid of cells, each listing items, and the walk of segments through it:
     what :class:`RayGrid` and :class:`~._reachgrid.ReachGrid` share. A subclass sets
-    ``origin`` (3,), ``h`` and ``dims`` (3,) (grid coordinates are (x - origin) / h, the
-    listed cells inside [1, dims - 1]) and files its (cell, item) entries with
-    :meth:`_file`."""
+    ``origin`` (3,), ``h``, ``dims`` (3,) and ``stride`` with :meth:`_shape` (grid
+    coordinates are (x - origin) / h, the listed cells inside [1, dims - 1]) and files
+    its (cell, item) entries with :meth:`_file`."""
 
     origin: Float
     h: float
     dims: Int
+    stride: tuple[int, int, int]
 
     def _shape(self, box_lo: Float, box_hi: Float, h: float, items: int) -> None:
         """Cells of edge ``h`` (larger, while there would be more than ``_CELLS_PER_ITEM``
@@ -92,6 +93,8 @@ class Cells:
         self.dims = (np.ceil(span / h).astype(np.int64) + 2).clip(3, None)
         self.h = h
         self.origin = box_lo - h
+        #: A cell (i, j, k)'s flat index is i * stride[0] + j * stride[1] + k.
+        self.stride = (int(self.dims[1] * self.dims[2]), int(self.dims[2]), 1)
 
     def _ranges(self, lo: Float, hi: Float) -> tuple[Int, Int]:
         """(k, 3) the first and last cells, per axis, of boxes lo, hi (k, 3)."""
@@ -136,8 +139,7 @@ class Cells:
         """(ray, cell) of every cell that lists something among those each ray ``rows``
         (r,) crosses from ta to tb (r,): the cell at ta (if ``first``: else the last
         window ended in it), then each cell it enters through a wall of one of the axes."""
-        dims = self.dims
-        stride = (int(dims[1] * dims[2]), int(dims[2]), 1)
+        stride = self.stride
         o = [u0[axis].take(rows) for axis in range(3)]
         d = [du[axis].take(rows) for axis in range(3)]
         # Within the box, so positions are >= 1 less a rounding: truncation floors.
@@ -265,7 +267,7 @@ class RayGrid(Cells):
         """List each triangle ``items`` (boxes lo, hi, grown ``corners``) in the cells its
         box overlaps that its grown triangle touches (cells grown by ``pad``); those
         ``wide`` in every cell of their box."""
-        h, dims = self.h, self.dims
+        h, stride = self.h, self.stride
         i0, i1 = self._ranges(lo, hi)
         span = i1 - i0 + 1
         count = span[:, 0] * span[:, 1] * span[:, 2]
@@ -290,7 +292,7 @@ class RayGrid(Cells):
             # touches, so it keeps every cell of its (cut) box.
             touch |= np.take(wide, row)
             cell = cell[:, touch]
-            flats.append((cell[0] * dims[1] + cell[1]) * dims[2] + cell[2])
+            flats.append(cell[0] * stride[0] + cell[1] * stride[1] + cell[2])
             kept.append(items[row[touch]])
         flat = np.concatenate(flats) if flats else np.zeros(0, np.int64)
         item = np.concatenate(kept) if kept else np.zeros(0, np.int64)

@@ -96,8 +96,7 @@ class ReachGrid(Cells):
         listed[order[fits]] = True
         self.big = np.flatnonzero(~listed)
         items = np.flatnonzero(listed)
-        dims = self.dims
-        stride = (int(dims[1] * dims[2]), int(dims[2]), 1)
+        stride = self.stride
         # The cells of each box an axis at a time (each row of one axis fanned out along
         # the next): no divisions, and each pass as long as its output.
         flat = (i0[items] * stride).sum(axis=1)
