@@ -383,8 +383,10 @@ def _level(args: argparse.Namespace) -> int:
         "fired about 50 units a frame partly down, and respawned where they hit. Same level, "
         "same motion for every system, each response undone before the next system runs. "
         "Spheres meet the level only. Bullet sweeps: one sweepTestClosest per sphere from "
-        "positions already in numpy; Bullet doPhysics: a full dynamics step with CCD, a "
-        "reference. The floor reads every sphere's position.\n\n"
+        "positions already in numpy; Bullet slides: the plugin's slide done with those sweeps "
+        "a sphere at a time (collide-and-slide: sweep, move to the hit, keep the motion "
+        "left along the surface, sweep again, at most 8 sweeps); Bullet doPhysics: a full "
+        "dynamics step with CCD, a reference. The floor reads every sphere's position.\n\n"
         + level_table(results)
         + "\n\nPer frame (medians):\n\n"
         + level_detail_table(results)
@@ -409,11 +411,11 @@ def _level(args: argparse.Namespace) -> int:
             f"{args.volley_frames} frames from wherever the system left them. Counted with "
             "numpy on the level's triangles: spheres whose centre ended a frame inside a solid "
             "(a ray cast), and spheres whose path crossed a triangle from front to back inside "
-            "it. A path is taken through the points where the plugin says it touched (its "
-            "contacts' centres); the traverser and Bullet do not say, so theirs bend only "
-            "where a sphere moving straight first touches the level (Bullet's sweep), and a "
-            "slide that bends again in the frame may be counted although it went round: "
-            "an upper bound for them.\n\n"
+            "it. A path is taken through the points where the system says it touched (the "
+            "plugin's contacts' centres, Bullet's collide-and-slide's hits); the traverser "
+            "and doPhysics do not say, so theirs bend only where a sphere moving straight "
+            "first touches the level (Bullet's sweep), and a slide that bends again in the "
+            "frame may be counted although it went round: an upper bound for them.\n\n"
             + volley_table(rows)
         )
         record["volley"] = [dict(vars(row), share=row.share) for row in rows]

@@ -9,8 +9,10 @@ and the same motion (:class:`benchmarks.level_mesh.LevelMotion`), times per fram
 * Panda3D's CollisionTraverser with respect-prev-transform and a
   CollisionHandlerFluidPusher, every sphere a from-object;
 * Bullet against a BulletTriangleMesh of the same triangles: one ``sweepTestClosest`` per
-  sphere from its previous to its current position, and ``doPhysics`` on rigid spheres
-  with CCD (placed at the previous position, with the velocity that reaches the current);
+  sphere from its previous to its current position; Bullet's collide-and-slide (the
+  plugin's ``slide`` done with those sweeps, a sphere at a time, as a kinematic character
+  controller does it); and ``doPhysics`` on rigid spheres with CCD (placed at the previous
+  position, with the velocity that reaches the current);
 * the floor: reading every sphere's position.
 
 Spheres collide with the level only, in every system (a sweep against a mesh knows no
@@ -59,6 +61,7 @@ __all__ = [
     "PLUGIN",
     "TRAVERSER",
     "SWEEPS",
+    "SLIDES",
     "PHYSICS",
     "FLOOR",
     "SYSTEMS",
@@ -77,14 +80,19 @@ __all__ = [
 Float = NDArray[np.float64]
 
 PLUGIN, TRAVERSER = "panda3d-ccd", "CollisionTraverser"
-SWEEPS, PHYSICS, FLOOR = "Bullet sweeps", "Bullet doPhysics", "floor"
-SYSTEMS = (PLUGIN, TRAVERSER, SWEEPS, PHYSICS, FLOOR)
+SWEEPS, SLIDES = "Bullet sweeps", "Bullet slides"
+PHYSICS, FLOOR = "Bullet doPhysics", "floor"
+SYSTEMS = (PLUGIN, TRAVERSER, SWEEPS, SLIDES, PHYSICS, FLOOR)
 
 #: Level triangles are into-only; spheres are from-only (into mask 0), so they never test
 #: each other, as the sweeps (sphere against mesh) do not.
 _LEVEL_MASK = BitMask32.bit(0)
 #: Bullet groups: the mesh is group 0, the spheres group 1, and 1 does not meet 1.
 _MESH_GROUP, _SPHERE_GROUP = 0, 1
+#: Bullet's collide-and-slide: at most this many sweeps a sphere a frame, and each hit
+#: leaves the sphere this far off the surface, so that the next sweep, along it, does not
+#: start touching it (btKinematicCharacterController keeps such a margin too).
+SLIDE_SWEEPS, SLIDE_SKIN = 8, 1e-4
 
 
 # ---------------------------------------------------------------------- the scene
@@ -335,6 +343,55 @@ class _Sweeps(_System):
         self.root.removeNode()
 
 
+class _Slides(_Sweeps):
+    """Bullet's collide-and-slide: what the plugin's ``slide`` does, done with Bullet's
+    sweeps one sphere at a time (:func:`bullet_slide`), from positions already in numpy."""
+
+    def __init__(self, spheres: _Spheres, triangles: Float) -> None:
+        super().__init__(spheres, triangles)
+        self.name = SLIDES
+
+    def run(self) -> None:
+        slide = bullet_slide(self.world, self.shape, self.mask)
+        sweeps = 0
+        for p0, p1 in self.motion:
+            sweeps += slide(p0, p1)[1]
+        self.hits = sweeps
+
+    def after(self, previous: Float, current: Float) -> None:
+        self._count("sweeps", self.hits)
+
+
+def bullet_slide(
+    world: Any, shape: Any, mask: BitMask32
+) -> Callable[[Sequence[float], Sequence[float]], tuple[Point3, int, list[Point3]]]:
+    """``slide(p0, p1)``: where a sphere asked to move from ``p0`` to ``p1`` ends by
+    collide-and-slide against ``world``, how many sweeps that took, and the centres at
+    its hits. Each step sweeps from where the sphere is towards its target; at a hit it
+    moves there (``SLIDE_SKIN`` off the surface, along the hit's normal), the motion left
+    loses its part into the surface, and the next step sweeps what is left, at most
+    ``SLIDE_SWEEPS`` steps (the last hit then holds it)."""
+    sweep = world.sweepTestClosest
+
+    def slide(p0: Sequence[float], p1: Sequence[float]) -> tuple[Point3, int, list[Point3]]:
+        at, target = Point3(*p0), Point3(*p1)
+        bends = []
+        for step in range(1, SLIDE_SWEEPS + 1):
+            hit = sweep(shape, _at(*at), _at(*target), mask, 0.0)
+            if not hit.hasHit():
+                return target, step, bends
+            normal = hit.getHitNormal()
+            touch = at + (target - at) * hit.getHitFraction()
+            bends.append(touch)
+            left = target - touch
+            left -= normal * min(left.dot(normal), 0.0)
+            at = touch + normal * SLIDE_SKIN
+            target = at + left
+        return at, SLIDE_SWEEPS, bends
+
+    return slide
+
+
 def _at(x: float, y: float, z: float) -> TransformState:
     return TransformState.makePos(Point3(x, y, z))
 
@@ -447,6 +504,7 @@ def time_level(
         PLUGIN: lambda: _Plugin(spheres, build.root, response),
         TRAVERSER: lambda: _Traverser(spheres),
         SWEEPS: lambda: _Sweeps(spheres, level.triangles),
+        SLIDES: lambda: _Slides(spheres, level.triangles),
         PHYSICS: lambda: _Physics(spheres, level.triangles, motion.start[0]),
         FLOOR: lambda: _Floor(spheres),
     }
@@ -556,7 +614,8 @@ def measure_volley(
       (:func:`benchmarks.level_mesh.front_crossings`). Only a frame's start and end are
       seen, and a sliding path bends where it touches, so the path is taken through the
       points where the system says it touched (the plugin's contacts, ``getContactPos``:
-      the centre at the contact), or, for systems that do not say, through where a sphere
+      the centre at the contact; Bullet's collide-and-slide: its hits), or, for systems
+      that do not say, through where a sphere
       moving straight as asked first touches the level (Bullet's sweepTestClosest). A
       path that bends again in the frame, around a wall's end say, can then cut a corner
       and be counted although the sphere went round: for those systems this count is an
@@ -576,6 +635,8 @@ def measure_volley(
          lambda: _fire_plugin(build, volley, frames, "rewind")),
         ("CollisionTraverser + FluidPusher, respect-prev-transform", touch,
          lambda: _fire_traverser(build, volley, frames)),
+        (f"Bullet collide-and-slide (up to {SLIDE_SWEEPS} sweepTestClosest)", "its hits",
+         lambda: _fire_slides(build, volley, frames)),
         ("Bullet doPhysics, CCD (threshold r, swept sphere 0.9 r)", touch,
          lambda: _fire_physics(build, volley, frames)),
     ]  # fmt: skip
@@ -716,6 +777,31 @@ def _fire_traverser(
     return _in_scene(build, volley, body)
 
 
+def _fire_slides(
+    build: LevelBuild, volley: Volley, frames: int
+) -> tuple[Float, list[Bends | None]]:
+    from panda3d.bullet import BulletSphereShape
+
+    world, root = _bullet_world(build.level.triangles)
+    slide = bullet_slide(world, BulletSphereShape(RADIUS), BitMask32.bit(_MESH_GROUP))
+    where = np.asarray(volley.start)
+
+    def advance(target: Float) -> tuple[Float, Bends | None]:
+        nonlocal where
+        ends, bends = [], []
+        for p0, p1 in zip(where.tolist(), target.tolist()):
+            end, _sweeps, hits = slide(p0, p1)
+            ends.append(tuple(end))
+            bends.append([tuple(hit) for hit in hits])
+        where = np.array(ends)
+        return where, bends
+
+    try:
+        return _fire(volley, frames, advance)
+    finally:
+        root.removeNode()
+
+
 def _fire_physics(
     build: LevelBuild, volley: Volley, frames: int
 ) -> tuple[Float, list[Bends | None]]:
@@ -742,16 +828,18 @@ def _fire_physics(
 def level_table(results: Sequence[LevelResult]) -> str:
     """Time per frame in milliseconds (medians), one row per movers count."""
     lines = [
-        "| movers | plugin ms | traverser ms | Bullet sweeps ms | Bullet doPhysics ms "
-        "| floor ms | traverser/plugin | plugin/sweeps | plugin/floor |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| movers | plugin ms | traverser ms | Bullet sweeps ms | Bullet slides ms "
+        "| Bullet doPhysics ms | floor ms | traverser/plugin | plugin/sweeps | plugin/slides "
+        "| plugin/floor |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         plugin = r.ms.get(PLUGIN)
         lines.append(
             f"| {r.n:,} | {_cell(r, PLUGIN)} | {_cell(r, TRAVERSER)} | {_cell(r, SWEEPS)} "
-            f"| {_cell(r, PHYSICS)} | {_cell(r, FLOOR)} | {_ratio(r.ms.get(TRAVERSER), plugin)} "
-            f"| {_ratio(plugin, r.ms.get(SWEEPS))} | {_ratio(plugin, r.ms.get(FLOOR))} |"
+            f"| {_cell(r, SLIDES)} | {_cell(r, PHYSICS)} | {_cell(r, FLOOR)} "
+            f"| {_ratio(r.ms.get(TRAVERSER), plugin)} | {_ratio(plugin, r.ms.get(SWEEPS))} "
+            f"| {_ratio(plugin, r.ms.get(SLIDES))} | {_ratio(plugin, r.ms.get(FLOOR))} |"
         )
     return "\n".join(lines)
 
@@ -765,6 +853,7 @@ def level_detail_table(results: Sequence[LevelResult]) -> str:
         ("spheres the plugin moved", f"{PLUGIN} moved"),
         ("spheres the pusher moved", f"{TRAVERSER} moved"),
         ("sweeps that hit", f"{SWEEPS} hits"),
+        ("sweeps the slides made", f"{SLIDES} sweeps"),
         ("Bullet manifolds", f"{PHYSICS} manifolds"),
     ]
     lines = [

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,7 +28,10 @@ from benchmarks.level_mesh import (  # noqa: E402
     inside_solid,
 )
 
-SYSTEMS = {"panda3d-ccd", "CollisionTraverser", "Bullet sweeps", "Bullet doPhysics", "floor"}
+SYSTEMS = {
+    "panda3d-ccd", "CollisionTraverser", "Bullet sweeps", "Bullet slides", "Bullet doPhysics",
+    "floor",
+}  # fmt: skip
 PLUGIN_ROWS = ("panda3d-ccd, response=slide", "panda3d-ccd, response=rewind")
 
 
@@ -51,7 +55,10 @@ def small() -> Level:
 
 def test_level_tables_have_every_size_and_system(level_run: tuple[str, dict]) -> None:
     stdout, record = level_run
-    assert "| movers | plugin ms | traverser ms | Bullet sweeps ms | Bullet doPhysics ms " in stdout
+    assert (
+        "| movers | plugin ms | traverser ms | Bullet sweeps ms | Bullet slides ms "
+        "| Bullet doPhysics ms " in stdout
+    )
     assert "| set-up | ms |" in stdout
     assert [row["n"] for row in record["timing"]] == [5, 20]
     for row in record["timing"]:
@@ -59,6 +66,8 @@ def test_level_tables_have_every_size_and_system(level_run: tuple[str, dict]) ->
         assert all(v is not None and v > 0 for v in row["ms"].values()), row["ms"]
         assert row["register_ms"] > 0 and row["first_pass_ms"] > 0
         assert row["stats"]["panda3d-ccd candidates"] >= 0
+        # Every slide sweeps at least once a sphere.
+        assert row["stats"]["Bullet slides sweeps"] >= row["n"]
     assert "| 5 |" in stdout and "| 20 |" in stdout
     # 16 x 16 cells: 512 terrain triangles in one tile, four skirts of 32 and a bottom of 2,
     # one wall and four props of 12 triangles each.
@@ -73,7 +82,8 @@ def test_no_sphere_fired_through_the_plugin_ends_beyond_a_front_face(
 ) -> None:
     stdout, record = level_run
     rows = {row["system"]: row for row in record["volley"]}
-    assert len(rows) == 4
+    assert len(rows) == 5
+    assert rows["Bullet collide-and-slide (up to 8 sweepTestClosest)"]["bends"] == "its hits"
     for row in rows.values():
         assert row["fired"] == 80 and row["frames"] == 3
         # Every straight path goes through the face it was aimed at.
@@ -83,6 +93,42 @@ def test_no_sphere_fired_through_the_plugin_ends_beyond_a_front_face(
         assert row["inside"] == row["first"] == row["tunnelled"] == 0
         assert row["bends"] == "its contacts"
         assert f"| {name} | 80 | 80 | 0 | 0.0% | 0 | 0 | 0.0% | its contacts |" in stdout
+
+
+@pytest.fixture(scope="module")
+def floor_and_wall() -> Any:
+    """Bullet's collide-and-slide against a floor (z = 0, facing up) and a wall (x = 4,
+    facing -x), each two triangles 40 units wide."""
+    from benchmarks.level import _MESH_GROUP, _bullet_world, bullet_slide
+    from panda3d.bullet import BulletSphereShape
+    from panda3d.core import BitMask32
+
+    floor = [[[-20, -20, 0], [20, -20, 0], [20, 20, 0]], [[-20, -20, 0], [20, 20, 0], [-20, 20, 0]]]
+    wall = [[[4, -20, -20], [4, 20, 20], [4, 20, -20]], [[4, -20, -20], [4, -20, 20], [4, 20, 20]]]
+    world, root = _bullet_world(np.array(floor + wall, dtype=float))
+    yield bullet_slide(world, BulletSphereShape(0.5), BitMask32.bit(_MESH_GROUP))
+    root.removeNode()
+
+
+def test_bullet_slide_falls_onto_the_floor_and_slides_along_it(floor_and_wall: Any) -> None:
+    from benchmarks.level import SLIDE_SKIN
+
+    # Down onto the floor at half the motion: touches at (1, 0, 0.5), keeps the motion
+    # along it and ends SLIDE_SKIN above it, having swept twice (the hit, then free).
+    end, sweeps, bends = floor_and_wall((-1.0, 0.0, 2.0), (3.0, 0.0, -1.0))
+    np.testing.assert_allclose(list(bends[0]), [1.0, 0.0, 0.5], atol=1e-3)
+    np.testing.assert_allclose(list(end), [3.0, 0.0, 0.5 + SLIDE_SKIN], atol=1e-3)
+    assert (sweeps, len(bends)) == (2, 1)
+    # Nothing in the way: one sweep, straight to the target.
+    end, sweeps, bends = floor_and_wall((0.0, 0.0, 3.0), (1.0, 2.0, 3.0))
+    assert (tuple(end), sweeps, bends) == ((1.0, 2.0, 3.0), 1, [])
+
+
+def test_bullet_slide_stops_in_the_crease_of_floor_and_wall(floor_and_wall: Any) -> None:
+    # Along the floor into the wall at 45 degrees: slides along the wall's foot to y = 3.
+    end, sweeps, bends = floor_and_wall((0.0, 0.0, 0.5 + 1e-3), (6.0, 3.0, -1.0))
+    np.testing.assert_allclose(list(end), [3.5, 3.0, 0.5], atol=2e-3)
+    assert sweeps == len(bends) + 1 <= 4
 
 
 def test_default_benchmark_options_are_unchanged() -> None:
