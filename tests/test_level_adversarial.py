@@ -25,6 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from panda3d.core import (
     CollisionBox,
+    CollisionCapsule,
+    CollisionInvSphere,
     CollisionNode,
     CollisionPolygon,
     LPlane,
@@ -1011,6 +1013,32 @@ BAD = {
             LPoint3(0, 0, 0), LPoint3(2, 1, 0), LPoint3(0, 2, 0), LPoint3(0.5, 1, 0)
         ),
         r"^render/level/bad: solid 1 is a concave polygon",
+    ),
+    # Accepted by Panda3D; one such solid made every later pass fail (its index's boxes).
+    "infinite-box": (
+        lambda: CollisionBox(LPoint3(0, 0, 0), math.inf, 1, 1),
+        r"^render/level/bad: solid 1 is a box with a non-finite value \(-?inf\)$",
+    ),
+    "nan-box": (
+        lambda: CollisionBox(LPoint3(0, 0, 0), math.nan, 1, 1),
+        r"^render/level/bad: solid 1 is a box with a non-finite value \(nan\)$",
+    ),
+    "inside-out-box": (
+        lambda: CollisionBox(LPoint3(1, 1, 1), LPoint3(-1, 2, 2)),
+        r"^render/level/bad: solid 1 is a box whose min corner \[1.0, 1.0, 1.0\] is above "
+        r"its max corner \[-1.0, 2.0, 2.0\] on some axis$",
+    ),
+    "infinite-capsule": (
+        lambda: CollisionCapsule(0, 0, 0, 0, 0, 1, math.inf),
+        r"^render/level/bad: solid 1 is a capsule with a non-finite value \(inf\)$",
+    ),
+    "nan-capsule": (
+        lambda: CollisionCapsule(0, 0, math.nan, 0, 0, 1, 1),
+        r"^render/level/bad: solid 1 is a capsule with a non-finite value \(nan\)$",
+    ),
+    "nan-inverse-sphere": (
+        lambda: CollisionInvSphere(math.nan, 0, 0, 1),
+        r"^render/level/bad: solid 1 is an inverse sphere with a non-finite value \(nan\)$",
     ),
 }
 

@@ -52,7 +52,8 @@ def read_solids(name: str, solids: list[tuple[int, Any]], two_sided: bool) -> Sh
     """The pieces of ``solids`` ((index in the node, solid) pairs) of the node ``name``
     (a box as its 12 faces: triangles 0-5 and 6-11 are the two halves of faces -x, +x,
     -y, +y, -z, +z); ValueError naming the node and the index of a degenerate or
-    non-planar polygon."""
+    non-planar polygon, or of a box, capsule or inverse sphere that is not finite (or a
+    box whose min corner is above its max)."""
     rows: dict[int, list[Any]] = {TRIANGLE: [], CAPSULE: [], INV_SPHERE: []}
     owner: dict[int, list[int]] = {kind: [] for kind in rows}
     part: dict[int, list[int]] = {kind: [] for kind in rows}
@@ -71,16 +72,24 @@ def read_solids(name: str, solids: list[tuple[int, Any]], two_sided: bool) -> Sh
             # boxes is one kernel call a round, not two.
             lo = np.array([tuple(solid.getMin())], np.float64)
             hi = np.array([tuple(solid.getMax())], np.float64)
+            _finite(name, index, "a box", lo, hi)
+            if np.any(lo > hi):
+                raise ValueError(
+                    f"{name}: solid {index} is a box whose min corner {lo[0].tolist()} is "
+                    f"above its max corner {hi[0].tolist()} on some axis"
+                )
             for j, tri in enumerate(box_triangles(lo, hi)):
                 rows[TRIANGLE].append(tri)
                 owner[TRIANGLE].append(index)
                 part[TRIANGLE].append(j)
         elif kind is CollisionCapsule:
             a, b = tuple(solid.getPointA()), tuple(solid.getPointB())
+            _finite(name, index, "a capsule", a, b, solid.getRadius())
             rows[CAPSULE].append((a, b, solid.getRadius()))
             owner[CAPSULE].append(index)
             part[CAPSULE].append(0)
         elif kind is CollisionInvSphere:
+            _finite(name, index, "an inverse sphere", tuple(solid.getCenter()), solid.getRadius())
             rows[INV_SPHERE].append((tuple(solid.getCenter()), solid.getRadius()))
             owner[INV_SPHERE].append(index)
             part[INV_SPHERE].append(0)
@@ -102,6 +111,15 @@ def read_solids(name: str, solids: list[tuple[int, Any]], two_sided: bool) -> Sh
             c = np.array([f[0] for f in found], np.float64)
             shapes.geometry[kind] = (c, np.array([f[1] for f in found], np.float64))
     return shapes
+
+
+def _finite(name: str, index: int, what: str, *values: Any) -> None:
+    """ValueError naming the node and solid ``index`` (``what``, "a box") unless every number of
+    ``values`` is finite: one such solid would make every pass that reads it fail."""
+    numbers = np.concatenate([np.ravel(np.asarray(v, np.float64)) for v in values])
+    if not np.isfinite(numbers).all():
+        bad = numbers[~np.isfinite(numbers)][0]
+        raise ValueError(f"{name}: solid {index} is {what} with a non-finite value ({bad})")
 
 
 def _fan_all(name: str, polygons: list[tuple[int, Any]]) -> tuple[np.ndarray, list[int], list[int]]:
