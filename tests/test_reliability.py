@@ -767,6 +767,82 @@ def test_a_raising_handler_loses_no_other_event(base, ccd, recorder, listener):
         assert sent.count(f"b{k}-into-floor") == 1 and sent.count(f"b{k}-out-floor") == 1
 
 
+def _zone_with_two_sensors_inside(ccd, render):
+    """A static sensor zone with sensors a and b inside it (their pairs open), and a ball c
+    above a floor."""
+    ccd.add_plane(node(render, "floor"), UP)
+    ccd.add_sphere(node(render, "zone", (50, 0, 0)), 10.0, response="sensor", static=True)
+    sensors = [node(render, name, (x, 0, 5)) for name, x in (("a", 48), ("b", 52))]
+    for sensor in sensors:
+        ccd.add_sphere(sensor, 1.0, response="sensor")
+    ball = node(render, "c", (0, 0, 5))
+    ccd.add_sphere(ball, 1.0)
+    ccd.step()
+    ccd.step()
+    return sensors, ball
+
+
+@pytest.mark.parametrize("how", ["detachNode", "removeNode"])
+def test_a_raising_out_handler_of_nodes_gone_since_the_last_pass_loses_nothing(
+    base, ccd, recorder, listener, how
+):
+    # The outs of pairs whose node left the scene between frames: one handler raises; the
+    # other outs are still sent, and the pass still runs (c lands on the floor).
+    render = base.render
+    sensors, ball = _zone_with_two_sensors_inside(ccd, render)
+    listener.accept("a-out-zone", _boom)
+    for sensor in sensors:
+        getattr(sensor, how)()
+    ball.setZ(-5)
+    with pytest.raises(HandlerBug):
+        ccd.step()
+    assert tuple(ball.getPos(render)) == pytest.approx((0, 0, 1), abs=1e-6)
+    sent = names(recorder)
+    assert "c-into-floor" in sent
+    for name in ("a-out-zone", "zone-out-a", "b-out-zone", "zone-out-b"):
+        assert sent.count(name) == 1, name
+    ccd.step()
+    ccd.destroy()
+    assert balanced(names(recorder)) == []
+
+
+@pytest.mark.parametrize("how", ["destroy", "remove"])
+def test_a_raising_out_handler_of_destroy_or_remove_loses_no_other_out(
+    base, ccd, recorder, listener, how
+):
+    render = base.render
+    sensors, _ball = _zone_with_two_sensors_inside(ccd, render)
+    listener.accept("zone-out-a", _boom)
+    with pytest.raises(HandlerBug):
+        if how == "destroy":
+            ccd.destroy()
+        else:
+            ccd.remove(render.find("zone"))
+    assert balanced(names(recorder)) == []
+
+
+def test_step_from_a_handler_of_its_own_events_is_refused(base, ccd, recorder, listener):
+    # A second pass while the first still sends its events would send later ones first
+    # (an out before its in).
+    render = base.render
+    ccd.add_plane(node(render, "floor"), UP)
+    balls = [node(render, name, (5 * k, 0, 5)) for k, name in enumerate("ab")]
+    for ball in balls:
+        ccd.add_sphere(ball, 1.0)
+    ccd.step()
+    listener.accept("a-into-floor", lambda contact: ccd.step())
+    for ball in balls:
+        ball.setZ(-5)
+    with pytest.raises(RuntimeError, match="called from a handler of its own events"):
+        ccd.step()
+    assert names(recorder) == ["a-into-floor", "b-into-floor"]
+    listener.ignore("a-into-floor")
+    ccd.step()
+    ccd.step()
+    assert balanced(names(recorder)) == []
+    assert names(recorder)[2:] == ["a-out-floor", "b-out-floor"]
+
+
 # ---------------------------------------------------------------- destroy
 AFTER_DESTROY = {
     "add_sphere": lambda ccd, r: ccd.add_sphere(node(r, "late"), 1.0),

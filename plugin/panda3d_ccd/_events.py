@@ -461,10 +461,17 @@ def send_events(messenger: Any, patterns: EventPatterns, events: Iterable[Event]
 
     For each ``(kind, contact)`` and each pattern of that kind in order, the expanded name
     (if any) is sent as ``messenger.send(name, [contact])``, as CollisionHandlerEvent does
-    with its CollisionEntry.
+    with its CollisionEntry. A handler that raises loses no other event: every event is
+    sent, then the first exception is raised again.
     """
+    failure: BaseException | None = None
     for kind, contact in events:
-        send_contact(messenger, patterns.programs(kind), contact)
+        try:
+            send_contact(messenger, patterns.programs(kind), contact)
+        except Exception as exc:  # noqa: BLE001 - raised again below
+            failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 def send_contact(messenger: Any, programs: list[_Program], contact: Contact) -> None:

@@ -328,6 +328,7 @@ class ContinuousCollision:
         self._unsent_in: set[tuple[int, int]] = set()
         # Out events held while a pass has read its rows (None: sent at once).
         self._held: list[Any] | None = None
+        self._stepping = False  # a pass is under way (its handlers are running)
         # Node ids outlive remove() for the rest of a frame's events (see _forget).
         self._owner_of: dict[NodePath, int] = {}
         self._node_of: dict[int, NodePath] = {}
@@ -804,9 +805,31 @@ class ContinuousCollision:
         return task.cont
 
     def step(self) -> list[Contact]:
-        """Run one pass now (what the task runs each frame); returns :attr:`contacts`."""
+        """Run one pass now (what the task runs each frame); returns :attr:`contacts`.
+        Not from a handler of the pass's own events (RuntimeError): that pass's events are
+        still being sent, and a second pass in between would send later ones first."""
         self._check_alive()
-        self._scan()
+        if self._stepping:
+            raise RuntimeError(
+                "step() was called from a handler of its own events; the pass has not "
+                "finished sending them (run the next pass from the next frame)"
+            )
+        self._stepping = True
+        try:
+            return self._step()
+        finally:
+            self._stepping = False
+
+    def _step(self) -> list[Contact]:
+        # Outs of pairs that end before the pass (nodes removed or detached since the last
+        # one) are held for the pass's events, where a handler that raises loses no other
+        # event and no collision of this pass.
+        held: list[Any] = []
+        self._held = held
+        try:
+            self._scan()
+        finally:
+            self._held = None
         spheres, statics = self._state.spheres, self._state.statics
         spheres.flush()
         statics.flush()
@@ -819,7 +842,6 @@ class ContinuousCollision:
         _collect["Read"].stop()
 
         _collect["Broad and narrow phase"].start()
-        held: list[Any] = []
         near = _NO_ROWS
         if len(statics) or self._statics.inactive:
             # Dropping or closing statics here ends pairs; their outs wait for the events
