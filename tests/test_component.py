@@ -239,6 +239,8 @@ def test_pass_runs_after_intervals_and_before_a_later_task(base, ccd):
         (-math.inf, r"^radius must be finite and >= 0, got -inf$"),
         ("big", r"^radius must be a number, got 'big'$"),
         (None, r"^radius must be a number, got None$"),
+        (10**400, r"^radius must be finite and >= 0, got 1000"),
+        (1e39, r"^radius must fit Panda3D's float32 \(up to 3\.4e38\), got 1e\+39$"),
     ],
 )
 def test_bad_radius(base, ccd, radius, message):
@@ -393,6 +395,28 @@ def test_remove_and_teleport_of_unknown_nodes(base, ccd):
         ccd.remove(ball)
     with pytest.raises(ValueError, match=r"^nodepath render/ball is not registered$"):
         ccd.teleport(ball)
+    for call in (ccd.remove, ccd.teleport):
+        with pytest.raises(ValueError, match=r"^nodepath must be a NodePath, got \[1\]$"):
+            call([1])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"render": "render"}, r"^render must be a NodePath that is not empty, got 'render'$"),
+        ({"render": NodePath()}, r"^render must be a NodePath that is not empty, got "),
+        ({"task_name": 5}, r"^task_name must be a str, got 5$"),
+    ],
+)
+def test_bad_component_arguments(base, arguments, message):
+    with pytest.raises(ValueError, match=message):
+        ContinuousCollision(base, **arguments)
+    assert base.taskMgr.getTasksNamed("panda3d-ccd") == []
+
+
+def test_show_debug_parent_must_be_a_nodepath(ccd):
+    with pytest.raises(ValueError, match=r"^show_debug's parent must be a NodePath, got 'x'$"):
+        ccd.show_debug("x")
 
 
 # ---------------------------------------------------------------------------- space and scale

@@ -919,3 +919,22 @@ def test_a_batch_with_a_non_finite_row_is_refused_naming_it(base, ccd, which):
         ccd.ray_test_batch(a, b)
     with pytest.raises(ValueError, match=expected):
         ccd.sweep_test_batch(0.5, a, b)
+
+
+@pytest.mark.parametrize(
+    ("radius", "message"),
+    [
+        ("1", r"^radius must be a number, got '1'$"),
+        (True, r"^radius must be a number, got True$"),
+        (-1.0, r"^radius must be finite and >= 0, got -1\.0$"),
+        (1e39, r"^radius must fit Panda3D's float32 \(up to 3\.4e38\), got 1e\+39$"),
+    ],
+)
+def test_a_sweep_radius_is_checked_as_a_sphere_radius_is(base, ccd, radius, message):
+    # The same door as add_sphere's: a str or a bool is not a radius.
+    for call in (
+        lambda: ccd.sweep_test_closest(radius, (0, 0, 5), (0, 0, -5)),
+        lambda: ccd.add_sphere(base.render.attachNewNode("ball"), radius),
+    ):
+        with pytest.raises(ValueError, match=message):
+            call()

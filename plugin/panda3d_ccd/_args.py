@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from panda3d.core import BitMask32
 
-__all__ = ["mask", "flag", "vector"]
+__all__ = ["mask", "flag", "vector", "length"]
 
 
 def mask(name: str, value: Any) -> int:
@@ -29,6 +29,26 @@ def flag(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+#: The largest float32: Panda3D keeps lengths and points in float32, beyond it inf.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def length(name: str, value: Any) -> float:
+    """A finite number >= 0 that float32 holds (an int or a float, numpy's too; not a bool
+    or a str)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    try:
+        r = float(value)
+    except OverflowError:
+        r = math.inf
+    if not math.isfinite(r) or r < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+    if r > _FLOAT32_MAX:
+        raise ValueError(f"{name} must fit Panda3D's float32 (up to 3.4e38), got {value!r}")
+    return r
 
 
 def vector(name: str, value: Any) -> tuple[float, float, float]:

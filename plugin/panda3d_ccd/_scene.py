@@ -378,13 +378,7 @@ def _build(s: Snapshot, statics: _Part) -> tuple[World, _Columns]:
 
 # ------------------------------------------------------------------ argument checks
 def _radius_one(value: Any) -> float:
-    try:
-        r = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"radius must be a number, got {value!r}") from None
-    if not (math.isfinite(r) and r >= 0.0):
-        raise ValueError(f"radius must be finite and >= 0, got {value!r}")
-    return r
+    return _args.length("radius", value)
 
 
 def _radius(value: Any, k: int) -> np.ndarray:

@@ -307,6 +307,10 @@ class ContinuousCollision:
                 )
         self._taskmgr = taskmgr if taskmgr is not None else base.taskMgr
         self._render: NodePath = render if render is not None else base.render
+        if not isinstance(self._render, NodePath) or self._render.isEmpty():
+            raise ValueError(f"render must be a NodePath that is not empty, got {render!r}")
+        if not isinstance(task_name, str):
+            raise ValueError(f"task_name must be a str, got {task_name!r}")
         self._messenger = messenger if messenger is not None else base.messenger
         self._clock = clock if clock is not None else ClockObject.getGlobalClock()
         sort = task_sort_config.getValue() if task_sort is None else task_sort
@@ -652,13 +656,7 @@ class ContinuousCollision:
         static: bool,
         solid: Any,
     ) -> SphereRecord:
-        if isinstance(radius, bool) or not isinstance(
-            radius, (int, float, np.integer, np.floating)
-        ):
-            raise ValueError(f"radius must be a number, got {radius!r}")
-        r = float(radius)
-        if not math.isfinite(r) or r < 0:
-            raise ValueError(f"radius must be finite and >= 0, got {radius!r}")
+        r = _args.length("radius", radius)
         kind = _response(response)
         static = _args.flag("static", static)
         if static and kind != _solver.SENSOR:
@@ -698,7 +696,9 @@ class ContinuousCollision:
     def remove(self, nodepath: NodePath) -> None:
         """Forget every collider of nodepath; its open contacts get their out events now."""
         self._check_alive()
-        if isinstance(nodepath, NodePath) and nodepath.isEmpty():
+        if not isinstance(nodepath, NodePath):
+            raise ValueError(f"nodepath must be a NodePath, got {nodepath!r}")
+        if nodepath.isEmpty():
             # The game called removeNode() first: every node whose NodePath the game has
             # emptied is dropped, which includes this one.
             self._drop_removed()
@@ -712,7 +712,7 @@ class ContinuousCollision:
     def teleport(self, nodepath: NodePath) -> None:
         """The next pass does not sweep nodepath's jump: it starts from where it is then."""
         self._check_alive()
-        entries = self._by_node.get(nodepath)
+        entries = self._by_node.get(_nodepath(nodepath))
         if entries is None:
             raise ValueError(f"nodepath {nodepath} is not registered")
         self._teleported.update(e.uid for e in entries)
@@ -1905,6 +1905,8 @@ class ContinuousCollision:
         self._check_alive()
         from ._debug import DebugView
 
+        if parent is not None and (not isinstance(parent, NodePath) or parent.isEmpty()):
+            raise ValueError(f"show_debug's parent must be a NodePath, got {parent!r}")
         if self._debug is None:
             self._debug = DebugView(parent if parent is not None else self._render)
 
@@ -2034,3 +2036,4 @@ def _centers(
                 (c[:, 0:1] * mat[:, 0, :3] + c[:, 1:2] * mat[:, 1, :3]) + c[:, 2:3] * mat[:, 2, :3]
             ) + mat[:, 3, :3]
     return world, radius
+
