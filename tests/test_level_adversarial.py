@@ -32,6 +32,7 @@ from panda3d.core import (
     LPlane,
     LPoint3,
     LVector3,
+    PandaNode,
 )
 
 from panda3d_ccd._tolerance import SLOP_REL
@@ -1311,3 +1312,40 @@ def test_a_ball_carried_by_a_turning_piece_is_resolved_in_a_few_rounds(base, ccd
         ccd.step()
         rounds.append(ccd.rounds)
     assert max(rounds) <= 4, rounds
+
+
+# ================================================================ a still, turned piece
+@pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
+@pytest.mark.parametrize("heading", [0.0, 1.0, 90.0])
+def test_a_slide_keeps_its_motion_along_the_crease_of_a_still_turned_piece(
+    base, ccd, static, heading
+):
+    # Two one-sided walls at 30 degrees in one node, turned and never moved: a kinematic
+    # piece that does not move is a static one. Its turn there and back rounded to a
+    # carry of 1e-16, which made it a moving surface, and the slide lost its motion along
+    # the crease (found by an adversarial helper).
+    wedge, r, size = math.radians(30.0), 0.5, 20.0
+    along = np.array([math.cos(wedge), math.sin(wedge), 0.0])
+    first = [(0, 0, size), (size, 0, size), (size, 0, -size), (0, 0, -size)]
+    x, y = size * along[:2]
+    second = [(0, 0, -size), (x, y, -size), (x, y, size), (0, 0, size)]
+    walls = polygons(base.render, "walls", first, second)
+    walls.setH(heading)
+    PandaNode.resetAllPrevTransform()
+    if static:
+        ccd.add_collision_nodes(walls, static=True)
+    else:
+        ccd.add_collision_node(walls)
+    bisector = np.array([math.cos(wedge / 2), math.sin(wedge / 2), 0.0])
+    crease = bisector * r / math.sin(wedge / 2)  # touching both walls
+    ball = walls.attachNewNode("ball")
+    ball.setPos(*(crease + 2 * bisector))
+    ccd.add_sphere(ball, r, response="slide")
+    ccd.step()
+    for _ in range(3):
+        # Towards the apex, and a quarter up the crease line.
+        ball.setPos(*(np.array(tuple(ball.getPos())) - bisector + (0.0, 0.0, 0.25)))
+        ccd.step()
+    end = np.array(tuple(ball.getPos()))
+    assert end[2] == pytest.approx(0.75, abs=1e-5)
+    assert np.linalg.norm(end[:2] - crease[:2]) < 1e-5

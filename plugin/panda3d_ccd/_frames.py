@@ -57,7 +57,10 @@ class Frames:
         dot = np.einsum("ij,ij->i", q0, q1)
         q1 = np.where(dot[:, None] < 0, -q1, q1)  # the shorter arc
         self.q0, self.q1 = q0, q1
-        self.half_angle = np.arccos(np.clip(np.abs(dot), 0.0, 1.0))
+        # The same orientation at both ends does not turn: its dot rounds to 1 - 1e-16,
+        # whose arccos is some 1e-8 (which made a still, turned piece a moving one).
+        same = np.all(quat0 == quat1, axis=1)
+        self.half_angle = np.where(same, 0.0, np.arccos(np.clip(np.abs(dot), 0.0, 1.0)))
         #: (f,) angle each frame turns through over the pass, radians.
         self.angle = 2.0 * self.half_angle
         self.pos0, self.pos1 = pos0, pos1

@@ -444,6 +444,10 @@ class Pieces:
         push = _frames.apply(frames.rot1[f], normal)
         local = _frames.unapply(rot, pa - pos)
         carry = _frames.apply(frames.rot1[f], local) + frames.pos1[f] - pa
+        # A piece that did not move this pass carries nothing: its turn there and back
+        # rounds to some 1e-16, which would make it a moving surface to the response (a
+        # slide into the crease of a still, turned piece lost its motion along it).
+        carry[~self.moving[k]] = 0.0
         # The surface's own velocity at the point, over the pass.
         surface = (_frames.apply(frames.rot1[f], point) + frames.pos1[f]) - (
             _frames.apply(frames.rot0[f], point) + frames.pos0[f]
