@@ -107,9 +107,9 @@ class Unsupported(RuntimeError):
 
 
 def phase_of(frame: types.FrameType | None) -> str:
-    """The method ``step()`` was running (directly) when ``frame`` ran: ``"step"`` for its
-    own lines, ``"-"`` outside a pass."""
-    step = ContinuousCollision.step.__code__
+    """The method the pass (``step()``'s body, ``_step``) was running (directly) when
+    ``frame`` ran: ``"step"`` for its own lines, ``"-"`` outside a pass."""
+    step = ContinuousCollision._step.__code__
     while frame is not None:
         if frame.f_code is step:
             return "step"
