@@ -248,11 +248,12 @@ def test_a_spawn_scaled_in_a_task_keeps_its_scale_on_its_first_pass(base, ccd, o
     assert spawned[0].getScale() == (3.5, 3.5, 3.5)
 
 
-@pytest.mark.parametrize("sphere", [{"radius": 1e308}, {"radius": 1.0, "center": (1e300, 0, 0)}])
+@pytest.mark.parametrize("sphere", [{"radius": 1.0, "center": (1e300, 0, 0)}])
 def test_a_static_sphere_that_overflows_is_skipped_not_raised(base, ccd, sphere, monkeypatch):
-    """Finite arguments under a scale of 10 give an infinite world radius or centre: a
-    dynamic sphere is skipped with a warning, a static one must be too (the static index
-    raised ValueError every pass)."""
+    """Finite arguments under a scale of 10 give an infinite world centre: a dynamic sphere
+    is skipped with a warning, a static one must be too (the static index raised ValueError
+    every pass). (A radius that large is refused at the door since session 12: beyond
+    float32, Panda3D could not hold it.)"""
     from panda3d_ccd import component
 
     seen = []
