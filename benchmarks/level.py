@@ -350,16 +350,17 @@ class _Slides(_Sweeps):
     def __init__(self, spheres: _Spheres, triangles: Float) -> None:
         super().__init__(spheres, triangles)
         self.name = SLIDES
+        self.slide = bullet_slide(self.world, self.shape, self.mask)
+        self.sweeps = 0
 
     def run(self) -> None:
-        slide = bullet_slide(self.world, self.shape, self.mask)
-        sweeps = 0
+        slide, sweeps = self.slide, 0
         for p0, p1 in self.motion:
             sweeps += slide(p0, p1)[1]
-        self.hits = sweeps
+        self.sweeps = sweeps
 
     def after(self, previous: Float, current: Float) -> None:
-        self._count("sweeps", self.hits)
+        self._count("sweeps", self.sweeps)
 
 
 def bullet_slide(

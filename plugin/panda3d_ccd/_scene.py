@@ -238,7 +238,7 @@ class SceneQueries:
     ) -> tuple[Found, _Columns, tuple[float, ...], tuple[float, ...]] | None:
         p0 = _args.vector("from_pos", from_pos)
         p1 = _args.vector("to_pos", to_pos)
-        r = _radius_one(radius)
+        r = _args.length("radius", radius)
         bits = _args.mask("mask", mask)
         flag = _args.flag("sensors", sensors)
         built = self._world()
@@ -377,10 +377,6 @@ def _build(s: Snapshot, statics: _Part) -> tuple[World, _Columns]:
 
 
 # ------------------------------------------------------------------ argument checks
-def _radius_one(value: Any) -> float:
-    return _args.length("radius", value)
-
-
 def _radius(value: Any, k: int) -> np.ndarray:
     r = _check.lengths("radius", value)
     if r.ndim == 1 and len(r) != k:

@@ -2036,4 +2036,3 @@ def _centers(
                 (c[:, 0:1] * mat[:, 0, :3] + c[:, 1:2] * mat[:, 1, :3]) + c[:, 2:3] * mat[:, 2, :3]
             ) + mat[:, 3, :3]
     return world, radius
-
