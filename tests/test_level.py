@@ -308,28 +308,38 @@ def test_a_sensor_box_crossed_in_one_frame_sends_in_then_out(base, ccd, recorder
     assert b.getX() == 10
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a sensor box is read as its 12 faces, so a ball wholly inside it is more "
-    "than its radius from every face and counts as out: in and out in the pass it enters, "
-    "then nothing while it stays (Panda3D's box reports it inside; found by an adversarial "
-    "helper, session 12)",
-)
 @pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
+@pytest.mark.parametrize(
+    "turn, scale, inside",
+    [((0, 0, 0), (1, 1, 1), (0, 0, 0)),
+     # Turned a quarter about z: (0, 1.5, 0) is inside only the turned box.
+     ((90, 0, 0), (1, 1, 1), (0, 1.5, 0)),
+     # Mirrored and stretched along x: (-3.5, 0, 0) is inside only the scaled box.
+     ((0, 0, 0), (-2, 1, 1), (-3.5, 0, 0))],
+    ids=["plain", "turned", "mirrored"],
+)  # fmt: skip
 def test_a_ball_that_stays_inside_a_sensor_box_is_in_until_it_leaves(
-    base, ccd, recorder, static
+    base, ccd, recorder, static, turn, scale, inside
 ):
+    """A sensor box is a volume, as Panda3D's: a ball wholly inside it (far from every
+    face) is in it, pass after pass, until it leaves; the same events, pass by pass, as a
+    sensor sphere gives (an `again` in the pass it leaves, then its `out`)."""
     render = base.render
-    zone = cnode(render, "zone", CollisionBox(LPoint3(-1, -1, -1), LPoint3(1, 1, 1)))
+    zone = cnode(render, "zone", CollisionBox(LPoint3(-2, -0.5, -0.5), LPoint3(2, 0.5, 0.5)))
+    zone.setHpr(*turn)
+    zone.setScale(*scale)
     ccd.add_collision_node(zone, response="sensor", static=static)
-    b = ball(ccd, render, "b", (-10, 0, 0), radius=0.2)
-    ccd.step()
-    b.setFluidPos(0, 0, 0)  # into the box, and stays in it
-    ccd.step()
-    ccd.step()
-    b.setFluidPos(10, 0, 0)
-    ccd.step()
-    assert recorder.names() == ["b-into-zone", "b-again-zone", "b-out-zone"]
+    b = ball(ccd, render, "b", (-10, 10, 0), radius=0.2)
+    passes = []
+    for where in (None, inside, None, None, (10, 10, 0), None):
+        if where is not None:
+            b.setFluidPos(*where)
+        ccd.step()
+        passes.append(recorder.names())
+        recorder.sent.clear()
+    assert passes == [[], ["b-into-zone"], ["b-again-zone"], ["b-again-zone"],
+                      ["b-again-zone", "b-out-zone"], []]  # fmt: skip
+    assert b.getPos() == LPoint3(10, 10, 0)
 
 
 def test_balls_rewound_onto_a_floor_cost_one_triangle_sweep_and_keep_their_sensor_events(

@@ -22,7 +22,7 @@ from panda3d.core import (
     PTA_LVecBase3f,
 )
 
-from ._pieces import CAPSULE, INV_SPHERE, TRIANGLE
+from ._pieces import BOX, CAPSULE, INV_SPHERE, TRIANGLE
 from ._tolerance import DEGENERATE_REL
 
 #: A polygon vertex farther than this fraction of the polygon's size from the plane of its
@@ -48,13 +48,16 @@ class Shapes:
         return sum(len(s) for s in self.solid.values())
 
 
-def read_solids(name: str, solids: list[tuple[int, Any]], two_sided: bool) -> Shapes:
+def read_solids(
+    name: str, solids: list[tuple[int, Any]], two_sided: bool, sensor: bool = False
+) -> Shapes:
     """The pieces of ``solids`` ((index in the node, solid) pairs) of the node ``name``
-    (a box as its 12 faces: triangles 0-5 and 6-11 are the two halves of faces -x, +x,
-    -y, +y, -z, +z); ValueError naming the node and the index of a degenerate or
-    non-planar polygon, or of a box, capsule or inverse sphere that is not finite (or a
-    box whose min corner is above its max)."""
-    rows: dict[int, list[Any]] = {TRIANGLE: [], CAPSULE: [], INV_SPHERE: []}
+    (a solid box as its 12 faces: triangles 0-5 and 6-11 are the two halves of faces -x,
+    +x, -y, +y, -z, +z; a ``sensor`` node's box as one box row, a volume: a body inside it
+    overlaps it); ValueError naming the node and the index of a degenerate or non-planar
+    polygon, or of a box, capsule or inverse sphere that is not finite (or a box whose min
+    corner is above its max)."""
+    rows: dict[int, list[Any]] = {TRIANGLE: [], BOX: [], CAPSULE: [], INV_SPHERE: []}
     owner: dict[int, list[int]] = {kind: [] for kind in rows}
     part: dict[int, list[int]] = {kind: [] for kind in rows}
     polygons = [(index, solid) for index, solid in solids if type(solid) is CollisionPolygon]
@@ -78,6 +81,12 @@ def read_solids(name: str, solids: list[tuple[int, Any]], two_sided: bool) -> Sh
                     f"{name}: solid {index} is a box whose min corner {lo[0].tolist()} is "
                     f"above its max corner {hi[0].tolist()} on some axis"
                 )
+            if sensor:
+                # A trigger volume: a body wholly inside is in it, far from every face.
+                rows[BOX].append((lo[0], hi[0]))
+                owner[BOX].append(index)
+                part[BOX].append(0)
+                continue
             for j, tri in enumerate(box_triangles(lo, hi)):
                 rows[TRIANGLE].append(tri)
                 owner[TRIANGLE].append(index)
@@ -103,6 +112,9 @@ def read_solids(name: str, solids: list[tuple[int, Any]], two_sided: bool) -> Sh
             corners = np.array(found, np.float64).reshape(-1, 3, 3)
             two = np.full(len(corners), bool(two_sided))
             shapes.geometry[kind] = (corners[:, 0], corners[:, 1], corners[:, 2], two)
+        elif kind == BOX:
+            lo = np.array([f[0] for f in found], np.float64)
+            shapes.geometry[kind] = (lo, np.array([f[1] for f in found], np.float64))
         elif kind == CAPSULE:
             a = np.array([f[0] for f in found], np.float64)
             b = np.array([f[1] for f in found], np.float64)

@@ -18,7 +18,7 @@ from panda3d.core import NodePath, TransformState
 
 from ._frames import Frames
 from ._level import Shapes
-from ._pieces import CAPSULE, INV_SPHERE, KINDS, TRIANGLE, Pieces
+from ._pieces import BOX, CAPSULE, INV_SPHERE, KINDS, TRIANGLE, Pieces
 
 #: ``Hits.kind`` of kinematic tables: their shape's plus this (static ones keep theirs).
 KINEMATIC_CODE = 4
@@ -310,6 +310,9 @@ def _scaled(kind: int, geometry: tuple[np.ndarray, ...], scale: Any) -> tuple[np
         if np.prod(np.sign(s)) < 0:
             return (a * s, c * s, b * s, two)
         return (a * s, b * s, c * s, two)
+    if kind == BOX:
+        lo, hi = geometry[0] * s, geometry[1] * s  # a mirrored axis swaps its bounds
+        return (np.minimum(lo, hi), np.maximum(lo, hi))
     if kind == CAPSULE:
         return (geometry[0] * s, geometry[1] * s, geometry[2] * big)
     if kind == INV_SPHERE:

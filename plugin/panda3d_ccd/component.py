@@ -45,6 +45,7 @@ from ._level import PIECE_TYPES, read_solids
 from ._obstacles import Planes
 from ._one_round import Backoff
 from ._piecenodes import PieceNode, PieceNodes
+from ._pieces import BOX
 from ._scene import (
     ALL_BITS,
     RAY_TYPES,
@@ -485,7 +486,8 @@ class ContinuousCollision:
                 )
             mover = NodePath(target)
             to_mover = nodepath.getTransform(target)
-        shapes = read_solids(str(nodepath), pieces, two_sided) if pieces else None
+        sensor = response == "sensor" or not all(x.isTangible() for _i, x in pieces)
+        shapes = read_solids(str(nodepath), pieces, two_sided, sensor) if pieces else None
         handle, nodepath = nodepath, self._new_node(nodepath)
         from_mask = node.getFromCollideMask().getWord()
         into_mask = node.getIntoCollideMask().getWord()
@@ -518,8 +520,10 @@ class ContinuousCollision:
                     shapes=shapes,
                     solids=solids,
                     into_mask=into_mask,
-                    static=static,
-                    sensor=response == "sensor" or not all(x.isTangible() for _i, x in pieces),
+                    # A sensor box is a volume in its node's own frame (a turned box is
+                    # no box in world coordinates): read each pass like a kinematic node.
+                    static=static and BOX not in shapes.geometry,
+                    sensor=sensor,
                 )
             )
         self._commit(nodepath, handle, owner, entries)
