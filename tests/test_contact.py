@@ -340,3 +340,57 @@ def test_an_event_names_the_into_solid_as_the_traversers_entry_does(base, ccd, r
     trav.traverse(render)
     entries = [queue.get_entry(i) for i in range(queue.get_num_entries())]
     assert [e.into_solid for e in entries if e.get_into_node_path() == pair] == [second]
+
+
+def test_get_from_get_into_and_has_into_name_the_solids_as_the_traversers_entry_does(
+    base, ccd, recorder
+):
+    """CollisionEntry's solid getters on a Contact: a ball of two spheres (its second one
+    hits) dropped on a polygon, the same scene through Panda3D's traverser; a ray
+    collider's contact names its segment; a sphere added with add_sphere and a plane added
+    with add_plane have no solid (None, hasInto() False); a scene query has no from node."""
+    from panda3d.core import CollisionPolygon, CollisionSegment, LPlane, LPoint3
+
+    render = base.render
+    floor = render.attach_new_node(CollisionNode("floor"))
+    tile = CollisionPolygon(LPoint3(-5, -5, 0), LPoint3(5, -5, 0), LPoint3(5, 5, 0),
+                            LPoint3(-5, 5, 0))  # fmt: skip
+    floor.node().add_solid(tile)
+    ball = render.attach_new_node(CollisionNode("ball"))
+    high, low = CollisionSphere(0, 0, 1, 0.5), CollisionSphere(0, 0, 0, 0.5)
+    ball.node().add_solid(high)
+    ball.node().add_solid(low)
+    ball.set_pos(0, 0, 0.3)  # only the low sphere reaches into the floor
+    trav, queue = CollisionTraverser(), CollisionHandlerQueue()
+    trav.add_collider(ball, queue)
+    trav.traverse(render)
+    entry = queue.get_entry(0)
+    assert queue.get_num_entries() == 1 and entry.get_from() == low
+    ball.set_pos(0, 0, 5)
+    ccd.add_collision_node(floor, static=True)
+    ccd.add_collision_node(ball)
+    shot = render.attach_new_node(CollisionNode("shot"))
+    segment = CollisionSegment(2, 2, 3, 2, 2, -3)
+    shot.node().add_solid(segment)
+    ccd.add_collision_node(shot)
+    bare = render.attach_new_node("bare")
+    bare.set_pos(20, 0, 5)
+    ccd.add_sphere(bare, 0.5)
+    ccd.add_plane(render.attach_new_node("ground"), LPlane((0, 0, 1), LPoint3(0, 0, -1)))
+    ccd.step()
+    recorder.clear()
+    ball.set_fluid_pos(0, 0, -2)
+    bare.set_fluid_pos(20, 0, -3)
+    ccd.step()
+    got = dict(recorder.sent)
+    c = got["ball-into-floor"]
+    assert (c.getFrom(), c.getInto(), c.hasInto()) == (entry.get_from(), entry.get_into(), True)
+    assert c.getInto() == tile and c.from_solid == low
+    c = got["shot-again-floor"]  # (its in was the first pass's)
+    assert (c.getFrom(), c.getInto(), c.hasInto()) == (segment, tile, True)
+    c = got["bare-into-ground"]
+    assert (c.getFrom(), c.getInto(), c.hasInto()) == (None, None, False)
+    hit = ccd.ray_test_closest((3, 3, 3), (3, 3, -3))
+    assert hit.getIntoNodePath() == floor and hit.getInto() == tile
+    assert hit.getFromNodePath().is_empty() and hit.getFromNode() is None
+    assert hit.getFrom() is None

@@ -466,12 +466,13 @@ class RayNodes:
         world_b = np.einsum("ki,kij->kj", b_, rot) + np.where((kind == SEGMENT)[:, None], move, 0.0)
         mask = np.array([n.from_mask for n in live], np.int64)[node]
         tangible = np.array([t for n in live for t in n.tangible], bool)
-        return _Rays(live, kind, world_a, world_b, mask, node, tangible)
+        solids = [s for n in live for s in n.solids]
+        return _Rays(live, kind, world_a, world_b, mask, node, tangible, solids)
 
 
 class _Rays(NamedTuple):
     """A pass's k rays: the nodes read, (k,) kind, (k, 3) world a and b (see
-    :func:`~._rays.cast_rays`), (k,) from mask, node (row of ``nodes``) and tangible."""
+    :func:`~._rays.cast_rays`), (k,) from mask, node (row of ``nodes``), tangible and solid."""
 
     nodes: list[RayNode]
     kind: np.ndarray
@@ -480,6 +481,7 @@ class _Rays(NamedTuple):
     mask: np.ndarray
     node: np.ndarray
     tangible: np.ndarray
+    solids: list[Any]  # (k,) each ray's CollisionRay, CollisionSegment or CollisionLine
 
 
 def ray_touches(
@@ -535,6 +537,8 @@ def ray_touches(
             repeat(queries._root),
             from_handle,
             columns.handle[node].tolist(),
+            repeat(None),
+            [read.solids[j] for j in ray.tolist()],
         )
     )
     for i in np.flatnonzero(columns.is_piece[node]).tolist():

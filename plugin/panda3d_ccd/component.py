@@ -1805,7 +1805,7 @@ class ContinuousCollision:
             ]
         points, normals, froms, intos = vectors.tolist()
         ts, times, speeds = scalars.tolist()
-        _, from_np, from_handle, from_tangible, _ = zip(*[records[f] for f in frm])
+        _, from_np, from_handle, from_tangible, from_solid = zip(*[records[f] for f in frm])
         _, into_np, into_handle, into_tangible, into_solid = zip(*[records[i] for i in into])
         into_pos: list[Any] = list(map(tuple, intos))
         for i in into_plane:
@@ -1828,6 +1828,7 @@ class ContinuousCollision:
                 from_handle,
                 into_handle,
                 into_solid,
+                from_solid,
             )
         )
 

@@ -121,6 +121,7 @@ class Contact:
         "_into_tangible",
         "_world",
         "_into_solid",
+        "_from_solid",
         "_feature",
         "_part",
     )
@@ -165,6 +166,7 @@ class Contact:
         self._into_tangible = bool(into_tangible)
         self._world = _check_np("world", world)
         self._into_solid = None
+        self._from_solid = None
         self._feature = None
         self._part = 0
 
@@ -186,6 +188,7 @@ class Contact:
         from_handle: NodePath,
         into_handle: NodePath,
         into_solid: Any = None,
+        from_solid: Any = None,
     ) -> Contact:
         """A Contact from values that already pass every check of ``__init__``, vectors as
         tuples of floats already rounded to float32 (internal: the component checks a whole
@@ -208,6 +211,7 @@ class Contact:
         self._into_tangible = into_tangible
         self._world = world
         self._into_solid = into_solid
+        self._from_solid = from_solid
         self._feature = None
         self._part = 0
         return self
@@ -327,9 +331,10 @@ class Contact:
         """The into object's NodePath (see :attr:`from_np`)."""
         return _handed(self._into_handle, self._into_np)
 
-    def get_from_node(self) -> PandaNode:
-        """The from object's node."""
-        return self._from_np.node()
+    def get_from_node(self) -> PandaNode | None:
+        """The from object's node; None for a scene query's contact (a query has no from
+        node: its from NodePath is empty)."""
+        return None if self._from_np.is_empty() else self._from_np.node()
 
     def get_into_node(self) -> PandaNode:
         """The into object's node."""
@@ -342,6 +347,14 @@ class Contact:
         ``add_collision_node``; None for a sphere or plane registered with ``add_sphere``
         or ``add_plane``."""
         return self._into_solid
+
+    @property
+    def from_solid(self) -> Any:
+        """The from CollisionSolid: the CollisionSphere of a body registered with
+        ``add_collision_node``, or the CollisionRay, CollisionSegment or CollisionLine of a
+        ray collider; None for a sphere registered with ``add_sphere`` and for a scene
+        query."""
+        return self._from_solid
 
     @property
     def feature(self) -> str | None:
@@ -360,6 +373,18 @@ class Contact:
     def get_into_solid(self) -> Any:
         """As ``CollisionEntry.getIntoSolid``: see :attr:`into_solid`."""
         return self._into_solid
+
+    def get_into(self) -> Any:
+        """As ``CollisionEntry.getInto``: the into solid (see :attr:`into_solid`)."""
+        return self._into_solid
+
+    def has_into(self) -> bool:
+        """As ``CollisionEntry.hasInto``: whether the into solid is known."""
+        return self._into_solid is not None
+
+    def get_from(self) -> Any:
+        """As ``CollisionEntry.getFrom``: the from solid (see :attr:`from_solid`)."""
+        return self._from_solid
 
     def get_surface_point(self, space: NodePath) -> LPoint3:
         """The contact point, in the coordinate system of ``space``."""
@@ -442,6 +467,9 @@ class Contact:
     getIntoNodePath = get_into_node_path
     getFromNode = get_from_node
     getIntoSolid = get_into_solid
+    getInto = get_into
+    hasInto = has_into
+    getFrom = get_from
     getIntoNode = get_into_node
     getSurfacePoint = get_surface_point
     getSurfaceNormal = get_surface_normal
