@@ -1585,3 +1585,31 @@ def test_the_round_cap_warns_once_and_counts(base, ccd, monkeypatch):
         ccd.step()
     assert ccd.capped_passes == 3
     assert len(warned) == 1 and "round" in warned[0]
+
+
+@pytest.mark.parametrize(
+    "scale0, scale1, expected",
+    [((1, 1, 1), (-1, 1, 1), (-1, 1, 1)),
+     # Growing 1 -> 3 and flipped: x + r = 20 t + 1 + 2 t meets the wall at t = 9 / 22,
+     # at size 1 + 2 t = 20 / 11, mirrored.
+     ((1, 1, 1), (-3, 3, 3), (-20 / 11, 20 / 11, 20 / 11))],
+    ids=["flipped", "flipped-and-growing"],
+)  # fmt: skip
+def test_a_body_mirrored_in_the_frame_it_stops_keeps_its_size_and_its_mirror(
+    base, ccd, scale0, scale1, expected
+):
+    """A 2D-style character turned to face the other way with setSx(-1) in the frame it
+    runs into a wall: rewound, its scale is each axis's size where it stopped, mirrored as
+    the game left it; never an axis through 0 (a flat, singular node)."""
+    render = base.render
+    wall = node(render, "wall")
+    ccd.add_plane(wall, LPlane(LVector3(-1, 0, 0), LPoint3(10, 0, 0)))  # solid beyond x = 10
+    hero = node(render, "hero", (0, 0, 0))
+    hero.setScale(*scale0)
+    ccd.add_sphere(hero, 1.0)
+    ccd.step()
+    hero.setScale(*scale1)
+    hero.setX(20)
+    ccd.step()
+    assert_vec(hero.getScale(), expected)
+    assert_vec(pos(hero, render), (10 - max(map(abs, expected)), 0, 0))

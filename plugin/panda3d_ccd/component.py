@@ -29,6 +29,7 @@ from panda3d.core import (
     LPlane,
     LPoint3,
     LQuaternion,
+    LVecBase3,
     LVector3,
     NodePath,
     PStatCollector,
@@ -1570,8 +1571,11 @@ class ContinuousCollision:
                     turned = True
                 s0, scale = prev.getScale(), cur.getScale()
                 if s0 != scale:
-                    # The solver held the radius where the body stopped: so is the scale.
-                    scale = s0 + (scale - s0) * t
+                    # The solver held the radius where the body stopped: so is the scale,
+                    # each axis's size between its two, mirrored as at the end (a sprite
+                    # flipped with setSx(-1) this frame is never scaled through 0).
+                    scale = LVecBase3(*(math.copysign(abs(a) + (abs(b) - abs(a)) * t, b)
+                                        for a, b in zip(s0, scale)))  # fmt: skip
                     nodepath.setScale(render, scale)
                     turned = True
             target = LPoint3(*end)
