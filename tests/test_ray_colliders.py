@@ -577,6 +577,84 @@ def test_a_non_finite_ray_is_skipped_with_one_warning(base, ccd, recorder, watch
     assert recorder.names() == ["ray-out-ball", "ray-into-ball"]
 
 
+def test_a_ray_aimed_at_nan_hits_nothing_with_one_warning_until_it_is_finite(
+    base, ccd, recorder, watched, monkeypatch
+):
+    """A picking ray aimed anew each frame, once along a normalised zero vector (NaN):
+    the traverser's ray would hit nothing; so does this one, said once, and it comes back
+    when it is finite again."""
+    import panda3d_ccd.component as component
+
+    warned = []
+    monkeypatch.setattr(component.notify, "warning", warned.append)
+    ray, _ball = watched
+    solid = ray.node().modifySolid(0)
+    solid.setDirection(math.nan, 0, -1)
+    for _ in range(3):
+        ccd.step()
+    assert recorder.names() == ["ray-out-ball"]
+    assert warned == ["render/ray has a ray that is not finite; it hits nothing until it is"]
+    solid.setDirection(0, 0, -1)
+    ccd.step()
+    assert recorder.names() == ["ray-out-ball", "ray-into-ball"]
+
+
+@pytest.mark.parametrize(
+    "solid",
+    [CollisionRay(0, 0, math.inf, 0, 0, -1), CollisionRay(0, 0, 5, math.nan, 0, -1),
+     CollisionSegment(0, 0, 5, 0, 0, -math.inf), CollisionLine(0, 0, 5, 0, math.nan, 1)],
+    ids=["ray-origin", "ray-direction", "segment", "line"],
+)  # fmt: skip
+def test_a_ray_solid_that_is_not_finite_is_refused_at_the_door(base, ccd, solid):
+    node = ray_node(base.render, "shot", CollisionSegment(0, 0, 0, 1, 0, 0), solid)
+    with pytest.raises(
+        ValueError, match=rf"^render/shot: solid 1 is a {type(solid).__name__} that is not finite"
+    ):
+        ccd.add_collision_node(node)
+
+
+def test_a_ray_aimed_through_modify_solid_is_cast_where_the_traverser_casts_it(
+    base, ccd, recorder
+):
+    """``node.modifySolid(0).setDirection(...)`` copies the solid when another reference
+    holds it (the plugin's own did): the ray must be read from the node each pass."""
+    render = base.render
+    for name, centre in (("below", (0, 0, 0)), ("aside", (0, 10, 5))):
+        ball = collision_node(render, name, CollisionSphere(*centre, 1))
+        ccd.add_collision_node(ball, response="kinematic")
+    ray = ray_node(render, "ray", CollisionRay(0, 0, 5, 0, 0, -1))
+    ccd.add_collision_node(ray)
+    ccd.step()
+    ray.node().modifySolid(0).setDirection(0, 1, 0)
+    recorder.clear()
+    ccd.step()
+    trav, queue = CollisionTraverser(), CollisionHandlerQueue()
+    trav.addCollider(ray, queue)
+    trav.traverse(render)
+    assert [queue.getEntry(i).getIntoNodePath().getName()
+            for i in range(queue.getNumEntries())] == ["aside"]  # fmt: skip
+    assert recorder.names() == ["ray-out-below", "ray-into-aside"]
+
+
+def test_a_ray_node_whose_solids_change_is_skipped_with_one_warning(
+    base, ccd, recorder, watched, monkeypatch
+):
+    import panda3d_ccd.component as component
+
+    warned = []
+    monkeypatch.setattr(component.notify, "warning", warned.append)
+    ray, _ball = watched
+    ray.node().addSolid(CollisionSphere(0, 0, 0, 1))
+    ccd.step()
+    ccd.step()
+    assert recorder.names() == ["ray-out-ball"]
+    assert warned == ["render/ray's solids are no longer the rays it was registered with; "
+                      "skipped until they are (remove it and register it again)"]  # fmt: skip
+    ray.node().removeSolid(1)
+    ccd.step()
+    assert recorder.names() == ["ray-out-ball", "ray-into-ball"]
+
+
 def test_a_picking_ray_aimed_anew_each_frame(base, ccd, recorder):
     """The solid is read each pass, as the traverser does (``setFromLens`` every frame)."""
     render = base.render

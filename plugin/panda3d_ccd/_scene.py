@@ -396,11 +396,22 @@ class RayNode:
     from_mask: int
     handle: NodePath | None = None  # the game's NodePath, as registered
     bad: bool = False  # a non-finite transform at the last pass (warned once)
+    bad_solid: bool = False  # a non-finite solid at the last pass (warned once)
+    changed: bool = False  # solids not those registered at the last pass (warned once)
 
     def __post_init__(self) -> None:
-        #: Per solid: its kind, and whether it is tangible (``%fs``), as registered.
+        #: Per solid: its type and kind, and whether it is tangible (``%fs``), as registered.
+        self.types = tuple(map(type, self.solids))
         self.kinds = [RAY_TYPES[type(solid)] for solid in self.solids]
         self.tangible = [bool(solid.isTangible()) for solid in self.solids]
+
+
+def ray_ends(solid: Any) -> tuple[Any, Any]:
+    """A ray solid's two vectors in its node's space: a segment's ends, a ray's or a
+    line's origin and direction."""
+    if type(solid) is CollisionSegment:
+        return solid.getPointA(), solid.getPointB()
+    return solid.getOrigin(), solid.getDirection()
 
 
 #: Panda3D's ray solids and their kinds. Exact types: CollisionLine derives from
@@ -428,35 +439,44 @@ class RayNodes:
     def read(self, render: NodePath, out: set[int], warn: Any) -> _Rays:
         """This pass's rays in world space: one transform read per node in the scene (not
         in ``out``, owners of nodes out of it), and its solids as they are now (a picking
-        ray is aimed anew each frame). A node with a non-finite transform is skipped, with
-        one ``warn(text)`` until it is finite again."""
+        ray is aimed anew each frame, through the solid the game keeps or through
+        ``modifySolid``). A node with a non-finite transform, or whose solids are no longer
+        the rays it was registered with, is skipped, with one ``warn(text)`` until it is
+        right again."""
         nodes = [n for n in self.nodes if n.owner not in out] if out else self.nodes
         mats = PTA_LMatrix4f()
+        solids = []
         for node in nodes:
             try:
                 ts = node.nodepath.getTransform(render)
                 mats.pushBack(_NAN_MAT if ts.isInvalid() else ts.getMat())
             except AssertionError:  # a NaN in the chain trips an assertion in Panda3D
                 mats.pushBack(_NAN_MAT)
+            # The node's own: modifySolid() copies a solid that the plugin holds too.
+            solids.append(node.nodepath.node().getSolids())
         mat = np.frombuffer(mats, np.float32).reshape(-1, 4, 4).astype(np.float64)
         good = np.isfinite(mat).reshape(-1, 16).all(axis=1)
-        for node, ok in zip(nodes, good.tolist()):
+        for f, (node, ok) in enumerate(zip(nodes, good.tolist())):
             if not ok and not node.bad:
                 warn(f"{node.nodepath} has a non-finite transform; ray skipped until it is "
                      "finite again")  # fmt: skip
             node.bad = not ok
+            same = tuple(map(type, solids[f])) == node.types
+            if ok and not same and not node.changed:
+                warn(f"{node.nodepath}'s solids are no longer the rays it was registered with; "
+                     "skipped until they are (remove it and register it again)")  # fmt: skip
+            node.changed = not same
+            good[f] = ok and same
         live = [n for n, ok in zip(nodes, good.tolist()) if ok]
         mat = mat[good]
         kind = np.array([k for n in live for k in n.kinds], np.int8)
         node = np.repeat(np.arange(len(live)), [len(n.solids) for n in live])
         a, b = PTA_LVecBase3f(), PTA_LVecBase3f()
-        for solid, code in zip((s for n in live for s in n.solids), kind.tolist()):
-            if code == SEGMENT:
-                a.pushBack(solid.getPointA())
-                b.pushBack(solid.getPointB())
-            else:
-                a.pushBack(solid.getOrigin())
-                b.pushBack(solid.getDirection())
+        now = [s for f, ok in enumerate(good.tolist()) if ok for s in solids[f]]
+        for solid in now:
+            start, end = ray_ends(solid)
+            a.pushBack(start)
+            b.pushBack(end)
         k = len(kind)
         a_ = np.frombuffer(a, np.float32).reshape(k, 3).astype(np.float64)
         b_ = np.frombuffer(b, np.float32).reshape(k, 3).astype(np.float64)
@@ -464,10 +484,16 @@ class RayNodes:
         # Panda3D's row vectors: a point is p @ rot + move, a direction d @ rot.
         world_a = np.einsum("ki,kij->kj", a_, rot) + move
         world_b = np.einsum("ki,kij->kj", b_, rot) + np.where((kind == SEGMENT)[:, None], move, 0.0)
+        # A solid aimed anew with a NaN (a picking ray at a zero vector) hits nothing.
+        bad = np.bincount(node, ~(row_all(np.isfinite(world_a)) & row_all(np.isfinite(world_b))),
+                          len(live)) > 0  # fmt: skip
+        for n, nan in zip(live, bad.tolist()):
+            if nan and not n.bad_solid:
+                warn(f"{n.nodepath} has a ray that is not finite; it hits nothing until it is")
+            n.bad_solid = nan
         mask = np.array([n.from_mask for n in live], np.int64)[node]
         tangible = np.array([t for n in live for t in n.tangible], bool)
-        solids = [s for n in live for s in n.solids]
-        return _Rays(live, kind, world_a, world_b, mask, node, tangible, solids)
+        return _Rays(live, kind, world_a, world_b, mask, node, tangible, now)
 
 
 class _Rays(NamedTuple):

@@ -56,6 +56,7 @@ from ._scene import (
     RayNodes,
     SceneQueries,
     Snapshot,
+    ray_ends,
     ray_touches,
 )
 from ._spheres import SphereRecord, SphereTable
@@ -566,6 +567,13 @@ class ContinuousCollision:
                 f"{nodepath} holds rays: two_sided applies to a node's polygons (a ray hits "
                 "a polygon from the sides its own node was registered with)"
             )
+        for i, solid in enumerate(solids):
+            ends = ray_ends(solid)
+            if not all(map(math.isfinite, (*ends[0], *ends[1]))):
+                raise ValueError(
+                    f"{nodepath}: solid {i} is a {type(solid).__name__} that is not finite "
+                    f"({tuple(ends[0])}, {tuple(ends[1])})"
+                )
         from_mask = nodepath.node().getFromCollideMask().getWord()
         handle, nodepath = nodepath, self._new_node(nodepath)
         owner = self._next_uid()
