@@ -340,7 +340,8 @@ def solve(
             # Through the pairs that can touch this frame only (bound <= 1), as when the
             # bounds are computed up front: a pair that cannot touch carries no change.
             near = pairs.earliest <= 1.0
-            held = rigid.spread_any(_reach(unresolved, pairs.i[near], pairs.j[near], still))
+            # The game moves kinematic rows: never held.
+            held = rigid.spread_any(_reach(unresolved, pairs.i[near], pairs.j[near], still)) & ~kin
             break
         rounds += 1
         a_s, b_s = pairs.i[pend_s], pairs.j[pend_s]
