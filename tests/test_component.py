@@ -380,6 +380,23 @@ def test_an_unsupported_solid_is_refused(base, ccd):
     assert ccd.colliders == 0
 
 
+def test_an_intangible_plane_is_refused_rather_than_made_solid(base, ccd):
+    """A "fell out of the world" trigger plane (setTangible(False)): the traverser's
+    pusher lets a ball through it; a plane here is always solid, so it is refused."""
+    cnode = base.render.attachNewNode(CollisionNode("abyss"))
+    cnode.node().addSolid(CollisionSphere(0, 0, 0, 1))
+    plane = CollisionPlane(LPlane(LVector3(0, 0, 1), LPoint3(0, 0, -50)))
+    plane.setTangible(False)
+    cnode.node().addSolid(plane)
+    with pytest.raises(
+        ValueError,
+        match=r"^render/abyss: solid 1 is an intangible CollisionPlane; a plane here is always "
+        r"a solid half-space \(for a trigger, use a sensor CollisionBox\)$",
+    ):
+        ccd.add_collision_node(cnode, response="sensor")
+    assert ccd.colliders == 0
+
+
 def test_collision_node_errors(base, ccd):
     with pytest.raises(ValueError, match=r"^nodepath render/plain is not a CollisionNode$"):
         ccd.add_collision_node(node(base.render, "plain"))

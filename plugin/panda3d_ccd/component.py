@@ -469,6 +469,12 @@ class ContinuousCollision:
                 f"{nodepath} holds a {type(pieces[0][1]).__name__}, which the plugin cannot "
                 f"move: response must be 'kinematic' or 'sensor', got {response!r}"
             )
+        for i, solid in enumerate(solids):
+            if type(solid) is CollisionPlane and not solid.isTangible():
+                raise ValueError(
+                    f"{nodepath}: solid {i} is an intangible CollisionPlane; a plane here is "
+                    "always a solid half-space (for a trigger, use a sensor CollisionBox)"
+                )
         tangible = {s.isTangible() for s in solids if type(s) is not CollisionPlane}
         if len(tangible) > 1:
             raise ValueError(
