@@ -655,6 +655,32 @@ def test_a_ray_node_whose_solids_change_is_skipped_with_one_warning(
     assert recorder.names() == ["ray-out-ball", "ray-into-ball"]
 
 
+def test_of_a_node_of_rays_of_different_lengths_the_contact_is_the_nearest_hit(
+    base, ccd, recorder
+):
+    """Two segments from one point, 10 and 100 long, and a target of two spheres 8 and 20
+    units down them: the contact is the one 8 away (t 0.8 of its segment), not the one
+    whose t is lower (0.2 of the long one), as the traverser's nearest entry."""
+    render = base.render
+    target = collision_node(render, "X", CollisionSphere(8.5, 0, 0, 0.5),
+                            CollisionSphere(0, 20.5, 0, 0.5))  # fmt: skip
+    ccd.add_collision_node(target, response="kinematic")
+    probe = ray_node(render, "probe", CollisionSegment(0, 0, 0, 10, 0, 0),
+                     CollisionSegment(0, 0, 0, 0, 100, 0))  # fmt: skip
+    ccd.add_collision_node(probe)
+    ccd.step()
+    trav, queue = CollisionTraverser(), CollisionHandlerQueue()
+    trav.addCollider(probe, queue)
+    trav.traverse(render)
+    queue.sortEntries()
+    nearest = queue.getEntry(0).getSurfacePoint(render)
+    ((name, contact),) = recorder.sent
+    assert name == "probe-into-X"
+    assert nearest == LPoint3(8, 0, 0)
+    assert tuple(contact.getSurfacePoint(render)) == pytest.approx(tuple(nearest))
+    assert contact.getFrom() == probe.node().getSolid(0)
+
+
 def test_a_picking_ray_aimed_anew_each_frame(base, ccd, recorder):
     """The solid is read each pass, as the traverser does (``setFromLens`` every frame)."""
     render = base.render
@@ -833,7 +859,7 @@ def test_casts_find_what_one_long_segment_finds(seed, planes):
     aim = centres[rng.integers(0, len(centres), k)] + rng.normal(scale=0.3, size=(k, 3))
     b = np.where((kind == SEGMENT)[:, None], a + 2.5 * (aim - a), aim - a)
     hits = cast_rays(world, kind, a, b, np.ones(k, np.int64))
-    rows = firsts_per_node(hits, np.arange(k))
+    rows = firsts_per_node(hits, np.arange(k), a)
     ours = {(int(hits.ray[r]), int(hits.node[r])): hits.point[r] for r in rows.tolist()}
     theirs = _firsts(world, kind, a, b, 2e4 if planes else 1e4)
     if planes:  # the oracle's planes reach only as far as its segment: those rays are ours

@@ -12,7 +12,8 @@ hit is the first along the line from minus infinity.
 
 Each hit's ``t`` is given as a fraction of one nominal cast per ray (its origin, or a line's
 far start, to the far point that covers both the box and the planes), so that the hits of
-one ray compare; :func:`firsts_per_node` keeps, per (ray node, target node), the first.
+one ray compare; :func:`firsts_per_node` keeps, per (ray node, target node), the first
+hit of each ray, then the one nearest to where its ray starts.
 
 This module never imports panda3d.
 """
@@ -234,6 +235,17 @@ def cast_rays(world: World, kind: Int, a: Float, b: Float, mask: Int) -> RayHits
     return RayHits(ray, np.clip(t, 0.0, 1.0), *columns)
 
 
+def _lowest_per_group(rows: Int, group: tuple[NDArray, ...], key: tuple[NDArray, ...]) -> Int:
+    """Of ``rows``, the one with the lowest ``key`` (compared in order) per value of
+    ``group``."""
+    order = rows[np.lexsort(tuple(k[rows] for k in reversed(group + key)))]
+    new = np.zeros(len(order), bool)
+    new[0] = True
+    for g in group:
+        new[1:] |= g[order][1:] != g[order][:-1]
+    return order[new]
+
+
 class _Part(NamedTuple):
     """One cast's hits, the rays its rows are (rows (c,)), and per row the map of its
     ``t`` to the fraction of the ray's nominal cast: ``offset + scale * t``."""
@@ -248,15 +260,17 @@ def _drop(found: Found, out: Bool) -> Found:
     return found if not out.any() else Found(*(col[~out] for col in found))
 
 
-def firsts_per_node(hits: RayHits, owner: Int) -> Int:
-    """Rows of ``hits``: for each (ray owner, target node), its first hit along the ray
-    (``owner`` (k,) the ray node of each ray; ties go to the lower ray, then the lower
-    solid), sorted by owner then t."""
+def firsts_per_node(hits: RayHits, owner: Int, origin: Float) -> Int:
+    """Rows of ``hits``: for each (ray owner, target node), the hit nearest to where its
+    ray starts, of each ray's first hit along it (``owner`` (k,) the ray node of each
+    ray, ``origin`` (k, 3) each ray's a; the rays of a node may differ in length, so
+    their t do not compare; ties go to the lower ray, then the lower solid), sorted by
+    owner then t."""
     if len(hits.t) == 0:
         return np.zeros(0, np.int64)
     own = owner[hits.ray]
-    order = np.lexsort((hits.solid, hits.ray, hits.t, hits.node, own))
-    lead = np.ones(len(order), bool)
-    lead[1:] = (own[order][1:] != own[order][:-1]) | (hits.node[order][1:] != hits.node[order][:-1])
-    rows = order[lead]
+    each = _lowest_per_group(np.arange(len(hits.t)), (own, hits.node, hits.ray),
+                             (hits.t, hits.solid))  # fmt: skip
+    dist = length(hits.point - origin[hits.ray])
+    rows = _lowest_per_group(each, (own, hits.node), (dist, hits.ray, hits.solid))
     return rows[np.lexsort((hits.node[rows], hits.t[rows], own[rows]))]

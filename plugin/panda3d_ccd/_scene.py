@@ -525,7 +525,7 @@ def ray_touches(
     hits = cast_rays(world, read.kind, read.a, read.b, read.mask)
     owner = np.array([n.owner for n in read.nodes], np.int64)[read.node]
     # Per node hit, not per World node: a node of several spheres is one World node each.
-    rows = firsts_per_node(hits._replace(node=columns.owner[hits.node]), owner)
+    rows = firsts_per_node(hits._replace(node=columns.owner[hits.node]), owner, read.a)
     if not len(rows):
         return []
     rows = rows[row_all(np.isfinite(hits.point[rows])) & row_all(np.isfinite(hits.normal[rows]))]
