@@ -420,6 +420,32 @@ def test_capsule_and_inverse_sphere_pieces(base, ccd):
     assert c.getY() == pytest.approx(math.sqrt(19.5**2 - 2**2), abs=TOL)  # |centre| + r = 20
 
 
+@pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
+@pytest.mark.parametrize("scale", [(1, 1, 3), (-1, 2, 3)], ids=["taller", "mirrored-wider"])
+def test_a_capsule_scaled_along_its_axis_keeps_the_thickness_across_it(
+    base, ccd, static, scale
+):
+    """A pillar capsule (axis z, radius 1, z from -1 to 1) scaled (sx, sy, 3): the
+    world's is as thick as the largest scale across its axis (a ball at its side stops
+    there, as at Panda3D's surface when both scales across are the same; an elliptic
+    section is held by its larger radius) and its ellipsoid caps reach 3 beyond the segment's
+    ends (a ball dropped on it stops on their tip); before, it was as thick as the largest
+    axis (3: a ball stopped 2 short of the side)."""
+    render = base.render
+    pillar = cnode(render, "pillar", CollisionCapsule(0, 0, -1, 0, 0, 1, 1))
+    pillar.setScale(*scale)
+    ccd.add_collision_node(pillar, static=static)
+    side = ball(ccd, render, "side", (-10, 0, 0), response="rewind")
+    top = ball(ccd, render, "top", (0, 0, 20), response="rewind")
+    ccd.step()
+    side.setFluidPos(0, 0, 0)
+    top.setFluidPos(0, 0, 0)
+    ccd.step()
+    thickness = max(abs(scale[0]), abs(scale[1]))
+    assert side.getX() == pytest.approx(-thickness - 0.5, abs=TOL)
+    assert top.getZ() == pytest.approx(3 + 3 + 0.5, abs=TOL)
+
+
 def test_a_mirrored_parent_keeps_the_polygon_front(base, ccd):
     render = base.render
     mirror = render.attachNewNode("mirror")

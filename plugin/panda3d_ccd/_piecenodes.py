@@ -211,7 +211,7 @@ class PieceNodes:
             world[TRIANGLE] = (a, c, b, two) if flip else (a, b, c, two)
         if CAPSULE in geometry:
             a, b, r = geometry[CAPSULE]
-            world[CAPSULE] = (point(a), point(b), r * scale)
+            world[CAPSULE] = _capsules_under(a, b, r, np.sqrt((lin**2).sum(axis=1)), point)
         if INV_SPHERE in geometry:
             c, r = geometry[INV_SPHERE]
             world[INV_SPHERE] = (point(c), r * scale)
@@ -314,10 +314,32 @@ def _scaled(kind: int, geometry: tuple[np.ndarray, ...], scale: Any) -> tuple[np
         lo, hi = geometry[0] * s, geometry[1] * s  # a mirrored axis swaps its bounds
         return (np.minimum(lo, hi), np.maximum(lo, hi))
     if kind == CAPSULE:
-        return (geometry[0] * s, geometry[1] * s, geometry[2] * big)
+        return _capsules_under(*geometry, np.abs(s), lambda p: p * s)
     if kind == INV_SPHERE:
         return (geometry[0] * s, geometry[1] * big)
     return geometry
+
+
+def _capsules_under(
+    a: np.ndarray, b: np.ndarray, r: np.ndarray, stretch: np.ndarray, image: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Capsules a, b (m, 3), r (m,) under a linear map that stretches the node's axes by
+    ``stretch`` (3,) and takes a point to ``image(p)``: the image is a capsule with
+    ellipsoid caps. Along an axis of the node (a pillar scaled taller), the capsule that
+    holds it tightly: the radius the scale across the axis gives, the segment lengthened
+    to reach the caps' tips. Otherwise the radius of the largest stretch (holds it)."""
+    d = np.abs(b - a)
+    axis = d.argmax(axis=1)
+    size = np.sqrt((d**2).sum(axis=1))
+    aligned = (size > 0) & (d.max(axis=1) >= (1.0 - 1e-9) * size)
+    across = np.where(np.arange(3)[None, :] == axis[:, None], 0.0, stretch[None, :]).max(axis=1)
+    radius = r * np.where(aligned, across, stretch.max())
+    reach = np.where(aligned, np.maximum(r * stretch[axis] - radius, 0.0), 0.0)
+    wa, wb = image(a), image(b)
+    along = wb - wa
+    length = np.sqrt((along**2).sum(axis=1))
+    unit = along / np.where(length > 0, length, 1.0)[:, None]
+    return wa - reach[:, None] * unit, wb + reach[:, None] * unit, radius
 
 
 def _net(nodepath: NodePath, render: NodePath) -> TransformState | None:
