@@ -34,6 +34,7 @@ from panda3d.core import (
     LVector3,
     PandaNode,
 )
+from scene_nodes import collision_node
 
 from panda3d_ccd._tolerance import SLOP_REL
 
@@ -1352,12 +1353,6 @@ def test_a_slide_keeps_its_motion_along_the_crease_of_a_still_turned_piece(
 
 
 # ----------------------------------------------------------------- found, not fixed yet
-def _solid_node(parent, name, solid):
-    path = parent.attachNewNode(CollisionNode(name))
-    path.node().addSolid(solid)
-    return path
-
-
 @pytest.mark.xfail(
     strict=True,
     reason="BUG: a turning piece is inflated by its chord deviation in every direction, so "
@@ -1370,7 +1365,7 @@ def test_a_ball_resting_on_a_turning_flat_platform_stays_put(base, ccd, recorder
     along under the ball: no contact, the ball stays where it is."""
     render = base.render
     corners = [(-5, -5, 0), (5, -5, 0), (5, 5, 0), (-5, 5, 0)]
-    table = _solid_node(render, "table", CollisionPolygon(*(LPoint3(*c) for c in corners)))
+    table = collision_node(render, "table", CollisionPolygon(*(LPoint3(*c) for c in corners)))
     ccd.add_collision_node(table)
     ball = render.attachNewNode("ball")
     ball.setPos(2.0, 0.7, 0.5)
@@ -1393,7 +1388,7 @@ def test_two_balls_pushed_by_a_turning_door_never_overlap_each_other(base, ccd):
     render = base.render
     hinge = render.attachNewNode("hinge")
     hinge.setH(90)
-    door = _solid_node(hinge, "door", CollisionBox(LPoint3(0, -0.1, 0), LPoint3(6, 0.1, 3)))
+    door = collision_node(hinge, "door", CollisionBox(LPoint3(0, -0.1, 0), LPoint3(6, 0.1, 3)))
     ccd.add_collision_node(door)
     balls = [render.attachNewNode(f"b{k}") for k in range(2)]
     balls[0].setPos(-0.605, 3.009, 1.0)
