@@ -374,10 +374,6 @@ class Contact:
         """As ``CollisionEntry.getIntoSolid``: see :attr:`into_solid`."""
         return self._into_solid
 
-    def get_into(self) -> Any:
-        """As ``CollisionEntry.getInto``: the into solid (see :attr:`into_solid`)."""
-        return self._into_solid
-
     def has_into(self) -> bool:
         """As ``CollisionEntry.hasInto``: whether the into solid is known."""
         return self._into_solid is not None
@@ -467,7 +463,8 @@ class Contact:
     getIntoNodePath = get_into_node_path
     getFromNode = get_from_node
     getIntoSolid = get_into_solid
-    getInto = get_into
+    get_into = get_into_solid  # CollisionEntry has both names for the into solid
+    getInto = get_into_solid
     hasInto = has_into
     getFrom = get_from
     getIntoNode = get_into_node
