@@ -302,6 +302,28 @@ def test_spheres_against_the_closed_form_in_a_batch_and_singly(base, ccd):
                 assert c.getT() == pytest.approx(res.t[i], abs=1e-15)
 
 
+def test_a_batch_mixing_zero_and_non_zero_radii_casts_each_row_as_its_own_batch(base, ccd):
+    """Radius-0 rows of a mixed batch are rays (the point kernel, with its seam slop), the
+    others spheres: each row's answer is the one of a batch of its own radius."""
+    rng = np.random.default_rng(9)
+    _mixed_scene(base.render, ccd, rng)
+    ccd.step()
+    a = rng.uniform(-40, 40, (300, 3))
+    b = -a + rng.normal(0, 3, (300, 3))
+    radius = np.where(np.arange(300) % 2 == 0, 0.0, rng.uniform(0.1, 1.0, 300))
+    mixed = ccd.sweep_test_batch(radius, a, b)
+    point, round_ = radius == 0, radius > 0
+    ray = ccd.ray_test_batch(a[point], b[point])
+    sphere = ccd.sweep_test_batch(radius[round_], a[round_], b[round_])
+    for rows, alone in ((point, ray), (round_, sphere)):
+        assert (mixed.t[rows] == alone.t).all()
+        np.testing.assert_array_equal(mixed.point[rows], alone.point)
+        assert [mixed.nodes[j] if j >= 0 else None for j in mixed.collider[rows]] == [
+            alone.nodes[j] if j >= 0 else None for j in alone.collider
+        ]
+    assert np.isfinite(ray.t).sum() > 5 and np.isfinite(sphere.t).sum() > 5
+
+
 def test_a_long_batch_gives_the_single_forms_hits_with_t_to_rounding(base, ccd):
     """Past 256 casts a batch casts each along its length in pieces: the same hit as the
     single form, its t to the last bits (0.48475775454443976 against 0.48475775454444

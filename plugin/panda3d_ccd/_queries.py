@@ -368,6 +368,15 @@ class World:
     ) -> Found:
         table = rows.table
         spec = table.spec
+        zero = r == 0
+        if spec.point is not None and zero.any() and not zero.all():
+            # A batch mixing rays and spheres: the rays with the point kernel (its seam
+            # slop keeps one aimed at a seam from falling through), the rest as spheres.
+            parts = []
+            for cast in (np.flatnonzero(zero), np.flatnonzero(~zero)):
+                found = self._pieces(j, rows, p0[cast], p1[cast], r[cast], mask[cast], sensors)
+                parts.append(found._replace(query=cast[found.query]))
+            return _concat(parts)
         point = spec.point is not None and not r.any()
         # A point cast (a ray) is asked of the index with the point kernel's slop around
         # it (SEAM_REL): a ray threading the seam between two polygons meets both.
