@@ -65,6 +65,17 @@ class Frames:
         self.angle = 2.0 * self.half_angle
         self.pos0, self.pos1 = pos0, pos1
         self.rot0, self.rot1 = matrices(q0), matrices(q1)
+        # The turn's axis in the frame's own coordinates: the vector part of q0* q1. The
+        # slerp turns about it at a constant rate, and a turn fixes its axis, so it is the
+        # same local axis all pass long.
+        w0, v0 = q0[:, :1], q0[:, 1:]
+        w1, v1 = q1[:, :1], q1[:, 1:]
+        rel = w0 * v1 - w1 * v0 - np.cross(v0, v1)
+        size = np.linalg.norm(rel, axis=1)
+        #: (f, 3) unit axis each frame turns about, in its own coordinates (z if none).
+        self.axis = np.where(
+            (size > 0)[:, None], rel / np.where(size > 0, size, 1.0)[:, None], [0.0, 0.0, 1.0]
+        )
         #: (f,) frames that move at all (rotate or translate).
         self.moving = (self.angle > 0) | np.any(pos0 != pos1, axis=1)
 
@@ -88,7 +99,8 @@ class Frames:
 
         Its local path is L(t) = R(t)^T y(t), with R turning at the constant rate w (the
         angle over the pass) about a fixed axis and y linear: |L''| <= w^2 |y| + 2 w |y'|,
-        and a curve through its chord's ends strays at most max|L''| / 8 from it.
+        and a curve through its chord's ends strays at most max|L''| / 8 from it. Along the
+        turn's axis (``axis``) the path is linear: it strays only across the axis.
         """
         w = self.angle[f] * (t1 - t0)
         big = np.maximum(np.linalg.norm(y0, axis=1), np.linalg.norm(y1, axis=1))

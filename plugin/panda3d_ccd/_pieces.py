@@ -332,16 +332,25 @@ class Pieces:
         return _frames.unapply(rot, x - pos)
 
     def _sweep(
-        self, c0: Float, c1: Float, r: Float, dev: Float, k: Int, extra: Float
+        self,
+        c0: Float,
+        c1: Float,
+        r: Float,
+        dev: Float,
+        k: Int,
+        extra: Float,
+        axis: Float | None = None,
     ) -> tuple[Float, Float]:
-        """Local sweeps of rows k inflated by dev, with the slop rule: a contact that could
-        never sink deeper than the slop (a ball rolling on float32 positions along a floor
-        or across its seams) does not count. The distance to a convex piece is convex
-        along a segment, so a sweep with the radius shrunk by the slop finds a deeper
-        overlap exactly where there is one."""
+        """Local sweeps of rows k inflated by dev (strays across the local ``axis`` only,
+        if given), with the slop rule: a contact that could never sink deeper than the slop
+        (a ball rolling on float32 positions along a floor or across its seams) does not
+        count. The distance to a convex piece is convex along a segment, so a sweep with
+        the radius shrunk by the slop finds a deeper overlap exactly where there is one."""
         geometry = self.rows(k)
         reach = r + dev
         if self.shape == TRIANGLE:
+            if axis is not None:
+                geometry, reach = _grown_in_plane(geometry, r, dev, axis)
             c0 = _onto_front(c0, c1, geometry)
         # The rows at full radius, then at the radius less the slop (a row that misses at
         # full radius misses at less). Few rows: both sweeps in one kernel call, whose
@@ -411,7 +420,9 @@ class Pieces:
         rot_b, pos_b = frames.at(fp, tb)
         dev = frames.chord_deviation(fp, ta, tb, xa - pos_a, xb - pos_b)
         ca, cb = _frames.unapply(rot_a, xa - pos_a), _frames.unapply(rot_b, xb - pos_b)
-        s, found = self._sweep(ca, cb, r[pair], dev, k[pair], np.full((len(pair), 8), np.nan))
+        s, found = self._sweep(
+            ca, cb, r[pair], dev, k[pair], np.full((len(pair), 8), np.nan), frames.axis[fp]
+        )
         t_rows = np.where(np.isfinite(s), ta + s * (tb - ta), np.inf)
         # The earliest step's contact of each pair.
         order = np.lexsort((t_rows, pair))
@@ -541,6 +552,45 @@ def _onto_front(c0: Float, c1: Float, geometry: tuple[NDArray, ...]) -> Float:
     return out
 
 
+def _grown_in_plane(
+    geometry: tuple[NDArray, ...], r: Float, dev: Float, axis: Float
+) -> tuple[tuple[NDArray, ...], Float]:
+    """Triangles and radii that hold each triangle swept by a turning piece's deviation:
+    the body's local path strays from its chord by at most ``dev``, across the turn's
+    ``axis`` only. Inflating the radius by ``dev`` holds it in every direction; where the
+    face is across the axis (a turntable's top), most of that stray lies in the face's
+    plane, and the triangle grown in its plane by ``dev`` (each edge pushed out: scaled
+    about its incentre) with the radius inflated only by the stray along its normal holds
+    it too, and keeps a ball resting on the face, and on the seams between its triangles,
+    touching rather than inside."""
+    a, b, c, two = geometry
+    cross = np.cross(b - a, c - a)
+    twice_area = _length(cross)
+    sides = _length(c - b), _length(a - c), _length(b - a)
+    perimeter = sides[0] + sides[1] + sides[2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        along = np.abs(np.einsum("ij,ij->i", cross, axis)) / twice_area
+        normal_dev = dev * np.sqrt(np.maximum(1.0 - along * along, 0.0))
+        scale = dev * perimeter / twice_area  # dev over the inradius
+    # Slivers (whose growth would reach far) and faces along the axis keep the ball.
+    grow = (scale <= _MOST_GROWTH) & (normal_dev < 0.5 * dev)
+    if not grow.any():
+        return geometry, r + dev
+    g = np.flatnonzero(grow)
+    centre = (
+        sides[0][g, None] * a[g] + sides[1][g, None] * b[g] + sides[2][g, None] * c[g]
+    ) / perimeter[g, None]
+    factor = 1.0 + scale[g, None]
+    a, b, c = a.copy(), b.copy(), c.copy()
+    for v in (a, b, c):
+        v[g] = centre + (v[g] - centre) * factor
+    return (a, b, c, two), r + np.where(grow, normal_dev, dev)
+
+
+#: A triangle is grown in its plane (:func:`_grown_in_plane`) only while the growth is at
+#: most this fraction of its inradius (its corners then move at most that much of their
+#: distance from its incentre).
+_MOST_GROWTH = 1.0
 #: Where :func:`_onto_front` puts a start, as a fraction of the slop in front of the face.
 _AHEAD = 1e-3
 #: Up to this many rows a piece table sweeps them at both radii in one kernel call (see

@@ -379,8 +379,17 @@ def solve(
         push = np.concatenate([hs.normal, -hs.normal, *(r.push for _, r in taken)])
         # A kinematic sphere, or a body that yielded to its carrier, carries what it meets.
         pushing = kin | paths.yielded
-        carry_a = np.where(pushing[b_s][:, None], paths.xe[b_s] - hs.pos_b, 0.0)
-        carry_b = np.where(pushing[a_s][:, None], paths.xe[a_s] - hs.pos_a, 0.0)
+        # Its centre's motion from the contact to the end, and its surface's growth.
+        carry_a = np.where(
+            pushing[b_s][:, None],
+            paths.xe[b_s] - hs.pos_b + hs.normal * paths.growth_left(b_s, t_s)[:, None],
+            0.0,
+        )
+        carry_b = np.where(
+            pushing[a_s][:, None],
+            paths.xe[a_s] - hs.pos_a - hs.normal * paths.growth_left(a_s, t_s)[:, None],
+            0.0,
+        )
         carry = np.concatenate([carry_a, carry_b, *(r.carry for _, r in taken)])
         spheres = np.zeros(2 * len(a_s), bool)
         fixed = np.concatenate([spheres, *(~_row_any(r.carry != 0.0) for _, r in taken)])
