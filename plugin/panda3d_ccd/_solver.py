@@ -379,17 +379,8 @@ def solve(
         push = np.concatenate([hs.normal, -hs.normal, *(r.push for _, r in taken)])
         # A kinematic sphere, or a body that yielded to its carrier, carries what it meets.
         pushing = kin | paths.yielded
-        # Its centre's motion from the contact to the end, and its surface's growth.
-        carry_a = np.where(
-            pushing[b_s][:, None],
-            paths.xe[b_s] - hs.pos_b + hs.normal * paths.growth_left(b_s, t_s)[:, None],
-            0.0,
-        )
-        carry_b = np.where(
-            pushing[a_s][:, None],
-            paths.xe[a_s] - hs.pos_a - hs.normal * paths.growth_left(a_s, t_s)[:, None],
-            0.0,
-        )
+        carry_a = _carried(paths, pushing, b_s, t_s, hs.pos_b, hs.normal)
+        carry_b = _carried(paths, pushing, a_s, t_s, hs.pos_a, -hs.normal)
         carry = np.concatenate([carry_a, carry_b, *(r.carry for _, r in taken)])
         spheres = np.zeros(2 * len(a_s), bool)
         fixed = np.concatenate([spheres, *(~_row_any(r.carry != 0.0) for _, r in taken)])
@@ -1088,6 +1079,20 @@ def _reach(seeds: Int, i: Int, j: Int, still: Bool) -> Bool:
         if np.array_equal(grown, mark):
             return mark
         mark = grown
+
+
+def _carried(
+    paths: Paths, pushing: Bool, by: Int, t: Float, pos: Float, normal: Float
+) -> Float:
+    """(k, 3) where spheres ``by`` (at ``pos`` at times ``t``), where they carry what they
+    touch (``pushing``: kinematic spheres, bodies that yielded to their carrier), take the
+    point of contact by the end of the pass: their centre's motion from then on, and their
+    surface's growth along the contact ``normal`` (out of them); zero elsewhere."""
+    push = pushing[by]
+    if not push.any():
+        return np.zeros_like(pos)
+    carry = paths.xe[by] - pos + normal * paths.growth_left(by, t)[:, None]
+    return np.where(push[:, None], carry, 0.0)
 
 
 def _hold(paths: Paths, held: Bool, t_hold: float, t_stop: Float, hits: Hits) -> Hits:
