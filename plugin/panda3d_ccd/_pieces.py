@@ -572,14 +572,19 @@ def _grown_in_plane(
         along = np.abs(np.einsum("ij,ij->i", cross, axis)) / twice_area
         normal_dev = dev * np.sqrt(np.maximum(1.0 - along * along, 0.0))
         scale = dev * perimeter / twice_area  # dev over the inradius
-    # Slivers (whose growth would reach far) and faces along the axis keep the ball.
-    grow = (scale <= _MOST_GROWTH) & (normal_dev < 0.5 * dev)
+        centre = (sides[0][:, None] * a + sides[1][:, None] * b + sides[2][:, None] * c) / (
+            perimeter[:, None]
+        )
+        # A corner moves by its distance from the incentre times the growth over the
+        # inradius: sharp corners (far from the incentre) would reach far.
+        corner = np.maximum.reduce([_length(a - centre), _length(b - centre), _length(c - centre)])
+        sharp = corner * perimeter / twice_area  # the farthest corner over the inradius
+    # Faces along the axis, slivers and sharp corners keep the ball.
+    grow = (scale <= _MOST_GROWTH) & (sharp <= _SHARPEST) & (normal_dev < 0.5 * dev)
     if not grow.any():
         return geometry, r + dev
     g = np.flatnonzero(grow)
-    centre = (
-        sides[0][g, None] * a[g] + sides[1][g, None] * b[g] + sides[2][g, None] * c[g]
-    ) / perimeter[g, None]
+    centre = centre[g]
     factor = 1.0 + scale[g, None]
     a, b, c = a.copy(), b.copy(), c.copy()
     for v in (a, b, c):
@@ -591,6 +596,10 @@ def _grown_in_plane(
 #: most this fraction of its inradius (its corners then move at most that much of their
 #: distance from its incentre).
 _MOST_GROWTH = 1.0
+#: ... and only where no corner is farther than this many inradii from its incentre (no
+#: corner sharper than 29 degrees): a corner then moves at most this many times the growth,
+#: the most a body may stop short of it.
+_SHARPEST = 4.0
 #: Where :func:`_onto_front` puts a start, as a fraction of the slop in front of the face.
 _AHEAD = 1e-3
 #: Up to this many rows a piece table sweeps them at both radii in one kernel call (see
