@@ -8,6 +8,8 @@ on its motion relative to the collider, in the collider's frame (see ``_pieces``
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -65,19 +67,20 @@ class Frames:
         self.angle = 2.0 * self.half_angle
         self.pos0, self.pos1 = pos0, pos1
         self.rot0, self.rot1 = matrices(q0), matrices(q1)
-        # The turn's axis in the frame's own coordinates: the vector part of q0* q1. The
-        # slerp turns about it at a constant rate, and a turn fixes its axis, so it is the
-        # same local axis all pass long.
-        w0, v0 = q0[:, :1], q0[:, 1:]
-        w1, v1 = q1[:, :1], q1[:, 1:]
-        rel = w0 * v1 - w1 * v0 - np.cross(v0, v1)
-        size = np.linalg.norm(rel, axis=1)
-        #: (f, 3) unit axis each frame turns about, in its own coordinates (z if none).
-        self.axis = np.where(
-            (size > 0)[:, None], rel / np.where(size > 0, size, 1.0)[:, None], [0.0, 0.0, 1.0]
-        )
         #: (f,) frames that move at all (rotate or translate).
         self.moving = (self.angle > 0) | np.any(pos0 != pos1, axis=1)
+
+    @cached_property
+    def axis(self) -> Float:
+        """(f, 3) unit axis each frame turns about, in its own coordinates (z if none):
+        the vector part of q0* q1. The slerp turns about it at a constant rate, and a turn
+        fixes its axis, so it is the same local axis all pass long."""
+        w0, v0 = self.q0[:, :1], self.q0[:, 1:]
+        w1, v1 = self.q1[:, :1], self.q1[:, 1:]
+        rel = w0 * v1 - w1 * v0 - np.cross(v0, v1)
+        size = np.linalg.norm(rel, axis=1)
+        unit = rel / np.where(size > 0, size, 1.0)[:, None]
+        return np.where((size > 0)[:, None], unit, [0.0, 0.0, 1.0])
 
     def at(self, f: Int, t: Float) -> tuple[Float, Float]:
         """(k, 3, 3) rotations and (k, 3) origins of frames f at times t (both (k,))."""

@@ -1084,10 +1084,11 @@ def _reach(seeds: Int, i: Int, j: Int, still: Bool) -> Bool:
 def _carried(
     paths: Paths, pushing: Bool, by: Int, t: Float, pos: Float, normal: Float
 ) -> Float:
-    """(k, 3) where spheres ``by`` (at ``pos`` at times ``t``), where they carry what they
-    touch (``pushing``: kinematic spheres, bodies that yielded to their carrier), take the
-    point of contact by the end of the pass: their centre's motion from then on, and their
-    surface's growth along the contact ``normal`` (out of them); zero elsewhere."""
+    """(k, 3) how far spheres ``by``, touched at times ``t`` with their centres at ``pos``,
+    take the point of contact by the end of the pass where they carry what they touch
+    (``pushing``: kinematic spheres, bodies that yielded to their carrier): their centre's
+    motion from then on and their surface's growth along the contact ``normal`` (out of
+    them); zero for the others."""
     push = pushing[by]
     if not push.any():
         return np.zeros_like(pos)
