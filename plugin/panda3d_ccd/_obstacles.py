@@ -21,6 +21,7 @@ and ``group`` (m,) or None (never tested against the bodies of its own rigid gro
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -70,6 +71,12 @@ class Planes:
 
     def unit(self) -> tuple[Float, Float, Float]:
         """Normals scaled to length 1, and both offsets with them."""
+        return self._unit
+
+    # Once per table: a table that lives as long as its planes read the same (the
+    # component's walls) is asked for candidates every pass.
+    @cached_property
+    def _unit(self) -> tuple[Float, Float, Float]:
         length = self.length
         return self.normal / length[:, None], self.off0 / length, self.off1 / length
 

@@ -223,6 +223,9 @@ class _PlaneFrame(NamedTuple):
     mask: np.ndarray  # (m,) int64 into masks
     group: np.ndarray  # (m,) int64 owners
     key: bytes  # the float64 bits the arrays were made of
+    #: The solver's table of them (None for none), made once for as long as they read the
+    #: same: walls that never move cost no numpy call to set up.
+    table: Planes | None = None
 
     def moving(self) -> Planes:
         """The planes that move this frame, as the solver's table of them."""
@@ -888,15 +891,11 @@ class ContinuousCollision:
             response,
             rows(spheres.from_mask, statics.from_mask),
             rows(spheres.into_mask, statics.into_mask),
-            plane_normal=planes.normal,
-            plane_offset0=planes.off0,
-            plane_offset1=planes.off1,
-            plane_mask=planes.mask,
             group=rows(spheres.owner, statics.owner),
-            plane_group=planes.group,
             radius0=radius0,
             static=np.arange(len(p0)) >= len(frame.start) if len(near) else None,
-            obstacles=tables,
+            # (The planes first, as the solver puts planes given as arrays.)
+            obstacles=tables if planes.table is None else [planes.table, *tables],
             one_round_first=trying,
         )
         if trying:
@@ -1480,16 +1479,14 @@ class ContinuousCollision:
         last = self._plane_frame
         if last is not None and last.key == key and last.planes == live:
             return last
-        table = np.frombuffer(key, np.float64).reshape(-1, 5)
+        columns = np.frombuffer(key, np.float64).reshape(-1, 5)
         m = len(live)
+        normal, off0, off1 = columns[:, :3], columns[:, 4], columns[:, 3]
+        mask = np.fromiter((p.into_mask for p in live), np.int64, m)
+        group = np.fromiter((p.owner for p in live), np.int64, m)
+        table = Planes(normal, off0, off1, mask, group) if m else None
         last = self._plane_frame = _PlaneFrame(
-            live,
-            table[:, :3],
-            table[:, 4],
-            table[:, 3],
-            np.fromiter((p.into_mask for p in live), np.int64, m),
-            np.fromiter((p.owner for p in live), np.int64, m),
-            key,
+            live, normal, off0, off1, mask, group, key, table
         )
         return last
 
