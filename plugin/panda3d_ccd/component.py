@@ -1485,9 +1485,7 @@ class ContinuousCollision:
         mask = np.fromiter((p.into_mask for p in live), np.int64, m)
         group = np.fromiter((p.owner for p in live), np.int64, m)
         table = Planes(normal, off0, off1, mask, group) if m else None
-        last = self._plane_frame = _PlaneFrame(
-            live, normal, off0, off1, mask, group, key, table
-        )
+        last = self._plane_frame = _PlaneFrame(live, normal, off0, off1, mask, group, key, table)
         return last
 
     def _write_back(self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult) -> None:
