@@ -69,22 +69,22 @@ class Planes:
         self.sensor = np.zeros(len(mask), bool)
         self.shift = np.abs(off1 - off0) / self.length
 
-    def unit(self) -> tuple[Float, Float, Float]:
-        """Normals scaled to length 1, and both offsets with them."""
-        return self._unit
-
     # Once per table: a table that lives as long as its planes read the same (the
     # component's walls) is asked for candidates every pass.
     @cached_property
-    def _unit(self) -> tuple[Float, Float, Float]:
+    def _unit(self) -> tuple[Float, Float, Float, Float]:
+        """Normals scaled to length 1, both offsets with them, and the larger of each
+        plane's two in magnitude (the broad phase scales its pad by it)."""
         length = self.length
-        return self.normal / length[:, None], self.off0 / length, self.off1 / length
+        off0, off1 = self.off0 / length, self.off1 / length
+        return self.normal / length[:, None], off0, off1, np.maximum(np.abs(off0), np.abs(off1))
 
     def candidates(
         self, p0: Float, p1: Float, reach: Float, from_mask: Int, moving: Bool, split: Any = None
     ) -> tuple[Int, Int]:
+        nrm, off0, off1, scale = self._unit
         return _sphere_plane_pairs(
-            p0, p1, reach, *self.unit(), from_mask, self.mask, moving, self.moving
+            p0, p1, reach, nrm, off0, off1, from_mask, self.mask, moving, self.moving, scale
         )
 
     def toi(self, paths: Paths, i: Int, k: Int) -> tuple[Float, None]:
