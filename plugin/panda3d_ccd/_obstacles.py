@@ -15,8 +15,9 @@ naming a shape (as Box2D's ``s_registers`` or Jolt's ``CollisionDispatch``):
 - ``sensor_hits(paths, i, k)``: overlap intervals over the bodies' final paths.
 
 A table also carries ``kind``, ``mask`` (m,) into masks, ``moving`` (m,), ``sensor`` (m,)
-(rows that only report), ``shift`` (m,) (how far any point of a row moves over the pass)
-and ``group`` (m,) or None (never tested against the bodies of its own rigid group).
+(rows that only report) and ``any_sensor`` (whether any row does), ``shift`` (m,) (how far
+any point of a row moves over the pass) and ``group`` (m,) or None (never tested against
+the bodies of its own rigid group).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class Planes:
         self.length = _length(normal)
         self.moving = off0 != off1
         self.sensor = np.zeros(len(mask), bool)
+        self.any_sensor = False  # (planes are solid)
         self.shift = np.abs(off1 - off0) / self.length
 
     # Once per table: a table that lives as long as its planes read the same (the

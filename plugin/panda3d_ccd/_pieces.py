@@ -189,6 +189,7 @@ class Pieces:
         self.frame = frame
         #: (m,) rows that only report (intangible solids, sensor nodes).
         self.sensor = np.zeros(m, bool) if sensor is None else sensor
+        self.any_sensor = sensor is not None and bool(sensor.any())
         self._index: StaticIndex | None = None
         self._point_data: Float | None = None
         self._ray_grid: tuple[RayGrid, Float] | None = None
