@@ -355,6 +355,8 @@ class ContinuousCollision:
         self._piece_cursor = 0
         # The last pass's planes and bodies, used again while nothing changes.
         self._plane_frame: _PlaneFrame | None = None
+        #: (spheres.version, the planes' owners, whether no sphere shares a node with one).
+        self._owners: tuple[int, np.ndarray, bool] | None = None
         self._bodies: _Bodies | None = None
         self._debug: Any = None
         # Whether this pass lets the solver try its one-round path first (see Backoff).
@@ -891,7 +893,7 @@ class ContinuousCollision:
             response,
             rows(spheres.from_mask, statics.from_mask),
             rows(spheres.into_mask, statics.into_mask),
-            group=rows(spheres.owner, statics.owner),
+            group=self._groups(spheres, planes, tables, near, rows(spheres.owner, statics.owner)),
             radius0=radius0,
             static=np.arange(len(p0)) >= len(frame.start) if len(near) else None,
             # (The planes first, as the solver puts planes given as arrays.)
@@ -1032,6 +1034,26 @@ class ContinuousCollision:
             self._forgotten = set()
             _collect["Events"].stop()
         return contacts
+
+    def _groups(
+        self,
+        spheres: SphereTable,
+        planes: _PlaneFrame,
+        tables: list[Any],
+        near: np.ndarray,
+        owners: np.ndarray,
+    ) -> np.ndarray | None:
+        """The solver's rigid groups, ``owners`` (each sphere's node); None where no node
+        has two spheres, nor a sphere and a plane (no static sphere near, no piece): the
+        same pass, without a group test per pair. Looked at again when spheres come or go
+        or the planes change."""
+        if len(near) or tables or not spheres.one_per_owner:
+            return owners
+        known = self._owners
+        if known is None or known[0] != spheres.version or known[1] is not planes.group:
+            apart = set(planes.group.tolist()).isdisjoint(spheres.owner.tolist())
+            known = self._owners = (spheres.version, planes.group, apart)
+        return None if known[2] else owners
 
     def _near_statics(self, spheres: SphereTable, frame: _Frame, movers: list[Any]) -> np.ndarray:
         """Rows of the static spheres this pass's solver could pair with the dynamic ones
