@@ -153,6 +153,11 @@ class Paths:
         self.ts = self.rows[:, 6]
         self.xs[:] = p0
         self.xe[:] = p1
+        # Start times change only through start_at (read-only here): until it is called,
+        # every segment is the whole frame's straight path (``begun`` False), on which a
+        # position or a velocity needs no division.
+        self.ts.flags.writeable = False
+        self.begun = False
         # Each body's own motion over the whole pass (a slide meeting a second fixed
         # surface is deflected from what it meant to do, not from its first deflection).
         self.motion = self.xe - self.xs
@@ -209,12 +214,12 @@ class Paths:
         return np.zeros(len(self.xs), bool)
 
     def at(self, idx: Int, t: Float) -> Float:
-        """(k, 3) positions of bodies idx at times t (t >= their segment start)."""
-        return position(self.rows.take(idx, axis=0), t)
+        """(k, 3) positions of bodies idx at times t (k,) (t >= their segment start)."""
+        return position(self.rows.take(idx, axis=0), t, self.begun)
 
     def velocity(self, idx: Int) -> Float:
         """(k, 3) velocities in units per frame on the current segments."""
-        return velocity(self.rows.take(idx, axis=0))
+        return velocity(self.rows.take(idx, axis=0), self.begun)
 
     def radius_at(self, idx: Int, t: Float) -> Float:
         """(k,) radii of bodies idx at times t (their end radii where none grows)."""
@@ -251,7 +256,12 @@ class Paths:
         self.log.append((idx, self.ts[idx].copy(), t.copy(), self.xs[idx].copy(), at_t.copy()))
         self.xs[idx] = at_t
         self.xe[idx] = new_end
-        self.ts[idx] = t
+        self.start_at(idx, t)
+
+    def start_at(self, idx: Int, t: Float | float) -> None:
+        """Set the start times of the current segments of idx."""
+        self.rows[idx, 6] = t
+        self.begun = True
 
     def segments(self) -> tuple[Int, Float, Float, Float, Float]:
         """All segments (finished and current), sorted by body then start time."""
@@ -262,16 +272,22 @@ class Paths:
         return body[order], t0[order], t1[order], x0[order], x1[order]
 
 
-def position(rows: Float, t: Float) -> Float:
-    """(k, 3) positions at times t on segments given as rows of _Paths.rows."""
+def position(rows: Float, t: Float, begun: bool = True) -> Float:
+    """(k, 3) positions at times t (k,) on segments given as rows of _Paths.rows; begun
+    False: every segment starts at 0 (its fraction is t itself, to the bit)."""
+    if not begun:
+        return rows[:, 0:3] + t[:, None] * (rows[:, 3:6] - rows[:, 0:3])
     ts = rows[:, 6]
     span = 1.0 - ts
     frac = np.divide(t - ts, span, out=np.zeros_like(span), where=span > 0)
     return rows[:, 0:3] + frac[:, None] * (rows[:, 3:6] - rows[:, 0:3])
 
 
-def velocity(rows: Float) -> Float:
-    """(k, 3) velocities in units per frame on segments given as rows of _Paths.rows."""
+def velocity(rows: Float, begun: bool = True) -> Float:
+    """(k, 3) velocities in units per frame on segments given as rows of _Paths.rows; begun
+    False: every segment starts at 0 (its span is 1)."""
+    if not begun:
+        return rows[:, 3:6] - rows[:, 0:3]
     span = 1.0 - rows[:, 6]
     inv = np.divide(1.0, span, out=np.zeros_like(span), where=span > 0)
     return (rows[:, 3:6] - rows[:, 0:3]) * inv[:, None]

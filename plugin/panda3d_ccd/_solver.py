@@ -121,7 +121,7 @@ def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
         return np.zeros(0)
     rows_a, rows_b = paths.rows.take(i, axis=0), paths.rows.take(j, axis=0)
     start = np.maximum(rows_a[:, 6], rows_b[:, 6])
-    a0, b0 = position(rows_a, start), position(rows_b, start)
+    a0, b0 = position(rows_a, start, paths.begun), position(rows_b, start, paths.begun)
     a1, b1 = rows_a[:, 3:6], rows_b[:, 3:6]
     if paths.grow is not None:
         return _grown_segment_toi(paths, i, j, start, a0, a1, b0, b1)
@@ -839,8 +839,9 @@ def _blocked(
 
 def _sphere_hits(paths: Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
     rows_a, rows_b = paths.rows.take(a, axis=0), paths.rows.take(b, axis=0)
-    pa, pb = position(rows_a, t), position(rows_b, t)
-    va, vb = velocity(rows_a), velocity(rows_b)
+    begun = paths.begun
+    pa, pb = position(rows_a, t, begun), position(rows_b, t, begun)
+    va, vb = velocity(rows_a, begun), velocity(rows_b, begun)
     # Coincident centres (two points meeting exactly) have no direction: use the motion.
     fallback = unit(vb - va, np.broadcast_to([0.0, 0.0, 1.0], pa.shape))
     normal = unit(pa - pb, fallback)
@@ -1104,7 +1105,7 @@ def _hold(paths: Paths, held: Bool, t_hold: float, t_stop: Float, hits: Hits) ->
     pos = x1[last[idx]]
     paths.xs[idx] = pos
     paths.xe[idx] = pos
-    paths.ts[idx] = t_hold
+    paths.start_at(idx, t_hold)
     t_stop[idx] = np.minimum(t_stop[idx], t_hold)
     late = (hits.t > t_hold) & (
         held[hits.a] | ((hits.kind == SPHERE) & held[np.where(hits.kind == SPHERE, hits.b, 0)])
