@@ -9,9 +9,10 @@ naming a shape (as Box2D's ``s_registers`` or Jolt's ``CollisionDispatch``):
 - ``toi(paths, i, k)``: times of impact on the bodies' current segments (``paths`` also
   knows each body's radius, which may change within the frame), and (p, d) floats per pair
   that the table wants back with its hits;
-- ``hits(paths, i, k, t, extra)``: the :class:`Hits` rows of accepted contacts, and their
-  :class:`Response` (the normal to slide along at the end of the pass, and how far the
-  obstacle carries the body's point of contact by then: 0 for what does not move);
+- ``hits(paths, i, k, t, extra, response=True)``: the :class:`Hits` rows of accepted
+  contacts, and their :class:`Response` (the normal to slide along at the end of the pass,
+  and how far the obstacle carries the body's point of contact by then: 0 for what does
+  not move), or None with ``response`` False (a caller that only rewinds);
 - ``sensor_hits(paths, i, k)``: overlap intervals over the bodies' final paths.
 
 A table also carries ``kind``, ``mask`` (m,) into masks, ``moving`` (m,), ``sensor`` (m,)
@@ -125,8 +126,8 @@ class Planes:
         return s, radius - deepest <= slop(c0, end)
 
     def hits(
-        self, paths: Paths, a: Int, k: Int, t: Float, extra: Any = None
-    ) -> tuple[Hits, Response]:
+        self, paths: Paths, a: Int, k: Int, t: Float, extra: Any = None, response: bool = True
+    ) -> tuple[Hits, Response | None]:
         off0, off1 = self.off0, self.off1
         pa = paths.at(a, t)
         nrm = self.normal[k]
@@ -136,6 +137,8 @@ class Planes:
         if paths.grow is not None:
             speed += paths.growth_rate(a, t)
         hits = Hits.of(a, k, PLANE, t, point, nrm.copy(), np.maximum(speed, 0.0), pa)
+        if not response:
+            return hits, None
         # A translating plane takes a body touching it along: its offset still to change.
         left = (off1[k] - _plane_offset_at(off0[k], off1[k], t)) / self.length[k]
         return hits, Response(hits.normal, -hits.normal * left[:, None])

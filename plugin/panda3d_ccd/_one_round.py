@@ -179,7 +179,10 @@ def one_round(
         for o, taken in zip(struck, table_taken):
             if taken.any():
                 extra = None if o.extra is None else o.extra[taken]
-                hits.append(o.table.hits(paths, o.i[taken], o.k[taken], o.t[taken], extra)[0])
+                found, _none = o.table.hits(
+                    paths, o.i[taken], o.k[taken], o.t[taken], extra, response=False
+                )
+                hits.append(found)
         # (Every body with a contact moves: the one of a sphere pair that moves, or the
         # body of a table pair. So a frame with a contact stops some body.)
         stopped = np.flatnonzero(stops)
@@ -206,7 +209,8 @@ def one_round(
         end=end,
         t_stop=t_stop,
         moved=_row_any(end != p1) if len(stopped) else np.zeros(n, bool),
-        hits=concat_hits([concat_hits(hits), sensor_hits]),
+        # (Sorted once: a stable sort of sorted parts and the rest is that of them all.)
+        hits=concat_hits([*hits, sensor_hits]),
         candidates=candidates,
         rounds=int(len(stopped) > 0),
         capped=False,

@@ -118,7 +118,7 @@ def concat_hits(parts: list[Hits]) -> Hits:
     if not parts:
         return empty_hits()
     merged = parts[0] if len(parts) == 1 else Hits(*(np.concatenate(c) for c in zip(*parts)))
-    if np.all(merged.t[1:] >= merged.t[:-1]):
+    if len(merged.t) < 2 or np.all(merged.t[1:] >= merged.t[:-1]):
         return merged  # what a stable sort would give
     order = np.argsort(merged.t, kind="stable")
     return Hits(*(col[order] for col in merged))
@@ -252,8 +252,10 @@ class Paths:
         return still
 
     def restart(self, idx: Int, t: Float, at_t: Float, new_end: Float) -> None:
-        """Close the current segments of idx at t and start new ones from at_t to new_end."""
-        self.log.append((idx, self.ts[idx].copy(), t.copy(), self.xs[idx].copy(), at_t.copy()))
+        """Close the current segments of idx (k,) int at t and start new ones from at_t to
+        new_end."""
+        # (Rows gathered by an index array are copies already; t and at_t are the caller's.)
+        self.log.append((idx, self.ts[idx], t.copy(), self.xs[idx], at_t.copy()))
         self.xs[idx] = at_t
         self.xe[idx] = new_end
         self.start_at(idx, t)
