@@ -75,12 +75,14 @@ def one_round(
     into_mask: Int,
     tables: Sequence[Any],
     group: Int | None,
+    all_finite: bool = False,
 ) -> Any:
     """The :class:`~panda3d_ccd._solver.PassResult` of a frame of isolated contacts; where
     the frame needs the general solver (see the module), :class:`Declined` or None.
     ``tables``: the obstacle tables (:class:`~panda3d_ccd._obstacles.Planes`,
     :class:`~panda3d_ccd._pieces.Pieces`), each with its rows' ``group``; the caller has
-    checked that no sphere grows and none is static."""
+    checked that no sphere grows and none is static (and, with ``all_finite``, that every
+    row of p0 and p1 is finite)."""
     rewind = response == _solver.REWIND
     # (None: no sphere is a sensor, the common case: no sensor pair of spheres to find.)
     sensor = None
@@ -96,7 +98,7 @@ def one_round(
     if group is not None and not np.all(group[1:] > group[:-1]):
         if len(_unique(group)) != len(group):
             return None
-    if not (np.isfinite(p0).all() and np.isfinite(p1).all()):
+    if not (all_finite or (np.isfinite(p0).all() and np.isfinite(p1).all())):
         return None
     n = len(p0)
     everyone = np.ones(n, bool)

@@ -166,6 +166,7 @@ def solve(
     static: Bool | None = None,
     kinematic: Bool | None = None,
     one_round_first: bool = True,
+    all_finite: bool = False,
 ) -> PassResult:
     """Run one pass.
 
@@ -206,9 +207,14 @@ def solve(
     one_round_first : bool
         Try :func:`~panda3d_ccd._one_round.one_round` first (the same answer, for frames of
         isolated contacts, at a tenth of the cost); False: the general solver only.
+    all_finite : bool
+        Every row of p0 and p1 is finite (the caller has checked): not looked at again.
     """
     # float64 throughout (the broad phase's rounding pad assumes it).
-    p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
+    p0, p1, radius = (
+        x if type(x) is np.ndarray and x.dtype == np.float64 else np.asarray(x, np.float64)
+        for x in (p0, p1, radius)
+    )
     n = len(p0)
     if radius0 is not None:
         radius0 = np.asarray(radius0, dtype=np.float64)
@@ -222,11 +228,16 @@ def solve(
     # boxes: no slide, growth, carrying or statics), found once.
     known: _one_round.Declined | None = None
     if one_round_first and radius0 is None and static is None and kinematic is None:
-        quick = _one_round.one_round(p0, p1, radius, response, from_mask, into_mask, tables, group)
+        quick = _one_round.one_round(
+            p0, p1, radius, response, from_mask, into_mask, tables, group, all_finite
+        )
         if isinstance(quick, PassResult):
             return quick
         known = quick
-    finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
+    if all_finite:
+        finite = np.ones(n, bool)
+    else:
+        finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
     p0 = np.where(finite[:, None], p0, np.nan)
     p1 = np.where(finite[:, None], p1, np.nan)
     solid = response != SENSOR

@@ -899,6 +899,8 @@ class ContinuousCollision:
             # (The planes first, as the solver puts planes given as arrays.)
             obstacles=tables if planes.table is None else [planes.table, *tables],
             one_round_first=trying,
+            # (The usual read found every dynamic sphere finite; with statics, the solver looks.)
+            all_finite=frame.valid is None and not len(near),
         )
         if trying:
             self._one_round.record(result.one_round)
