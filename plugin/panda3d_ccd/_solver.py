@@ -63,7 +63,9 @@ from ._paths import (
 )
 from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES
 from .broadphase import _sphere_pairs
-from .sweep.sphere_sphere import _sphere_sphere_toi, sphere_sphere_overlap
+from .sweep.sphere_sphere import _relative_motion, _sphere_sphere_toi, sphere_sphere_overlap
+from .sweep.sphere_sphere import _terms as _sphere_sphere_terms
+from .sweep.sphere_sphere import _toi as _sphere_sphere_toi_of
 
 REWIND, SLIDE, SENSOR, KINEMATIC = 0, 1, 2, 3
 
@@ -135,11 +137,12 @@ def straight_pair_toi(
     """(k,) times of impact of sphere pairs moving straight from a0, b0 to a1, b1 over the
     frame (the kernel's), and (k,) whether each is too shallow to count: the pair's deepest
     approach stays within the slop (but for two points, which meet exactly or not at all)."""
-    s = _sphere_sphere_toi(a0, a1, ra, b0, b1, rb)
-    p = a0 - b0
-    v = (a1 - a0) - (b1 - b0)
-    vv = np.einsum("ij,ij->i", v, v)
-    u = np.divide(-np.einsum("ij,ij->i", p, v), vv, out=np.zeros(len(p)), where=vv > 0)
+    p, v = _relative_motion(a0, a1, b0, b1)
+    # The kernel's terms hold v . v and p . v already (the same numbers).
+    terms = _sphere_sphere_terms(a0, a1, ra, b0, b1, rb, relative=(p, v))
+    s = _sphere_sphere_toi_of(terms)
+    vv = terms.a
+    u = np.divide(-terms.half_b, vv, out=np.zeros(len(p)), where=vv > 0)
     closest = _length(p + np.clip(u, 0.0, 1.0)[:, None] * v)
     reach = ra + rb
     # Spheres smaller than the slop count once they sink half their size; two points,
