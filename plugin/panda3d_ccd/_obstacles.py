@@ -29,8 +29,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from ._arrays import largest_abs
 from ._arrays import length as _length
-from ._paths import Bool, Float, Hits, Int, Paths, sensor_at, sensor_velocity, slop
+from ._paths import Bool, Float, Hits, Int, Paths, sensor_at, sensor_velocity, slop_of
 from .broadphase import _sphere_plane_pairs
 from .sweep.sphere_plane import _sphere_plane_toi, sphere_plane_overlap
 
@@ -119,11 +120,13 @@ class Planes:
         too shallow to count."""
         n = self.normal[k]
         length = self.length[k]  # the exact test takes the normal at length 1 (see __init__)
-        s = _sphere_plane_toi(c0, end, radius, n / length[:, None], off / length)
+        # (The kernel's rounding floor and the slop scale with the same coordinates.)
+        scale = largest_abs(c0, end)
+        s = _sphere_plane_toi(c0, end, radius, n / length[:, None], off / length, scale)
         deepest = np.minimum(
             np.einsum("ij,ij->i", n, c0) + off, np.einsum("ij,ij->i", n, end) + off
         )
-        return s, radius - deepest <= slop(c0, end)
+        return s, radius - deepest <= slop_of(scale)
 
     def hits(
         self, paths: Paths, a: Int, k: Int, t: Float, extra: Any = None, response: bool = True

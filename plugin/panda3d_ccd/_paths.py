@@ -303,7 +303,12 @@ def slop(*points: Float) -> Float:
     stop the ball (it would stick); ignoring contacts that could never sink deeper than
     this keeps every overlap within it.
     """
-    return SLOP_REL * np.maximum(1.0, _largest_abs(*points))
+    return slop_of(_largest_abs(*points))
+
+
+def slop_of(scale: Float) -> Float:
+    """:func:`slop` of points whose largest coordinate magnitudes are ``scale`` (k,)."""
+    return SLOP_REL * np.maximum(1.0, scale)
 
 
 def sensor_at(paths: Paths, idx: Int, t: Float) -> Float:
