@@ -42,6 +42,7 @@ ValueError: radius must be finite and >= 0, got -0.5
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -337,9 +338,17 @@ def _table_pairs(lo: Float, hi: Float, moving: Bool) -> tuple[Int, Int]:
     hit &= hit.T
     if not moving.all():
         hit &= moving[:, None] | moving
-    a, b = np.nonzero(hit)  # symmetric: keep each pair once (np.triu is slower)
-    upper = a < b
-    return a[upper], b[upper]
+    hit &= _above_diagonal(len(moving))  # symmetric: keep each pair once
+    return np.nonzero(hit)
+
+
+@cache
+def _above_diagonal(m: int) -> Bool:
+    """(m, m) read-only: True where the column is after the row (np.triu made once for
+    each size of table, up to _BRUTE_MAX)."""
+    upper = np.triu(np.ones((m, m), bool), 1)
+    upper.flags.writeable = False
+    return upper
 
 
 # ----------------------------------------------------------------- box overlap search
