@@ -159,10 +159,9 @@ def one_round(
         # stop changes another pair's answer (see the module).
         held = np.zeros(n, bool)
         if len(si):
+            moving_i, moving_j, s_i, s_j = moving[si], moving[sj], s[si], s[sj]
             sphere_taken = (
-                np.isfinite(toi)
-                & (~moving[si] | (toi == s[si]))
-                & (~moving[sj] | (toi == s[sj]))
+                np.isfinite(toi) & (~moving_i | (toi == s_i)) & (~moving_j | (toi == s_j))
             )
             held[si[sphere_taken]] = held[sj[sphere_taken]] = True
         for o, taken in zip(struck, table_taken):
@@ -170,14 +169,12 @@ def one_round(
         if (stops & ~held).any():
             return Declined(pairs, table_pairs)
         if len(si):
-            differ = (s[si] != s[sj]) & moving[si] & moving[sj]
+            differ = (s_i != s_j) & moving_i & moving_j
             if differ.any() and _meet_after_stop(paths, radius, si[differ], sj[differ], s):
                 return Declined(pairs, table_pairs)
             if sphere_taken.any():
                 taken = sphere_taken
-                hits.append(
-                    _solver._sphere_hits(paths, radius, si[taken], sj[taken], toi[taken])
-                )
+                hits.append(_solver._sphere_hits(paths, radius, si[taken], sj[taken], toi[taken]))
         for o, taken in zip(struck, table_taken):
             if taken.any():
                 extra = None if o.extra is None else o.extra[taken]
