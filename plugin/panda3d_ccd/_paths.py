@@ -4,8 +4,9 @@ the rows of contacts they produce (:class:`Hits`), and the slop. Pure numpy.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -117,11 +118,26 @@ def concat_hits(parts: list[Hits]) -> Hits:
     parts = [part for part in parts if len(part.t)]
     if not parts:
         return empty_hits()
-    merged = parts[0] if len(parts) == 1 else Hits(*(np.concatenate(c) for c in zip(*parts)))
+    merged = parts[0]
+    if len(parts) > 1:
+        merged = Hits(*_each_once(np.concatenate, zip(*parts)))
     if len(merged.t) < 2 or np.all(merged.t[1:] >= merged.t[:-1]):
         return merged  # what a stable sort would give
     order = np.argsort(merged.t, kind="stable")
-    return Hits(*(col[order] for col in merged))
+    return Hits(*_each_once(lambda col: col[order], merged))
+
+
+def _each_once(make: Callable[[Any], Float], columns: Iterable[Any]) -> list[Float]:
+    """``make`` of each column, made once for columns that are the same arrays: a Hits'
+    unset columns are one nan array (nothing writes into a Hits' columns)."""
+    made: dict[Any, Float] = {}
+    out = []
+    for column in columns:
+        key = tuple(map(id, column)) if isinstance(column, tuple) else id(column)
+        if key not in made:
+            made[key] = make(column)
+        out.append(made[key])
+    return out
 
 
 def unit(v: Float, fallback: Float) -> Float:
