@@ -268,10 +268,11 @@ class Paths:
         return still
 
     def restart(self, idx: Int, t: Float, at_t: Float, new_end: Float) -> None:
-        """Close the current segments of idx (k,) int at t and start new ones from at_t to
-        new_end."""
-        # (Rows gathered by an index array are copies already; t and at_t are the caller's.)
-        self.log.append((idx, self.ts[idx], t.copy(), self.xs[idx], at_t.copy()))
+        """Close the current segments of idx (k,) int at t (k,) and start new ones from at_t
+        to new_end (k, 3). The log keeps idx, t and at_t: the caller writes into none of
+        them afterwards."""
+        # (Rows gathered by an index array are copies already.)
+        self.log.append((idx, self.ts[idx], t, self.xs[idx], at_t))
         self.xs[idx] = at_t
         self.xe[idx] = new_end
         self.start_at(idx, t)
