@@ -176,8 +176,9 @@ def _swept_boxes(p0: Float, p1: Float, reach: Float) -> tuple[Float, Float]:
         # (The largest of all six magnitudes, as the largest of each end's: the same value.)
         scale = np.maximum(np.abs(a), np.abs(b)).max(axis=0)
         grow = reach + DIST_REL_EPS * np.maximum(scale, reach)
-        lo = np.minimum(a, b) - grow
-        hi = np.maximum(a, b) + grow
+        # (Axis-major, whatever the layout of a and b: the search reads rows of an axis.)
+        lo = np.minimum(a, b, order="C") - grow
+        hi = np.maximum(a, b, order="C") + grow
     return lo, hi
 
 
