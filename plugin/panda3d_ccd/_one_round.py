@@ -221,7 +221,9 @@ def _pair_toi(p0: Float, p1: Float, radius: Float, i: Int, j: Int) -> Float:
     """(k,) times of impact of pairs (i, j) on their straight paths; inf where none."""
     if len(i) == 0:
         return np.zeros(0)
-    s, shallow = _solver.straight_pair_toi(p0[i], p1[i], radius[i], p0[j], p1[j], radius[j])
+    s, shallow = _solver.straight_pair_toi(
+        p0[i], p1[i], radius[i], p0[j], p1[j], radius[j], finite_only=True
+    )
     return np.where(shallow, np.inf, s)
 
 
@@ -236,7 +238,7 @@ def _meet_after_stop(paths: Paths, radius: Float, i: Int, j: Int, s: Float) -> b
     t = s[a]
     at_a = paths.at(a, t)
     s_b, shallow = _solver.straight_pair_toi(
-        at_a, at_a, radius[a], paths.at(b, t), paths.xe[b], radius[b]
+        at_a, at_a, radius[a], paths.at(b, t), paths.xe[b], radius[b], finite_only=True
     )
     return bool((np.isfinite(s_b) & ~shallow).any())
 

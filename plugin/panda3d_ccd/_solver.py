@@ -132,15 +132,19 @@ def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
 
 
 def straight_pair_toi(
-    a0: Float, a1: Float, ra: Float, b0: Float, b1: Float, rb: Float
+    a0: Float, a1: Float, ra: Float, b0: Float, b1: Float, rb: Float, finite_only: bool = False
 ) -> tuple[Float, Bool]:
     """(k,) times of impact of sphere pairs moving straight from a0, b0 to a1, b1 over the
     frame (the kernel's), and (k,) whether each is too shallow to count: the pair's deepest
-    approach stays within the slop (but for two points, which meet exactly or not at all)."""
+    approach stays within the slop (but for two points, which meet exactly or not at all).
+    ``finite_only``: the caller reads ``shallow`` only where the time is finite; where no
+    time is, none is looked at (all False)."""
     p, v = _relative_motion(a0, a1, b0, b1)
     # The kernel's terms hold v . v and p . v already (the same numbers).
     terms = _sphere_sphere_terms(a0, a1, ra, b0, b1, rb, relative=(p, v))
     s = _sphere_sphere_toi_of(terms)
+    if finite_only and not np.isfinite(s).any():  # (most pairs found never touch)
+        return s, np.zeros(len(s), bool)
     vv = terms.a
     u = np.divide(-terms.half_b, vv, out=np.zeros(len(p)), where=vv > 0)
     closest = _length(p + np.clip(u, 0.0, 1.0)[:, None] * v)
