@@ -66,8 +66,9 @@ def test_the_timed_game_reports_every_system_and_a_bouncing_scene() -> None:
     assert 0 < stats["panda3d-ccd frames with contacts"] <= 25
     assert stats["panda3d-ccd outside"] == stats["panda3d-ccd overlapping"] == 0
     assert stats["panda3d-ccd rounds max"] >= 1 and "CollisionTraverser missed" in stats
-    # One count per timed pass; a pass reads, solves and writes back whatever happens.
-    assert len(result.ops) == 25 and min(result.ops) > 100
+    # One count per timed pass; a pass reads, solves and writes back whatever happens (a
+    # quiet pass of 12 spheres in the walls: some 90 operations).
+    assert len(result.ops) == 25 and min(result.ops) > 50
     assert result.ops_by["phase"]["read"] > 0 and result.ops_by["phase"]["solve"] > 0
 
 

@@ -64,8 +64,10 @@ def row_any(flags: NDArray) -> NDArray:
 
 def largest_abs(*points: NDArray) -> NDArray:
     """(k,) largest coordinate magnitude of each row across the (k, 3) arrays points."""
-    scale = row_max(np.abs(points[0]))
+    # The magnitudes' largest by element first, then across the row once: the same
+    # value (a largest of the same numbers, nan included), with one row reduction in all.
+    scale = np.abs(points[0])
     for p in points[1:]:
-        scale = np.maximum(scale, row_max(np.abs(p)))
-    return scale
+        np.maximum(scale, np.abs(p), out=scale)
+    return row_max(scale)
 

@@ -9,25 +9,29 @@ naming a shape (as Box2D's ``s_registers`` or Jolt's ``CollisionDispatch``):
 - ``toi(paths, i, k)``: times of impact on the bodies' current segments (``paths`` also
   knows each body's radius, which may change within the frame), and (p, d) floats per pair
   that the table wants back with its hits;
-- ``hits(paths, i, k, t, extra)``: the :class:`Hits` rows of accepted contacts, and their
-  :class:`Response` (the normal to slide along at the end of the pass, and how far the
-  obstacle carries the body's point of contact by then: 0 for what does not move);
+- ``hits(paths, i, k, t, extra, response=True)``: the :class:`Hits` rows of accepted
+  contacts, and their :class:`Response` (the normal to slide along at the end of the pass,
+  and how far the obstacle carries the body's point of contact by then: 0 for what does
+  not move), or None with ``response`` False (a caller that only rewinds);
 - ``sensor_hits(paths, i, k)``: overlap intervals over the bodies' final paths.
 
 A table also carries ``kind``, ``mask`` (m,) into masks, ``moving`` (m,), ``sensor`` (m,)
-(rows that only report), ``shift`` (m,) (how far any point of a row moves over the pass)
-and ``group`` (m,) or None (never tested against the bodies of its own rigid group).
+(rows that only report) and ``any_sensor`` (whether any row does), ``shift`` (m,) (how far
+any point of a row moves over the pass) and ``group`` (m,) or None (never tested against
+the bodies of its own rigid group).
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ._arrays import largest_abs
 from ._arrays import length as _length
-from ._paths import Bool, Float, Hits, Int, Paths, sensor_at, sensor_velocity, slop
+from ._paths import Bool, Float, Hits, Int, Paths, sensor_at, sensor_velocity, slop_of
 from .broadphase import _sphere_plane_pairs
 from .sweep.sphere_plane import _sphere_plane_toi, sphere_plane_overlap
 
@@ -66,18 +70,25 @@ class Planes:
         self.length = _length(normal)
         self.moving = off0 != off1
         self.sensor = np.zeros(len(mask), bool)
+        self.any_sensor = False  # (planes are solid)
         self.shift = np.abs(off1 - off0) / self.length
 
-    def unit(self) -> tuple[Float, Float, Float]:
-        """Normals scaled to length 1, and both offsets with them."""
+    # Once per table: a table that lives as long as its planes read the same (the
+    # component's walls) is asked for candidates every pass.
+    @cached_property
+    def _unit(self) -> tuple[Float, Float, Float, Float]:
+        """Normals scaled to length 1, both offsets with them, and the larger of each
+        plane's two in magnitude (the broad phase scales its pad by it)."""
         length = self.length
-        return self.normal / length[:, None], self.off0 / length, self.off1 / length
+        off0, off1 = self.off0 / length, self.off1 / length
+        return self.normal / length[:, None], off0, off1, np.maximum(np.abs(off0), np.abs(off1))
 
     def candidates(
         self, p0: Float, p1: Float, reach: Float, from_mask: Int, moving: Bool, split: Any = None
     ) -> tuple[Int, Int]:
+        nrm, off0, off1, scale = self._unit
         return _sphere_plane_pairs(
-            p0, p1, reach, *self.unit(), from_mask, self.mask, moving, self.moving
+            p0, p1, reach, nrm, off0, off1, from_mask, self.mask, moving, self.moving, scale
         )
 
     def toi(self, paths: Paths, i: Int, k: Int) -> tuple[Float, None]:
@@ -109,15 +120,17 @@ class Planes:
         too shallow to count."""
         n = self.normal[k]
         length = self.length[k]  # the exact test takes the normal at length 1 (see __init__)
-        s = _sphere_plane_toi(c0, end, radius, n / length[:, None], off / length)
+        # (The kernel's rounding floor and the slop scale with the same coordinates.)
+        scale = largest_abs(c0, end)
+        s = _sphere_plane_toi(c0, end, radius, n / length[:, None], off / length, scale)
         deepest = np.minimum(
             np.einsum("ij,ij->i", n, c0) + off, np.einsum("ij,ij->i", n, end) + off
         )
-        return s, radius - deepest <= slop(c0, end)
+        return s, radius - deepest <= slop_of(scale)
 
     def hits(
-        self, paths: Paths, a: Int, k: Int, t: Float, extra: Any = None
-    ) -> tuple[Hits, Response]:
+        self, paths: Paths, a: Int, k: Int, t: Float, extra: Any = None, response: bool = True
+    ) -> tuple[Hits, Response | None]:
         off0, off1 = self.off0, self.off1
         pa = paths.at(a, t)
         nrm = self.normal[k]
@@ -127,6 +140,8 @@ class Planes:
         if paths.grow is not None:
             speed += paths.growth_rate(a, t)
         hits = Hits.of(a, k, PLANE, t, point, nrm.copy(), np.maximum(speed, 0.0), pa)
+        if not response:
+            return hits, None
         # A translating plane takes a body touching it along: its offset still to change.
         left = (off1[k] - _plane_offset_at(off0[k], off1[k], t)) / self.length[k]
         return hits, Response(hits.normal, -hits.normal * left[:, None])

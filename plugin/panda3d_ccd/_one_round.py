@@ -42,6 +42,11 @@ Int = NDArray[np.int64]
 Bool = NDArray[np.bool_]
 
 
+#: No rows (shared: never written into).
+_NO_ROWS = np.zeros(0, np.int64)
+_NO_ROWS.flags.writeable = False
+
+
 class Declined(NamedTuple):
     """A frame :func:`one_round` declined after its broad phase: the (i, j) sphere pairs and
     each obstacle table's (sphere, row) pairs it found, before any group filter."""
@@ -70,32 +75,41 @@ def one_round(
     into_mask: Int,
     tables: Sequence[Any],
     group: Int | None,
+    all_finite: bool = False,
 ) -> Any:
     """The :class:`~panda3d_ccd._solver.PassResult` of a frame of isolated contacts; where
     the frame needs the general solver (see the module), :class:`Declined` or None.
     ``tables``: the obstacle tables (:class:`~panda3d_ccd._obstacles.Planes`,
     :class:`~panda3d_ccd._pieces.Pieces`), each with its rows' ``group``; the caller has
-    checked that no sphere grows and none is static."""
-    sensor = response == _solver.SENSOR
-    if not np.all(sensor | (response == _solver.REWIND)):
-        return None
+    checked that no sphere grows and none is static (and, with ``all_finite``, that every
+    row of p0 and p1 is finite)."""
+    rewind = response == _solver.REWIND
+    # (None: no sphere is a sensor, the common case: no sensor pair of spheres to find.)
+    sensor = None
+    if not rewind.all():
+        sensor = response == _solver.SENSOR
+        if not np.all(sensor | rewind):
+            return None
     if any(table.moving.any() for table in tables):
         return None
-    # (Owners numbered in the order nodes were registered are increasing: no sort.)
+    # Each sphere must be the only one of its group (none is tested against another of
+    # its own, then). (Owners numbered in the order nodes were registered are increasing:
+    # no sort.)
     if group is not None and not np.all(group[1:] > group[:-1]):
         if len(_unique(group)) != len(group):
             return None
-    if not (np.isfinite(p0).all() and np.isfinite(p1).all()):
+    if not (all_finite or (np.isfinite(p0).all() and np.isfinite(p1).all())):
         return None
     n = len(p0)
     everyone = np.ones(n, bool)
     moving = _row_any(p0 != p1)
     pairs = ci, cj = _sphere_pairs(p0, p1, radius, from_mask, into_mask, everyone, everyone)
-    if group is not None:
-        apart = group[ci] != group[cj]
-        ci, cj = ci[apart], cj[apart]
-    pair_sensor = sensor[ci] | sensor[cj]
-    pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
+    if sensor is None:
+        pair_sensor = None
+        pair_solid = moving[ci] | moving[cj]
+    else:
+        pair_sensor = sensor[ci] | sensor[cj]
+        pair_solid = ~pair_sensor & (moving[ci] | moving[cj])
     si, sj = ci[pair_solid], cj[pair_solid]
     t_stop = np.ones(n)
     paths = Paths(p0, p1, radius, None, t_stop)
@@ -114,69 +128,90 @@ def one_round(
             apart = group[qi] != table.group[qk]
             qi, qk = qi[apart], qk[apart]
         candidates += len(qi)
-        quiet = sensor[qi] | table.sensor[qk]
-        sensor_rows.append((table, qi[quiet], qk[quiet]))
-        body = ~quiet & moving[qi]
+        if sensor is None and not table.any_sensor:
+            body = moving[qi]  # (no sensor pair: neither side is one)
+        else:
+            quiet = table.sensor[qk] if sensor is None else sensor[qi] | table.sensor[qk]
+            sensor_rows.append((table, qi[quiet], qk[quiet]))
+            body = ~quiet & moving[qi]
         pi, pk = qi[body], qk[body]
         if len(pi):
             struck.append(_Struck(table, pi, pk, *table.first_toi(paths, pi, pk)))
 
-    # Each moving body's earliest contact: where it stops.
-    first = np.full(n, np.inf)
-    np.minimum.at(first, si, toi)
-    np.minimum.at(first, sj, toi)
-    for o in struck:
-        np.minimum.at(first, o.i, o.t)
-    stops = moving & np.isfinite(first)
-    s = np.where(stops, first, 1.0)
-    # The contacts that stop their bodies: each body's earliest, where the other side is
-    # still, or stops at that same moment.
-    sphere_taken = (
-        np.isfinite(toi) & (~moving[si] | (toi == s[si])) & (~moving[sj] | (toi == s[sj]))
-    )
-    table_taken = [np.isfinite(o.t) & (o.t == s[o.i]) for o in struck]
-    # One round's answer is the frame's only if every stop is such a contact (a body's
-    # earliest contact may be with another's path past that one's own stop) and no stop
-    # changes another pair's answer (see the module).
-    held = np.zeros(n, bool)
-    held[si[sphere_taken]] = held[sj[sphere_taken]] = True
-    for o, taken in zip(struck, table_taken):
-        held[o.i[taken]] = True
-    if (stops & ~held).any():
-        return Declined(pairs, table_pairs)
-    differ = (s[si] != s[sj]) & moving[si] & moving[sj]
-    if differ.any() and _meet_after_stop(paths, radius, si[differ], sj[differ], s):
-        return Declined(pairs, table_pairs)
-
+    # Each moving body's earliest contact: where it stops. (Nothing to find in a frame
+    # without a solid pair: nothing stops.)
     hits: list[Hits] = []
-    if sphere_taken.any():
-        taken = sphere_taken
-        hits.append(_solver._sphere_hits(paths, radius, si[taken], sj[taken], toi[taken]))
-    for o, taken in zip(struck, table_taken):
-        if taken.any():
-            extra = None if o.extra is None else o.extra[taken]
-            hits.append(o.table.hits(paths, o.i[taken], o.k[taken], o.t[taken], extra)[0])
-    stopped = np.flatnonzero(stops)
-    if len(stopped):
-        t = first[stopped]
-        at_t = paths.at(stopped, t)
-        t_stop[stopped] = t
-        paths.restart(stopped, t, at_t, at_t + 0.0)
+    stopped = _NO_ROWS
+    if len(si) or struck:
+        first = np.full(n, np.inf)
+        if len(si):
+            np.minimum.at(first, si, toi)
+            np.minimum.at(first, sj, toi)
+        for o in struck:
+            np.minimum.at(first, o.i, o.t)
+        stops = moving & np.isfinite(first)
+        s = np.where(stops, first, 1.0)
+        # The contacts that stop their bodies: each body's earliest, where the other side
+        # is still, or stops at that same moment.
+        table_taken = [np.isfinite(o.t) & (o.t == s[o.i]) for o in struck]
+        # One round's answer is the frame's only if every stop is such a contact (a body's
+        # earliest contact may be with another's path past that one's own stop) and no
+        # stop changes another pair's answer (see the module).
+        held = np.zeros(n, bool)
+        if len(si):
+            moving_i, moving_j, s_i, s_j = moving[si], moving[sj], s[si], s[sj]
+            sphere_taken = (
+                np.isfinite(toi) & (~moving_i | (toi == s_i)) & (~moving_j | (toi == s_j))
+            )
+            held[si[sphere_taken]] = held[sj[sphere_taken]] = True
+        for o, taken in zip(struck, table_taken):
+            held[o.i[taken]] = True
+        if (stops & ~held).any():
+            return Declined(pairs, table_pairs)
+        if len(si):
+            differ = (s_i != s_j) & moving_i & moving_j
+            if differ.any() and _meet_after_stop(paths, radius, si[differ], sj[differ], s):
+                return Declined(pairs, table_pairs)
+            if sphere_taken.any():
+                taken = sphere_taken
+                hits.append(_solver._sphere_hits(paths, radius, si[taken], sj[taken], toi[taken]))
+        for o, taken in zip(struck, table_taken):
+            if taken.any():
+                extra = None if o.extra is None else o.extra[taken]
+                found, _none = o.table.hits(
+                    paths, o.i[taken], o.k[taken], o.t[taken], extra, response=False
+                )
+                hits.append(found)
+        # (Every body with a contact moves: the one of a sphere pair that moves, or the
+        # body of a table pair. So a frame with a contact stops some body.)
+        stopped = np.flatnonzero(stops)
+        if len(stopped):
+            t = first[stopped]
+            at_t = paths.at(stopped, t)
+            t_stop[stopped] = t
+            paths.restart(stopped, t, at_t, at_t + 0.0)
 
     sensor_hits = empty_hits()
     sensor_rows = [rows for rows in sensor_rows if len(rows[1])]
-    if pair_sensor.any() or sensor_rows:
+    if pair_sensor is None:
+        if sensor_rows:
+            sensor_hits = _solver._sensor_hits(
+                paths, radius, _NO_ROWS, _NO_ROWS, everyone, sensor_rows
+            )
+    elif pair_sensor.any() or sensor_rows:
         sensor_hits = _solver._sensor_hits(
             paths, radius, ci[pair_sensor], cj[pair_sensor], ~sensor, sensor_rows
         )
     end = paths.xe.copy()
+    # (Where nothing stopped, every body ends at p1, finite: none moved.)
     return _solver.PassResult(
         end=end,
         t_stop=t_stop,
-        moved=_row_any(end != p1),
-        hits=concat_hits([concat_hits(hits), sensor_hits]),
+        moved=_row_any(end != p1) if len(stopped) else np.zeros(n, bool),
+        # (Sorted once: a stable sort of sorted parts and the rest is that of them all.)
+        hits=concat_hits([*hits, sensor_hits]),
         candidates=candidates,
-        rounds=int(bool(np.isfinite(first).any())),
+        rounds=int(len(stopped) > 0),
         capped=False,
         one_round=True,
     )
@@ -186,7 +221,9 @@ def _pair_toi(p0: Float, p1: Float, radius: Float, i: Int, j: Int) -> Float:
     """(k,) times of impact of pairs (i, j) on their straight paths; inf where none."""
     if len(i) == 0:
         return np.zeros(0)
-    s, shallow = _solver.straight_pair_toi(p0[i], p1[i], radius[i], p0[j], p1[j], radius[j])
+    s, shallow = _solver.straight_pair_toi(
+        p0[i], p1[i], radius[i], p0[j], p1[j], radius[j], finite_only=True
+    )
     return np.where(shallow, np.inf, s)
 
 
@@ -201,7 +238,7 @@ def _meet_after_stop(paths: Paths, radius: Float, i: Int, j: Int, s: Float) -> b
     t = s[a]
     at_a = paths.at(a, t)
     s_b, shallow = _solver.straight_pair_toi(
-        at_a, at_a, radius[a], paths.at(b, t), paths.xe[b], radius[b]
+        at_a, at_a, radius[a], paths.at(b, t), paths.xe[b], radius[b], finite_only=True
     )
     return bool((np.isfinite(s_b) & ~shallow).any())
 

@@ -4,8 +4,9 @@ the rows of contacts they produce (:class:`Hits`), and the slop. Pure numpy.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -117,11 +118,26 @@ def concat_hits(parts: list[Hits]) -> Hits:
     parts = [part for part in parts if len(part.t)]
     if not parts:
         return empty_hits()
-    merged = parts[0] if len(parts) == 1 else Hits(*(np.concatenate(c) for c in zip(*parts)))
-    if np.all(merged.t[1:] >= merged.t[:-1]):
+    merged = parts[0]
+    if len(parts) > 1:
+        merged = Hits(*_each_once(np.concatenate, zip(*parts)))
+    if len(merged.t) < 2 or np.all(merged.t[1:] >= merged.t[:-1]):
         return merged  # what a stable sort would give
     order = np.argsort(merged.t, kind="stable")
-    return Hits(*(col[order] for col in merged))
+    return Hits(*_each_once(lambda col: col[order], merged))
+
+
+def _each_once(make: Callable[[Any], Float], columns: Iterable[Any]) -> list[Float]:
+    """``make`` of each column, made once for columns that are the same arrays: a Hits'
+    unset columns are one nan array (nothing writes into a Hits' columns)."""
+    made: dict[Any, Float] = {}
+    out = []
+    for column in columns:
+        key = tuple(map(id, column)) if isinstance(column, tuple) else id(column)
+        if key not in made:
+            made[key] = make(column)
+        out.append(made[key])
+    return out
 
 
 def unit(v: Float, fallback: Float) -> Float:
@@ -153,6 +169,11 @@ class Paths:
         self.ts = self.rows[:, 6]
         self.xs[:] = p0
         self.xe[:] = p1
+        # Start times change only through start_at (read-only here): until it is called,
+        # every segment is the whole frame's straight path (``begun`` False), on which a
+        # position or a velocity needs no division.
+        self.ts.flags.writeable = False
+        self.begun = False
         # Each body's own motion over the whole pass (a slide meeting a second fixed
         # surface is deflected from what it meant to do, not from its first deflection).
         self.motion = self.xe - self.xs
@@ -209,12 +230,12 @@ class Paths:
         return np.zeros(len(self.xs), bool)
 
     def at(self, idx: Int, t: Float) -> Float:
-        """(k, 3) positions of bodies idx at times t (t >= their segment start)."""
-        return position(self.rows.take(idx, axis=0), t)
+        """(k, 3) positions of bodies idx at times t (k,) (t >= their segment start)."""
+        return position(self.rows.take(idx, axis=0), t, self.begun)
 
     def velocity(self, idx: Int) -> Float:
         """(k, 3) velocities in units per frame on the current segments."""
-        return velocity(self.rows.take(idx, axis=0))
+        return velocity(self.rows.take(idx, axis=0), self.begun)
 
     def radius_at(self, idx: Int, t: Float) -> Float:
         """(k,) radii of bodies idx at times t (their end radii where none grows)."""
@@ -247,11 +268,19 @@ class Paths:
         return still
 
     def restart(self, idx: Int, t: Float, at_t: Float, new_end: Float) -> None:
-        """Close the current segments of idx at t and start new ones from at_t to new_end."""
-        self.log.append((idx, self.ts[idx].copy(), t.copy(), self.xs[idx].copy(), at_t.copy()))
+        """Close the current segments of idx (k,) int at t (k,) and start new ones from at_t
+        to new_end (k, 3). The log keeps idx, t and at_t: the caller writes into none of
+        them afterwards."""
+        # (Rows gathered by an index array are copies already.)
+        self.log.append((idx, self.ts[idx], t, self.xs[idx], at_t))
         self.xs[idx] = at_t
         self.xe[idx] = new_end
-        self.ts[idx] = t
+        self.start_at(idx, t)
+
+    def start_at(self, idx: Int, t: Float | float) -> None:
+        """Set the start times of the current segments of idx."""
+        self.rows[idx, 6] = t
+        self.begun = True
 
     def segments(self) -> tuple[Int, Float, Float, Float, Float]:
         """All segments (finished and current), sorted by body then start time."""
@@ -262,16 +291,22 @@ class Paths:
         return body[order], t0[order], t1[order], x0[order], x1[order]
 
 
-def position(rows: Float, t: Float) -> Float:
-    """(k, 3) positions at times t on segments given as rows of _Paths.rows."""
+def position(rows: Float, t: Float, begun: bool = True) -> Float:
+    """(k, 3) positions at times t (k,) on segments given as rows of _Paths.rows; begun
+    False: every segment starts at 0 (its fraction is t itself, to the bit)."""
+    if not begun:
+        return rows[:, 0:3] + t[:, None] * (rows[:, 3:6] - rows[:, 0:3])
     ts = rows[:, 6]
     span = 1.0 - ts
     frac = np.divide(t - ts, span, out=np.zeros_like(span), where=span > 0)
     return rows[:, 0:3] + frac[:, None] * (rows[:, 3:6] - rows[:, 0:3])
 
 
-def velocity(rows: Float) -> Float:
-    """(k, 3) velocities in units per frame on segments given as rows of _Paths.rows."""
+def velocity(rows: Float, begun: bool = True) -> Float:
+    """(k, 3) velocities in units per frame on segments given as rows of _Paths.rows; begun
+    False: every segment starts at 0 (its span is 1)."""
+    if not begun:
+        return rows[:, 3:6] - rows[:, 0:3]
     span = 1.0 - rows[:, 6]
     inv = np.divide(1.0, span, out=np.zeros_like(span), where=span > 0)
     return (rows[:, 3:6] - rows[:, 0:3]) * inv[:, None]
@@ -285,7 +320,12 @@ def slop(*points: Float) -> Float:
     stop the ball (it would stick); ignoring contacts that could never sink deeper than
     this keeps every overlap within it.
     """
-    return SLOP_REL * np.maximum(1.0, _largest_abs(*points))
+    return slop_of(_largest_abs(*points))
+
+
+def slop_of(scale: Float) -> Float:
+    """:func:`slop` of points whose largest coordinate magnitudes are ``scale`` (k,)."""
+    return SLOP_REL * np.maximum(1.0, scale)
 
 
 def sensor_at(paths: Paths, idx: Int, t: Float) -> Float:

@@ -189,6 +189,7 @@ class Pieces:
         self.frame = frame
         #: (m,) rows that only report (intangible solids, sensor nodes).
         self.sensor = np.zeros(m, bool) if sensor is None else sensor
+        self.any_sensor = sensor is not None and bool(sensor.any())
         self._index: StaticIndex | None = None
         self._point_data: Float | None = None
         self._ray_grid: tuple[RayGrid, Float] | None = None
@@ -435,7 +436,9 @@ class Pieces:
         return t, extra
 
     # ------------------------------------------------------------------ contacts
-    def hits(self, paths: Paths, a: Int, k: Int, t: Float, extra: Float) -> tuple[Hits, Response]:
+    def hits(
+        self, paths: Paths, a: Int, k: Int, t: Float, extra: Float, response: bool = True
+    ) -> tuple[Hits, Response | None]:
         pa = paths.at(a, t)
         point, normal = extra[:, 0:3], extra[:, 3:6]
         feature = extra[:, 6].astype(np.int8)
@@ -447,7 +450,7 @@ class Pieces:
                 speed += paths.growth_rate(a, t)
             hits = Hits.of(a, k, self.kind, t, point, normal, np.maximum(speed, 0.0), pa,
                            feature=feature, part=part)  # fmt: skip
-            return hits, Response(normal, np.zeros_like(pa))
+            return hits, Response(normal, np.zeros_like(pa)) if response else None
         frames, f = self.frames, self.frame[k]
         rot, pos = frames.at(f, t)
         world_point = _frames.apply(rot, point) + pos

@@ -63,7 +63,9 @@ from ._paths import (
 )
 from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES
 from .broadphase import _sphere_pairs
-from .sweep.sphere_sphere import _sphere_sphere_toi, sphere_sphere_overlap
+from .sweep.sphere_sphere import _relative_motion, _sphere_sphere_toi, sphere_sphere_overlap
+from .sweep.sphere_sphere import _terms as _sphere_sphere_terms
+from .sweep.sphere_sphere import _toi as _sphere_sphere_toi_of
 
 REWIND, SLIDE, SENSOR, KINEMATIC = 0, 1, 2, 3
 
@@ -121,7 +123,7 @@ def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
         return np.zeros(0)
     rows_a, rows_b = paths.rows.take(i, axis=0), paths.rows.take(j, axis=0)
     start = np.maximum(rows_a[:, 6], rows_b[:, 6])
-    a0, b0 = position(rows_a, start), position(rows_b, start)
+    a0, b0 = position(rows_a, start, paths.begun), position(rows_b, start, paths.begun)
     a1, b1 = rows_a[:, 3:6], rows_b[:, 3:6]
     if paths.grow is not None:
         return _grown_segment_toi(paths, i, j, start, a0, a1, b0, b1)
@@ -130,16 +132,21 @@ def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
 
 
 def straight_pair_toi(
-    a0: Float, a1: Float, ra: Float, b0: Float, b1: Float, rb: Float
+    a0: Float, a1: Float, ra: Float, b0: Float, b1: Float, rb: Float, finite_only: bool = False
 ) -> tuple[Float, Bool]:
     """(k,) times of impact of sphere pairs moving straight from a0, b0 to a1, b1 over the
     frame (the kernel's), and (k,) whether each is too shallow to count: the pair's deepest
-    approach stays within the slop (but for two points, which meet exactly or not at all)."""
-    s = _sphere_sphere_toi(a0, a1, ra, b0, b1, rb)
-    p = a0 - b0
-    v = (a1 - a0) - (b1 - b0)
-    vv = np.einsum("ij,ij->i", v, v)
-    u = np.divide(-np.einsum("ij,ij->i", p, v), vv, out=np.zeros(len(p)), where=vv > 0)
+    approach stays within the slop (but for two points, which meet exactly or not at all).
+    ``finite_only``: the caller reads ``shallow`` only where the time is finite; where no
+    time is, none is looked at (all False)."""
+    p, v = _relative_motion(a0, a1, b0, b1)
+    # The kernel's terms hold v . v and p . v already (the same numbers).
+    terms = _sphere_sphere_terms(a0, a1, ra, b0, b1, rb, relative=(p, v))
+    s = _sphere_sphere_toi_of(terms)
+    if finite_only and not np.isfinite(s).any():  # (most pairs found never touch)
+        return s, np.zeros(len(s), bool)
+    vv = terms.a
+    u = np.divide(-terms.half_b, vv, out=np.zeros(len(p)), where=vv > 0)
     closest = _length(p + np.clip(u, 0.0, 1.0)[:, None] * v)
     reach = ra + rb
     # Spheres smaller than the slop count once they sink half their size; two points,
@@ -166,6 +173,7 @@ def solve(
     static: Bool | None = None,
     kinematic: Bool | None = None,
     one_round_first: bool = True,
+    all_finite: bool = False,
 ) -> PassResult:
     """Run one pass.
 
@@ -206,9 +214,14 @@ def solve(
     one_round_first : bool
         Try :func:`~panda3d_ccd._one_round.one_round` first (the same answer, for frames of
         isolated contacts, at a tenth of the cost); False: the general solver only.
+    all_finite : bool
+        Every row of p0 and p1 is finite (the caller has checked): not looked at again.
     """
     # float64 throughout (the broad phase's rounding pad assumes it).
-    p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
+    p0, p1, radius = (
+        x if type(x) is np.ndarray and x.dtype == np.float64 else np.asarray(x, np.float64)
+        for x in (p0, p1, radius)
+    )
     n = len(p0)
     if radius0 is not None:
         radius0 = np.asarray(radius0, dtype=np.float64)
@@ -222,11 +235,16 @@ def solve(
     # boxes: no slide, growth, carrying or statics), found once.
     known: _one_round.Declined | None = None
     if one_round_first and radius0 is None and static is None and kinematic is None:
-        quick = _one_round.one_round(p0, p1, radius, response, from_mask, into_mask, tables, group)
+        quick = _one_round.one_round(
+            p0, p1, radius, response, from_mask, into_mask, tables, group, all_finite
+        )
         if isinstance(quick, PassResult):
             return quick
         known = quick
-    finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
+    if all_finite:
+        finite = np.ones(n, bool)
+    else:
+        finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
     p0 = np.where(finite[:, None], p0, np.nan)
     p1 = np.where(finite[:, None], p1, np.nan)
     solid = response != SENSOR
@@ -839,8 +857,9 @@ def _blocked(
 
 def _sphere_hits(paths: Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
     rows_a, rows_b = paths.rows.take(a, axis=0), paths.rows.take(b, axis=0)
-    pa, pb = position(rows_a, t), position(rows_b, t)
-    va, vb = velocity(rows_a), velocity(rows_b)
+    begun = paths.begun
+    pa, pb = position(rows_a, t, begun), position(rows_b, t, begun)
+    va, vb = velocity(rows_a, begun), velocity(rows_b, begun)
     # Coincident centres (two points meeting exactly) have no direction: use the motion.
     fallback = unit(vb - va, np.broadcast_to([0.0, 0.0, 1.0], pa.shape))
     normal = unit(pa - pb, fallback)
@@ -1119,7 +1138,7 @@ def _hold(paths: Paths, held: Bool, t_hold: float, t_stop: Float, hits: Hits) ->
     pos = x1[last[idx]]
     paths.xs[idx] = pos
     paths.xe[idx] = pos
-    paths.ts[idx] = t_hold
+    paths.start_at(idx, t_hold)
     t_stop[idx] = np.minimum(t_stop[idx], t_hold)
     late = (hits.t > t_hold) & (
         held[hits.a] | ((hits.kind == SPHERE) & held[np.where(hits.kind == SPHERE, hits.b, 0)])

@@ -42,6 +42,7 @@ ValueError: radius must be finite and >= 0, got -0.5
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -155,19 +156,29 @@ def _pair_keys(a: Int, b: Int, n: int) -> Int:
 # ----------------------------------------------------------------------------- spheres
 
 
+def _axis_major(p0: Float, p1: Float) -> tuple[Float, Float]:
+    """p0, p1 (n, 3) as (3, n): contiguous copies where that pays (more than a table's
+    worth of rows), the transposed views otherwise (the same values; a few rows are read
+    as fast either way)."""
+    if len(p0) <= _BRUTE_MAX:
+        return p0.T, p1.T
+    return np.ascontiguousarray(p0.T), np.ascontiguousarray(p1.T)
+
+
 def _swept_boxes(p0: Float, p1: Float, reach: Float) -> tuple[Float, Float]:
     """Swept boxes grown by the rounding pad, as lo, hi (3, n): nan where not finite.
 
     Boxes are kept axis-major, one contiguous row per axis, throughout the search: numpy
     reduces and gathers rows of that layout many times faster than (n, 3) arrays.
     """
-    a = np.ascontiguousarray(p0.T)
-    b = np.ascontiguousarray(p1.T)
+    a, b = _axis_major(p0, p1)
     with np.errstate(invalid="ignore", over="ignore"):
-        scale = np.maximum(np.abs(a).max(axis=0), np.abs(b).max(axis=0))
+        # (The largest of all six magnitudes, as the largest of each end's: the same value.)
+        scale = np.maximum(np.abs(a), np.abs(b)).max(axis=0)
         grow = reach + DIST_REL_EPS * np.maximum(scale, reach)
-        lo = np.minimum(a, b) - grow
-        hi = np.maximum(a, b) + grow
+        # (Axis-major, whatever the layout of a and b: the search reads rows of an axis.)
+        lo = np.minimum(a, b, order="C") - grow
+        hi = np.maximum(a, b, order="C") + grow
     return lo, hi
 
 
@@ -264,17 +275,37 @@ def _sphere_pairs(
     """:func:`sphere_pairs` on arguments already checked and broadcast to (n,) rows, with
     ``reach`` the radius plus margin (the solver calls this once per pass)."""
     n = p0.shape[0]
-    # Rows that can be in a pair at all (a from bit some row is into, or the reverse);
-    # dropping them early keeps them out of the grid.
-    pairable = ((from_ & np.bitwise_or.reduce(into)) | (into & np.bitwise_or.reduce(from_))) != 0
-    if not pairable.any():
-        return _empty_pairs()  # (spheres that meet only the level, none another)
+    # Where some bit is in every mask (the common case), every pair passes the masks.
+    masked = (np.bitwise_and.reduce(from_) & np.bitwise_and.reduce(into)) == 0
+    pairable = None
+    if masked:
+        # Rows that can be in a pair at all (a from bit some row is into, or the reverse);
+        # dropping them early keeps them out of the grid.
+        pairable = (
+            (from_ & np.bitwise_or.reduce(into)) | (into & np.bitwise_or.reduce(from_))
+        ) != 0
+        if not pairable.any():
+            return _empty_pairs()  # (spheres that meet only the level, none another)
     lo, hi = _swept_boxes(p0, p1, reach)
     with np.errstate(invalid="ignore", over="ignore"):
-        live = np.isfinite(hi - lo).all(axis=0) & pairable
+        live = np.isfinite(hi - lo).all(axis=0)
+    if pairable is not None:
+        live &= pairable
     rows = np.flatnonzero(live)
-    if len(rows) < 2 or not np.any(moves[rows]):
+    every = len(rows) == n
+    if len(rows) < 2 or not np.any(moves if every else moves[rows]):
         return _empty_pairs()
+    if len(rows) <= min(_BRUTE_MAX, _PIECE_ROWS):
+        # A few: one table of every pair, found in order (i, then j).
+        if every:
+            i, j = _table_pairs(lo, hi, moves)
+        else:
+            a, b = _table_pairs(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1), moves[rows])
+            i, j = rows[a], rows[b]
+        if masked:
+            keep = ((from_[i] & into[j]) | (from_[j] & into[i])) != 0
+            i, j = i[keep], j[keep]
+        return i, j
     found: list[Int] = [np.empty(0, dtype=np.int64)]
     # Cutting pays only where the grid does: few boxes are all tested pairwise anyway.
     boxes = None
@@ -293,12 +324,32 @@ def _sphere_pairs(
         fresh[1:] = key[1:] != key[:-1]
         key = key[fresh]
     # The mask filter is skipped when some bit is in every mask (the common case).
-    if (np.bitwise_and.reduce(from_[rows]) & np.bitwise_and.reduce(into[rows])) == 0:
+    if masked and (np.bitwise_and.reduce(from_[rows]) & np.bitwise_and.reduce(into[rows])) == 0:
         i, j = np.divmod(key, n)
         fi, fj = np.take(from_, i), np.take(from_, j)
         key = key[((fi & np.take(into, j)) | (fj & np.take(into, i))) != 0]
     key.sort()
     return np.divmod(key, n)
+
+
+def _table_pairs(lo: Float, hi: Float, moving: Bool) -> tuple[Int, Int]:
+    """(a, b), a < b, sorted by a then b: the pairs of overlapping closed boxes lo, hi
+    (3, m) of which at least one moves, found as one (m, m) table."""
+    hit = (lo[:, :, None] <= hi[:, None, :]).all(axis=0)
+    hit &= hit.T
+    if not moving.all():
+        hit &= moving[:, None] | moving
+    hit &= _above_diagonal(len(moving))  # symmetric: keep each pair once
+    return np.nonzero(hit)
+
+
+@cache
+def _above_diagonal(m: int) -> Bool:
+    """(m, m) read-only: True where the column is after the row (np.triu made once for
+    each size of table, up to _BRUTE_MAX)."""
+    upper = np.triu(np.ones((m, m), bool), 1)
+    upper.flags.writeable = False
+    return upper
 
 
 # ----------------------------------------------------------------- box overlap search
@@ -344,14 +395,8 @@ def _box_pairs(boxes: _Boxes, n: int, found: list[Int]) -> None:
         return
     if m <= _BRUTE_MAX:
         # Every pair at once, as an (m, m) table: a few whole-table operations.
-        hit = lo[0][:, None] <= hi[0]
-        hit &= lo[1][:, None] <= hi[1]
-        hit &= lo[2][:, None] <= hi[2]
-        hit &= hit.T
-        hit &= moving[:, None] | moving
-        a, b = np.nonzero(hit)  # symmetric: keep each pair once (np.triu is slower)
-        upper = a < b
-        found.append(_pair_keys(ids[a[upper]], ids[b[upper]], n))
+        a, b = _table_pairs(lo, hi, moving)
+        found.append(_pair_keys(ids[a], ids[b], n))
         return
     size = (hi - lo).max(axis=0)
     median = float(np.partition(size, m // 2)[m // 2])  # no averaging: cannot overflow
@@ -844,24 +889,36 @@ def _sphere_plane_pairs(
     into: Int,
     moves: Bool,
     plane_moves: Bool,
+    plane_scale: Float | None = None,
 ) -> tuple[Int, Int]:
     """:func:`sphere_plane_pairs` on arguments already checked: unit normals, offsets to
-    match, and (n,) or (m,) rows."""
+    match, and (n,) or (m,) rows; ``plane_scale`` (m,), each plane's larger offset
+    magnitude, where the caller has it already."""
     if len(p0) == 0 or len(nrm) == 0:
         return _empty_pairs()
-    a = np.ascontiguousarray(p0.T)
-    b = np.ascontiguousarray(p1.T)
+    a, b = _axis_major(p0, p1)
     with np.errstate(invalid="ignore", over="ignore"):
         # A matrix product: 4 to 40 times faster than the sums spelled out by axis, at 10
         # to 30,000 spheres and 6 to 100 planes (numpy 2.4; it rounds differently in the
         # last bits, well inside the pad).
         d0, d1 = p0 @ nrm.T, p1 @ nrm.T
         gap = np.minimum(d0 + off0, d1 + off1) - r[:, None]
-        scale = np.maximum(np.maximum(np.abs(a).max(axis=0), np.abs(b).max(axis=0)), r)
-        plane_scale = np.maximum(np.abs(off0), np.abs(off1))
+        # Each sphere's largest coordinate magnitude at either end: nan or inf where one
+        # is not finite.
+        extent = np.maximum(np.abs(a), np.abs(b)).max(axis=0)
+        scale = np.maximum(extent, r)
+        if plane_scale is None:
+            plane_scale = np.maximum(np.abs(off0), np.abs(off1))
         near = gap <= DIST_REL_EPS * np.maximum(scale[:, None], plane_scale)
-    near &= (np.isfinite(a).all(axis=0) & np.isfinite(b).all(axis=0))[:, None]
-    near &= (from_[:, None] & into[None, :]) != 0
-    near &= moves[:, None] | plane_moves[None, :]
+    near &= np.isfinite(extent)[:, None]
+    # (Skipped where some bit is in every mask, the common case: every pair passes.)
+    if (np.bitwise_and.reduce(from_) & np.bitwise_and.reduce(into)) == 0:
+        near &= (from_[:, None] & into[None, :]) != 0
+    if plane_moves.any():
+        near &= moves[:, None] | plane_moves[None, :]
+    elif not moves.all():
+        near &= moves[:, None]
     i, k = np.nonzero(near)
-    return i.astype(np.int64), k.astype(np.int64)
+    if i.dtype != np.int64:  # (np.intp: int64 where numpy is 64-bit)
+        i, k = i.astype(np.int64), k.astype(np.int64)
+    return i, k

@@ -223,6 +223,9 @@ class _PlaneFrame(NamedTuple):
     mask: np.ndarray  # (m,) int64 into masks
     group: np.ndarray  # (m,) int64 owners
     key: bytes  # the float64 bits the arrays were made of
+    #: The solver's table of them (None for none), made once for as long as they read the
+    #: same: walls that never move cost no numpy call to set up.
+    table: Planes | None = None
 
     def moving(self) -> Planes:
         """The planes that move this frame, as the solver's table of them."""
@@ -352,6 +355,8 @@ class ContinuousCollision:
         self._piece_cursor = 0
         # The last pass's planes and bodies, used again while nothing changes.
         self._plane_frame: _PlaneFrame | None = None
+        #: (spheres.version, the planes' owners, whether no sphere shares a node with one).
+        self._owners: tuple[int, np.ndarray, bool] | None = None
         self._bodies: _Bodies | None = None
         self._debug: Any = None
         # Whether this pass lets the solver try its one-round path first (see Backoff).
@@ -888,16 +893,14 @@ class ContinuousCollision:
             response,
             rows(spheres.from_mask, statics.from_mask),
             rows(spheres.into_mask, statics.into_mask),
-            plane_normal=planes.normal,
-            plane_offset0=planes.off0,
-            plane_offset1=planes.off1,
-            plane_mask=planes.mask,
-            group=rows(spheres.owner, statics.owner),
-            plane_group=planes.group,
+            group=self._groups(spheres, planes, tables, near, rows(spheres.owner, statics.owner)),
             radius0=radius0,
             static=np.arange(len(p0)) >= len(frame.start) if len(near) else None,
-            obstacles=tables,
+            # (The planes first, as the solver puts planes given as arrays.)
+            obstacles=tables if planes.table is None else [planes.table, *tables],
             one_round_first=trying,
+            # (The usual read found every dynamic sphere finite; with statics, the solver looks.)
+            all_finite=frame.valid is None and not len(near),
         )
         if trying:
             self._one_round.record(result.one_round)
@@ -1033,6 +1036,26 @@ class ContinuousCollision:
             self._forgotten = set()
             _collect["Events"].stop()
         return contacts
+
+    def _groups(
+        self,
+        spheres: SphereTable,
+        planes: _PlaneFrame,
+        tables: list[Any],
+        near: np.ndarray,
+        owners: np.ndarray,
+    ) -> np.ndarray | None:
+        """The solver's rigid groups, ``owners`` (each sphere's node); None where no node
+        has two spheres, nor a sphere and a plane (no static sphere near, no piece): the
+        same pass, without a group test per pair. Looked at again when spheres come or go
+        or the planes change."""
+        if len(near) or tables or not spheres.one_per_owner:
+            return owners
+        known = self._owners
+        if known is None or known[0] != spheres.version or known[1] is not planes.group:
+            apart = set(planes.group.tolist()).isdisjoint(spheres.owner.tolist())
+            known = self._owners = (spheres.version, planes.group, apart)
+        return None if known[2] else owners
 
     def _near_statics(self, spheres: SphereTable, frame: _Frame, movers: list[Any]) -> np.ndarray:
         """Rows of the static spheres this pass's solver could pair with the dynamic ones
@@ -1480,17 +1503,13 @@ class ContinuousCollision:
         last = self._plane_frame
         if last is not None and last.key == key and last.planes == live:
             return last
-        table = np.frombuffer(key, np.float64).reshape(-1, 5)
+        columns = np.frombuffer(key, np.float64).reshape(-1, 5)
         m = len(live)
-        last = self._plane_frame = _PlaneFrame(
-            live,
-            table[:, :3],
-            table[:, 4],
-            table[:, 3],
-            np.fromiter((p.into_mask for p in live), np.int64, m),
-            np.fromiter((p.owner for p in live), np.int64, m),
-            key,
-        )
+        normal, off0, off1 = columns[:, :3], columns[:, 4], columns[:, 3]
+        mask = np.fromiter((p.into_mask for p in live), np.int64, m)
+        group = np.fromiter((p.owner for p in live), np.int64, m)
+        table = Planes(normal, off0, off1, mask, group) if m else None
+        last = self._plane_frame = _PlaneFrame(live, normal, off0, off1, mask, group, key, table)
         return last
 
     def _write_back(self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult) -> None:

@@ -71,16 +71,24 @@ def _sphere_plane_terms(
 
 
 def _plane_terms(
-    c0_: Float, c1_: Float, r_: Float, nrm_: Float, off_: Float, grow: Float | None = None
+    c0_: Float,
+    c1_: Float,
+    r_: Float,
+    nrm_: Float,
+    off_: Float,
+    grow: Float | None = None,
+    coord_scale: Float | None = None,
 ) -> tuple[Float, Float, Float, Float]:
     """:func:`_sphere_plane_terms` of rows already checked: (k, 3) points and unit normals,
-    (k,) radii and offsets; ``grow`` (k,) the radii's growth over the frame (None: none)."""
+    (k,) radii and offsets; ``grow`` (k,) the radii's growth over the frame (None: none);
+    ``coord_scale`` (k,) ``largest_abs(c0_, c1_)``, where the caller has it."""
     motion = c1_ - c0_
     d0 = _rowdot(nrm_, c0_) + off_
     dn = _rowdot(nrm_, motion)
     # The floor: a sphere sliding along a tilted plane far from the origin gets a normal
     # motion that is rounding noise of its coordinates, which must not read as "moving in".
-    coord_scale = largest_abs(c0_, c1_)
+    if coord_scale is None:
+        coord_scale = largest_abs(c0_, c1_)
     approach_eps = DIST_REL_EPS * length(motion) + ROUNDING_REL * coord_scale
     if grow is not None:  # the gap shrinks by the growth too, linearly in t
         dn = dn - grow
@@ -137,9 +145,12 @@ def sphere_plane_toi(
     return _plane_toi(*_sphere_plane_terms(c0, c1, r, normal, offset, r1))
 
 
-def _sphere_plane_toi(c0: Float, c1: Float, r: Float, normal: Float, offset: Float) -> Float:
-    """:func:`sphere_plane_toi` of rows already checked (the solver's many small calls)."""
-    return _plane_toi(*_plane_terms(c0, c1, r, normal, offset))
+def _sphere_plane_toi(
+    c0: Float, c1: Float, r: Float, normal: Float, offset: Float, coord_scale: Float | None = None
+) -> Float:
+    """:func:`sphere_plane_toi` of rows already checked (the solver's many small calls);
+    ``coord_scale`` as for :func:`_plane_terms`."""
+    return _plane_toi(*_plane_terms(c0, c1, r, normal, offset, coord_scale=coord_scale))
 
 
 def _plane_toi(gap0: Float, dn: Float, approach_eps: Float, _r: Float) -> Float:

@@ -75,6 +75,12 @@ def _sphere_sphere_terms(
     return _terms(a0_, a1_, ra_, b0_, b1_, rb_, grow)
 
 
+def _relative_motion(a0: Float, a1: Float, b0: Float, b1: Float) -> tuple[Float, Float]:
+    """(k, 3) p0 = a0 - b0, where A starts relative to B, and v, A's motion relative to
+    B's over the frame."""
+    return a0 - b0, (a1 - a0) - (b1 - b0)
+
+
 class Terms(NamedTuple):
     c: Float
     half_b: Float
@@ -93,11 +99,12 @@ def _terms(
     b1_: Float,
     rb_: Float,
     grow: Float | None = None,
+    relative: tuple[Float, Float] | None = None,
 ) -> Terms:
     """:func:`_sphere_sphere_terms` of rows already checked: (k, 3) points, (k,) radii, and
-    ``grow`` (k,) the growth of the sum of the radii over the frame (None: none)."""
-    p0 = a0_ - b0_
-    v = (a1_ - a0_) - (b1_ - b0_)
+    ``grow`` (k,) the growth of the sum of the radii over the frame (None: none);
+    ``relative``: (p0, v) of these rows, where the caller has them (:func:`_relative_motion`)."""
+    p0, v = _relative_motion(a0_, a1_, b0_, b1_) if relative is None else relative
     big_r = ra_ + rb_
     dist0 = length(p0)
     c = (dist0 - big_r) * (dist0 + big_r)
