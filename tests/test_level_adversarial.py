@@ -1353,6 +1353,19 @@ def test_a_slide_keeps_its_motion_along_the_crease_of_a_still_turned_piece(
 
 
 # ----------------------------------------------------------------- found, not fixed yet
+def _turntable(render, ccd, response):
+    """A flat 10 x 10 quad (two triangles) about to be turned, a ball of radius 0.5 resting
+    on it at (2, 0.7), off its seam; after one pass. Returns both nodes."""
+    corners = [(-5, -5, 0), (5, -5, 0), (5, 5, 0), (-5, 5, 0)]
+    table = collision_node(render, "table", CollisionPolygon(*(LPoint3(*c) for c in corners)))
+    ccd.add_collision_node(table)
+    ball = render.attachNewNode("ball")
+    ball.setPos(2.0, 0.7, 0.5)
+    ccd.add_sphere(ball, 0.5, response=response)
+    ccd.step()
+    return table, ball
+
+
 @pytest.mark.parametrize("response", ["rewind", "slide"])
 @pytest.mark.parametrize("turn", [1.0, 5.0, 30.0])
 def test_a_ball_resting_on_a_turning_flat_platform_stays_put(base, ccd, recorder, response, turn):
@@ -1361,14 +1374,7 @@ def test_a_ball_resting_on_a_turning_flat_platform_stays_put(base, ccd, recorder
     13: the turning piece was inflated by its chord deviation in every direction, so the
     seam between the quad's triangles passing under the ball read as deeper than the slop;
     a rewind ball rode the platform round.)"""
-    render = base.render
-    corners = [(-5, -5, 0), (5, -5, 0), (5, 5, 0), (-5, 5, 0)]
-    table = collision_node(render, "table", CollisionPolygon(*(LPoint3(*c) for c in corners)))
-    ccd.add_collision_node(table)
-    ball = render.attachNewNode("ball")
-    ball.setPos(2.0, 0.7, 0.5)
-    ccd.add_sphere(ball, 0.5, response=response)
-    ccd.step()
+    table, ball = _turntable(base.render, ccd, response)
     for _ in range(int(360 / turn)):
         table.setH(table.getH() + turn)
         ccd.step()
@@ -1424,14 +1430,7 @@ def test_balls_driven_at_the_rim_of_a_turning_plate_never_get_into_it(base, ccd,
 def test_a_ball_pressed_onto_a_turning_platform_is_held_on_its_top(base, ccd, turn):
     """The same platform, the ball pressed down into it a little every frame (as gravity
     would): it stays on the top, touching, wherever the seam passes."""
-    render = base.render
-    corners = [(-5, -5, 0), (5, -5, 0), (5, 5, 0), (-5, 5, 0)]
-    table = collision_node(render, "table", CollisionPolygon(*(LPoint3(*c) for c in corners)))
-    ccd.add_collision_node(table)
-    ball = render.attachNewNode("ball")
-    ball.setPos(2.0, 0.7, 0.5)
-    ccd.add_sphere(ball, 0.5, response="slide")
-    ccd.step()
+    table, ball = _turntable(base.render, ccd, "slide")
     for _ in range(int(360 / turn)):
         table.setH(table.getH() + turn)
         ball.setZ(ball.getZ() - 0.01)
