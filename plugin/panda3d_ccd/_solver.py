@@ -218,10 +218,7 @@ def solve(
         Every row of p0 and p1 is finite (the caller has checked): not looked at again.
     """
     # float64 throughout (the broad phase's rounding pad assumes it).
-    p0, p1, radius = (
-        x if type(x) is np.ndarray and x.dtype == np.float64 else np.asarray(x, np.float64)
-        for x in (p0, p1, radius)
-    )
+    p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
     n = len(p0)
     if radius0 is not None:
         radius0 = np.asarray(radius0, dtype=np.float64)
