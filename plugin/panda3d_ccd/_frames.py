@@ -82,6 +82,13 @@ class Frames:
         unit = rel / np.where(size > 0, size, 1.0)[:, None]
         return np.where((size > 0)[:, None], unit, [0.0, 0.0, 1.0])
 
+    @cached_property
+    def world_axis(self) -> Float:
+        """(f, 3) :attr:`axis` in world coordinates: fixed all pass long too (the slerp
+        turns about it), so a point fixed in the frame, or moving straight in it, strays
+        from its world chord only across it."""
+        return apply(self.rot0, self.axis)
+
     def at(self, f: Int, t: Float) -> tuple[Float, Float]:
         """(k, 3, 3) rotations and (k, 3) origins of frames f at times t (both (k,))."""
         half = self.half_angle[f]

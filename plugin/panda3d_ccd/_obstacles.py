@@ -47,6 +47,9 @@ class Response(NamedTuple):
     #: (k,) what was touched stays where it is (a fixed surface: no sphere, no carry);
     #: None: decided from ``carry``
     fixed: Bool | None = None
+    #: (k,) the row of the pass's ``Frames`` of a turning piece that carries the body on
+    #: (the body then turns with it: ``Paths.ride``), -1 for none; None: none at all
+    frame: Int | None = None
 
 
 class Planes:
@@ -106,6 +109,11 @@ class Planes:
         radius = paths.radius_at(i, start)
         if paths.grow is not None:  # so does a growing radius
             end -= n * paths.growth_left(i, start)[:, None]
+        if paths.ride is not None:
+            # A rider's path bows off its chord by its stray, across its turn's axis.
+            along = np.einsum("ij,ij->i", paths.stray_axis(i), n) / self.length[k]
+            across = np.sqrt(np.maximum(1.0 - along * along, 0.0))
+            radius = radius + paths.stray(i, start, np.ones(len(i))) * across
         s, shallow = self._toi(c0, end, radius, k, off_start)
         return np.where(shallow, np.inf, start + s * (1.0 - start)), None
 

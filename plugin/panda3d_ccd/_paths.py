@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from . import _frames
 from ._arrays import largest_abs as _largest_abs
 from ._arrays import length as _length
 from ._arrays import row_all as _row_all
@@ -178,6 +179,13 @@ class Paths:
         # surface is deflected from what it meant to do, not from its first deflection).
         self.motion = self.xe - self.xs
         self.log: list[tuple[Int, Float, Float, Float, Float]] = []
+        # Riders: a body carried by a turning piece turns with it. Its current segment is
+        # straight in the piece's frame (row ``ride`` of ``frames``), from ``local`` [:3]
+        # at ``ts`` to ``local`` [3:] at the end; ``xs`` and ``xe`` stay its world
+        # positions at those two times (the chord of its path). None until the first.
+        self.frames: Any = None
+        self.ride: Int | None = None
+        self.local: Float | None = None
 
     # What only responses read and write (slides, carrying), made on first use: a pass of
     # a few rewinds (most frames, ``_one_round``) never needs it.
@@ -225,13 +233,63 @@ class Paths:
         return np.zeros_like(self.xs)
 
     @cached_property
+    def carrier_frame(self) -> Int:
+        """The frame :attr:`carrier` turns with (``ride``), -1 for none."""
+        return np.full(len(self.xs), -1, np.int64)
+
+    @cached_property
     def yielded(self) -> Bool:
         """Bodies squeezed against something that yielded to their carrier."""
         return np.zeros(len(self.xs), bool)
 
     def at(self, idx: Int, t: Float) -> Float:
         """(k, 3) positions of bodies idx at times t (k,) (t >= their segment start)."""
-        return position(self.rows.take(idx, axis=0), t, self.begun)
+        out = position(self.rows.take(idx, axis=0), t, self.begun)
+        if self.ride is not None:
+            on = np.flatnonzero(self.ride[idx] >= 0)
+            if len(on):
+                rot, pos = self.frames.at(self.ride[idx[on]], t[on])
+                out[on] = _frames.apply(rot, self.local_at(idx[on], t[on])) + pos
+        return out
+
+    def riding(self, idx: Int) -> Bool:
+        """(k,) bodies of idx whose current segment turns with a piece (see ``ride``)."""
+        if self.ride is None:
+            return np.zeros(len(idx), bool)
+        return self.ride[idx] >= 0
+
+    def local_at(self, idx: Int, t: Float) -> Float:
+        """(k, 3) positions of riders idx at times t in the frames they ride."""
+        rows = self.local[idx]  # type: ignore[index]
+        ts = self.ts[idx]
+        span = 1.0 - ts
+        frac = np.divide(t - ts, span, out=np.zeros_like(span), where=span > 0)
+        return rows[:, 0:3] + frac[:, None] * (rows[:, 3:6] - rows[:, 0:3])
+
+    def stray_axis(self, idx: Int) -> Float:
+        """(k, 3) the world axis the riders of idx turn about (their stray is across it
+        only); zero for the others."""
+        out = np.zeros((len(idx), 3))
+        if self.ride is not None:
+            on = np.flatnonzero(self.ride[idx] >= 0)
+            out[on] = self.frames.world_axis[self.ride[idx[on]]]
+        return out
+
+    def stray(self, idx: Int, t0: Float, t1: Float) -> Float:
+        """(k,) how far the paths of bodies idx between t0 and t1 (within their current
+        segments) may stray from the straight line between their ends there: 0 but for
+        riders, whose local straight path turns with their piece (``Frames.chord_deviation``
+        holds for it too: its bound takes only the turn and the lengths of the offsets)."""
+        out = np.zeros(len(idx))
+        if self.ride is None:
+            return out
+        on = np.flatnonzero(self.ride[idx] >= 0)
+        if len(on):
+            rows, a, b = idx[on], t0[on], t1[on]
+            out[on] = self.frames.chord_deviation(
+                self.ride[rows], a, b, self.local_at(rows, a), self.local_at(rows, b)
+            )
+        return out
 
     def velocity(self, idx: Int) -> Float:
         """(k, 3) velocities in units per frame on the current segments."""
@@ -267,15 +325,31 @@ class Paths:
             still &= (self.grow[idx] == 0) | (self.t_stop[idx] < 1.0)
         return still
 
-    def restart(self, idx: Int, t: Float, at_t: Float, new_end: Float) -> None:
+    def restart(
+        self, idx: Int, t: Float, at_t: Float, new_end: Float, ride: Int | None = None
+    ) -> None:
         """Close the current segments of idx (k,) int at t (k,) and start new ones from at_t
-        to new_end (k, 3). The log keeps idx, t and at_t: the caller writes into none of
-        them afterwards."""
+        to new_end (k, 3): straight, or where ``ride`` (k,) names a row of ``frames``,
+        straight in that frame (turning with it). The log keeps idx, t and at_t (the chord
+        of a rider's segment): the caller writes into none of them afterwards."""
         # (Rows gathered by an index array are copies already.)
         self.log.append((idx, self.ts[idx], t, self.xs[idx], at_t))
         self.xs[idx] = at_t
         self.xe[idx] = new_end
         self.start_at(idx, t)
+        if ride is not None and self.ride is None and (ride >= 0).any():
+            self.ride = np.full(len(self.xs), -1, np.int64)
+            self.local = np.zeros((len(self.xs), 6))
+        if self.ride is None:
+            return
+        self.ride[idx] = -1 if ride is None else ride
+        on = np.flatnonzero(self.ride[idx] >= 0)
+        if len(on):
+            f, rows = self.ride[idx[on]], idx[on]
+            rot, pos = self.frames.at(f, t[on])
+            self.local[rows, 0:3] = _frames.unapply(rot, at_t[on] - pos)  # type: ignore[index]
+            end = _frames.unapply(self.frames.rot1[f], new_end[on] - self.frames.pos1[f])
+            self.local[rows, 3:6] = end  # type: ignore[index]
 
     def start_at(self, idx: Int, t: Float | float) -> None:
         """Set the start times of the current segments of idx."""

@@ -316,7 +316,13 @@ class Pieces:
         r = np.maximum(paths.radius_at(i, start), paths.radius_at(i, end))
         if self.frames is None or self.frame is None or not self.moving[k].any():
             c0, c1 = self._local(i, k, start, paths.xs[i]), self._local(i, k, end, paths.xe[i])
-            t, extra = self._sweep(c0, c1, r, np.zeros(len(i)), k, extra)
+            # A rider's path bows off its chord by its stray, across its turn's axis.
+            axis = None
+            if paths.ride is not None:
+                axis = paths.stray_axis(i)
+                if self.frames is not None and self.frame is not None:
+                    axis = _frames.unapply(self.frames.rot0[self.frame[k]], axis)
+            t, extra = self._sweep(c0, c1, r, paths.stray(i, start, end), k, extra, axis)
             hit = np.isfinite(t)
             return np.where(hit, start + np.where(hit, t, 0.0) * (1.0 - start), np.inf), extra
         return self._substeps(paths, i, k, start, r, extra)
@@ -393,11 +399,17 @@ class Pieces:
         frames, f = self.frames, self.frame[k]  # type: ignore[union-attr,index]
         x0, x1 = paths.xs[i], paths.xe[i]
         end = np.ones(len(i))
+        # A body riding this row's own frame moves straight in it: one exact step.
+        own = paths.riding(i)
+        if own.any():
+            own &= paths.ride[i] == f  # type: ignore[index]
         # The deviation of one step over the rest of the pass, and how many steps bring it
-        # within the tolerance (quadratic in the step).
+        # within the tolerance (quadratic in the step); a rider of another frame strays
+        # from its own chord as well.
         y0 = x0 - (frames.pos0[f] + start[:, None] * (frames.pos1[f] - frames.pos0[f]))
         y1 = x1 - frames.pos1[f]
-        whole = frames.chord_deviation(f, start, end, y0, y1)
+        whole = frames.chord_deviation(f, start, end, y0, y1) + paths.stray(i, start, end)
+        whole[own] = 0.0
         allowed = np.maximum(TURN_TOLERANCE * r, slop(x0, x1))
         steps = np.ceil(
             np.sqrt(whole / np.maximum(allowed, 1e-300)) / np.maximum(1.0 - start, 1e-12)
@@ -414,15 +426,29 @@ class Pieces:
         span = 1.0 - start[pair]
         fa = np.divide(ta - start[pair], span, out=np.zeros(len(pair)), where=span > 0)
         fb = np.divide(tb - start[pair], span, out=np.ones(len(pair)), where=span > 0)
-        xa = x0[pair] + fa[:, None] * (x1 - x0)[pair]
-        xb = x0[pair] + fb[:, None] * (x1 - x0)[pair]
+        ip = i[pair]
+        if paths.ride is None:
+            xa = x0[pair] + fa[:, None] * (x1 - x0)[pair]
+            xb = x0[pair] + fb[:, None] * (x1 - x0)[pair]
+        else:
+            xa, xb = paths.at(ip, ta), paths.at(ip, tb)
         fp = f[pair]
         rot_a, pos_a = frames.at(fp, ta)
         rot_b, pos_b = frames.at(fp, tb)
         dev = frames.chord_deviation(fp, ta, tb, xa - pos_a, xb - pos_b)
         ca, cb = _frames.unapply(rot_a, xa - pos_a), _frames.unapply(rot_b, xb - pos_b)
+        axis = frames.axis[fp]
+        if paths.ride is not None:
+            # A rider of another frame strays across another axis: all round, then.
+            stray = paths.stray(ip, ta, tb)
+            dev += stray
+            axis = np.where((stray > 0)[:, None], 0.0, axis)
+            mine = np.flatnonzero(own[pair])
+            dev[mine] = 0.0
+            ca[mine] = paths.local_at(ip[mine], ta[mine])
+            cb[mine] = paths.local_at(ip[mine], tb[mine])
         s, found = self._sweep(
-            ca, cb, r[pair], dev, k[pair], np.full((len(pair), 8), np.nan), frames.axis[fp]
+            ca, cb, r[pair], dev, k[pair], np.full((len(pair), 8), np.nan), axis
         )
         t_rows = np.where(np.isfinite(s), ta + s * (tb - ta), np.inf)
         # The earliest step's contact of each pair.
@@ -462,6 +488,8 @@ class Pieces:
         # rounds to some 1e-16, which would make it a moving surface to the response (a
         # slide into the crease of a still, turned piece lost its motion along it).
         carry[~self.moving[k]] = 0.0
+        # A turning piece carries the body round with it (its path then turns too).
+        ride = np.where(self.moving[k] & (frames.angle[f] > 0), f, -1)
         # The surface's own velocity at the point, over the pass.
         surface = (_frames.apply(frames.rot1[f], point) + frames.pos1[f]) - (
             _frames.apply(frames.rot0[f], point) + frames.pos0[f]
@@ -471,7 +499,7 @@ class Pieces:
             speed += paths.growth_rate(a, t)
         hits = Hits.of(a, k, self.kind, t, world_point, world_normal, np.maximum(speed, 0.0), pa,
                        feature=feature, part=part)  # fmt: skip
-        return hits, Response(push, carry)
+        return hits, Response(push, carry, None, ride)
 
     def sensor_hits(self, paths: Paths, i: Int, k: Int) -> Hits:
         """Overlap intervals of bodies i with rows k over every segment of the bodies'

@@ -87,14 +87,23 @@ class PassResult(NamedTuple):
 
 
 def _grown_segment_toi(
-    paths: Paths, i: Int, j: Int, start: Float, a0: Float, a1: Float, b0: Float, b1: Float
+    paths: Paths,
+    i: Int,
+    j: Int,
+    start: Float,
+    a0: Float,
+    a1: Float,
+    b0: Float,
+    b1: Float,
+    pad: Float | float = 0.0,
 ) -> Float:
-    """:func:`_segment_toi` where radii change within the frame. The gap |p| - R is convex
-    on the segment, so a sweep with the radii shrunk by the slop finds an overlap deeper
-    than the slop exactly where there is one; that is the slop rule here."""
+    """:func:`_segment_toi` where radii change within the frame (``pad`` more, riders'
+    strays). The gap |p| - R is convex on the segment, so a sweep with the radii shrunk by
+    the slop finds an overlap deeper than the slop exactly where there is one; that is the
+    slop rule here."""
     end = np.ones(len(i))
-    r0 = paths.radius_at(i, start) + paths.radius_at(j, start)
-    r1 = paths.radius_at(i, end) + paths.radius_at(j, end)
+    r0 = paths.radius_at(i, start) + paths.radius_at(j, start) + pad
+    r1 = paths.radius_at(i, end) + paths.radius_at(j, end) + pad
     zero = np.zeros(len(i))
     s = _sphere_sphere_toi(a0, a1, r0, b0, b1, zero, r1 - r0)
     sl = np.minimum(slop(a0, b0), 0.5 * np.maximum(r0, r1))
@@ -123,12 +132,38 @@ def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
         return np.zeros(0)
     rows_a, rows_b = paths.rows.take(i, axis=0), paths.rows.take(j, axis=0)
     start = np.maximum(rows_a[:, 6], rows_b[:, 6])
-    a0, b0 = position(rows_a, start, paths.begun), position(rows_b, start, paths.begun)
-    a1, b1 = rows_a[:, 3:6], rows_b[:, 3:6]
+    ra, rb = radius[i], radius[j]
+    if paths.ride is None:
+        a0, b0 = position(rows_a, start, paths.begun), position(rows_b, start, paths.begun)
+        a1, b1 = rows_a[:, 3:6], rows_b[:, 3:6]
+    else:
+        a0, a1, ra, b0, b1, rb = _ridden_pairs(paths, i, j, start, ra, rb)
     if paths.grow is not None:
-        return _grown_segment_toi(paths, i, j, start, a0, a1, b0, b1)
-    s, shallow = straight_pair_toi(a0, a1, radius[i], b0, b1, radius[j])
+        pad = ra - radius[i] + rb - radius[j]
+        return _grown_segment_toi(paths, i, j, start, a0, a1, b0, b1, pad)
+    s, shallow = straight_pair_toi(a0, a1, ra, b0, b1, rb)
     return np.where(shallow, np.inf, start + s * (1.0 - start))
+
+
+def _ridden_pairs(
+    paths: Paths, i: Int, j: Int, start: Float, ra: Float, rb: Float
+) -> tuple[Float, Float, Float, Float, Float, Float]:
+    """The ends of pairs' paths from ``start`` on, and their radii, where riders are among
+    them (``Paths.ride``): two riders of one frame move straight in it, and are taken
+    there (exactly); a rider with anything else is taken on its chord, its radius grown
+    by how far its path strays from it."""
+    end = np.ones(len(i))
+    a0, b0 = paths.at(i, start), paths.at(j, start)
+    a1, b1 = paths.xe[i], paths.xe[j]
+    ride_a, ride_b = paths.ride[i], paths.ride[j]  # type: ignore[index]
+    same = np.flatnonzero((ride_a >= 0) & (ride_a == ride_b))
+    if len(same):
+        ia, jb, t = i[same], j[same], start[same]
+        a0[same], b0[same] = paths.local_at(ia, t), paths.local_at(jb, t)
+        a1[same], b1[same] = paths.local[ia, 3:6], paths.local[jb, 3:6]  # type: ignore[index]
+    stray_a, stray_b = paths.stray(i, start, end), paths.stray(j, start, end)
+    stray_a[same] = stray_b[same] = 0.0
+    return a0, a1, ra + stray_a, b0, b1, rb + stray_b
 
 
 def straight_pair_toi(
@@ -320,6 +355,8 @@ def solve(
         radius0,
         t_stop,
     )
+    # (The pass's frames of kinematic pieces: one for every table that has any.)
+    paths.frames = next((o.frames for o in tables if getattr(o, "frames", None) is not None), None)
     # Carried bodies leave their straight paths, as slides do.
     bent = slide | carried
     bound_reach = np.where(bent, reach + np.where(carried & ~slide, own, 0.0), own)
@@ -399,13 +436,22 @@ def solve(
         carry = np.concatenate([carry_a, carry_b, *(r.carry for _, r in taken)])
         spheres = np.zeros(2 * len(a_s), bool)
         fixed = np.concatenate([spheres, *(~_row_any(r.carry != 0.0) for _, r in taken)])
+        # What turns carries round (a rider pushing a sphere takes it round with it too).
+        frame = None
+        if paths.frames is not None:
+            frame = np.concatenate([
+                _ridden(paths, pushing, b_s), _ridden(paths, pushing, a_s),
+                *(np.full(len(r.carry), -1) if r.frame is None else r.frame for _, r in taken),
+            ])  # fmt: skip
         # A squeezed body that yielded to its carrier gives way to everything else.
         keep = ~still[body] & ~(paths.yielded[body] & ~_row_any(carry != 0.0))
         keep &= ~paths.crushed[body]
+        response = Response(
+            push[keep], carry[keep], fixed[keep], None if frame is None else frame[keep]
+        )
         changed = _respond(
-            paths, rigid, body[keep], when[keep], Response(push[keep], carry[keep], fixed[keep]),
-            slide, slides, t_stop,
-        )  # fmt: skip
+            paths, rigid, body[keep], when[keep], response, slide, slides, t_stop
+        )
         # _respond changes whole groups: a group is still once every member is.
         moves = np.zeros(n, bool)
         moves[changed] = ~paths.stationary_of(changed)
@@ -544,8 +590,10 @@ class _ObstaclePairs:
         if len(idx) == 0:
             return none
         paths, table = self._paths, self.table
+        # (A rider's path bows off its chord by up to its stray.)
+        reach = size[idx] + paths.stray(idx, paths.ts[idx], np.ones(len(idx)))
         qi, qk = table.candidates(
-            paths.xs[idx], paths.xe[idx], size[idx], from_mask[idx], np.ones(len(idx), bool),
+            paths.xs[idx], paths.xe[idx], reach, from_mask[idx], np.ones(len(idx), bool),
             np.ones(len(idx), bool),
         )  # fmt: skip
         qi = idx[qi]
@@ -855,7 +903,10 @@ def _blocked(
 def _sphere_hits(paths: Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
     rows_a, rows_b = paths.rows.take(a, axis=0), paths.rows.take(b, axis=0)
     begun = paths.begun
-    pa, pb = position(rows_a, t, begun), position(rows_b, t, begun)
+    if paths.ride is None:
+        pa, pb = position(rows_a, t, begun), position(rows_b, t, begun)
+    else:
+        pa, pb = paths.at(a, t), paths.at(b, t)
     va, vb = velocity(rows_a, begun), velocity(rows_b, begun)
     # Coincident centres (two points meeting exactly) have no direction: use the motion.
     fallback = unit(vb - va, np.broadcast_to([0.0, 0.0, 1.0], pa.shape))
@@ -892,7 +943,7 @@ def _respond(
     """
     if len(body) == 0:
         return np.zeros(0, np.int64)
-    push, carry, fixed = response
+    push, carry, fixed, frame = response
     if fixed is None:
         fixed = ~_row_any(carry != 0.0)
     # All accepted contacts of one group share its time (each was its earliest).
@@ -912,6 +963,8 @@ def _respond(
     if carrying.any():
         rate = carry[carrying] / np.maximum(1.0 - when[carrying], 1e-300)[:, None]
         paths.carrier[body[carrying]] = rate
+        if frame is not None:
+            paths.carrier_frame[body[carrying]] = frame[carrying]
     squeezed = (slides[lead] > MAX_SLIDES + 1) & _row_any(paths.carrier[lead] != 0.0)
     # Crushed between things that all move (no room left): it goes with the last of them.
     crushed = squeezed & (slides[lead] > 3 * MAX_SLIDES)
@@ -988,6 +1041,13 @@ def _respond(
     # (A growing slide wedged with no room to grow in stops dead.)
     remaining[sliding & ~deflect] = 0.0
     displacement = np.where(squeezed[:, None], paths.carrier[lead] * (1.0 - t)[:, None], remaining)
+    # What turns and carries the body (its own contact's, or its carrier's where it
+    # yields) takes it round: its new segment turns with it.
+    ride = None
+    if frame is not None:
+        ride = np.full(len(uniq), -1)
+        np.maximum.at(ride, np.searchsorted(uniq, group), frame)
+        ride = np.where(squeezed, paths.carrier_frame[lead], ride)
     members, slot = rigid.members(uniq)
     paths.yielded[members[squeezed[slot]]] = True
     paths.crushed[members[crushed[slot]]] = True
@@ -1007,7 +1067,9 @@ def _respond(
     # more; its growth does not resume).
     gone = members[stopped]
     t_stop[gone] = np.minimum(t_stop[gone], t_m[stopped])
-    paths.restart(members, t_m, at_m, at_m + displacement[slot])
+    paths.restart(
+        members, t_m, at_m, at_m + displacement[slot], None if ride is None else ride[slot]
+    )
     return members
 
 
@@ -1112,6 +1174,14 @@ def _carried(
     return np.where(push[:, None], carry, 0.0)
 
 
+def _ridden(paths: Paths, pushing: Bool, by: Int) -> Int:
+    """(k,) the frame each of spheres ``by`` turns with where it carries what it touches
+    (see :func:`_carried`), -1 elsewhere."""
+    if paths.ride is None:
+        return np.full(len(by), -1)
+    return np.where(pushing[by], paths.ride[by], -1)
+
+
 def _hold(paths: Paths, held: Bool, t_hold: float, t_stop: Float, hits: Hits) -> Hits:
     """Iteration cap reached: stop the held bodies (those the unresolved contacts could
     reach) where they were at t_hold, when nothing was unresolved yet, so nothing is left
@@ -1136,6 +1206,8 @@ def _hold(paths: Paths, held: Bool, t_hold: float, t_stop: Float, hits: Hits) ->
     paths.xs[idx] = pos
     paths.xe[idx] = pos
     paths.start_at(idx, t_hold)
+    if paths.ride is not None:
+        paths.ride[idx] = -1
     t_stop[idx] = np.minimum(t_stop[idx], t_hold)
     late = (hits.t > t_hold) & (
         held[hits.a] | ((hits.kind == SPHERE) & held[np.where(hits.kind == SPHERE, hits.b, 0)])
