@@ -15,7 +15,7 @@ from . import _frames
 from ._arrays import largest_abs as _largest_abs
 from ._arrays import length as _length
 from ._arrays import row_all as _row_all
-from ._tolerance import SLOP_REL
+from ._tolerance import MAX_SUBSTEPS, SLOP_REL
 from .sweep._result import FACE
 
 Float = NDArray[np.float64]
@@ -363,6 +363,34 @@ class Paths:
         body, t0, t1, x0, x1 = (np.concatenate(col) for col in zip(*parts))
         order = np.lexsort((t0, body))
         return body[order], t0[order], t1[order], x0[order], x1[order]
+
+
+def sub_steps(start: Float, stray: Float, allowed: Float) -> tuple[Int, Float, Float]:
+    """Pairs' rests of the pass, from ``start`` (k,) to 1, cut into sub-steps where a path
+    strays ``stray`` (k,) from its chord over it and only ``allowed`` (k,) is (a turn's
+    stray is quadratic in the step): rows of (pair, step start, step end). Steps lie on a
+    fixed grid (j / steps), so a pair's steps are the same whatever its segment's start;
+    at most MAX_SUBSTEPS."""
+    steps = np.ceil(
+        np.sqrt(stray / np.maximum(allowed, 1e-300)) / np.maximum(1.0 - start, 1e-12)
+    )
+    steps = np.clip(np.nan_to_num(steps, nan=1.0, posinf=MAX_SUBSTEPS), 1, MAX_SUBSTEPS)
+    steps = steps.astype(np.int64)
+    # The first step of a pair starts at its segment's start.
+    first = np.floor(start * steps).astype(np.int64)
+    count = np.maximum(steps - first, 1)
+    pair = np.repeat(np.arange(len(start)), count)
+    j = first[pair] + (np.arange(len(pair)) - np.repeat(np.cumsum(count) - count, count))
+    ta = np.maximum(j / steps[pair], start[pair])
+    tb = np.minimum((j + 1) / steps[pair], 1.0)
+    return pair, ta, tb
+
+
+def earliest_of(pair: Int, t: Float, k: int) -> Float:
+    """(k,) each pair's earliest time among its sub-steps' rows ``t`` (inf for none)."""
+    out = np.full(k, np.inf)
+    np.minimum.at(out, pair, t)
+    return out
 
 
 def position(rows: Float, t: Float, begun: bool = True) -> Float:

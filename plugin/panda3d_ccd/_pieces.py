@@ -33,8 +33,10 @@ from ._arrays import length as _length
 from ._frames import Frames
 from ._index import StaticIndex
 from ._obstacles import Response
-from ._paths import Bool, Float, Hits, Int, Paths, slop, unit
+from ._paths import Bool, Float, Hits, Int, Paths, slop, sub_steps, unit
 from ._raygrid import RayGrid
+from ._tolerance import MAX_SUBSTEPS as MAX_SUBSTEPS
+from ._tolerance import TURN_TOLERANCE
 from .sweep import sphere_box as _box
 from .sweep import sphere_capsule as _capsule
 from .sweep import sphere_inv_sphere as _inv
@@ -44,11 +46,6 @@ from .sweep._result import Sweep
 #: Kinds of obstacle (``Hits.kind``), after SPHERE (0) and PLANE (1).
 TRIANGLE, BOX, CAPSULE, INV_SPHERE = 2, 3, 4, 5
 
-#: Most sub-steps a turning piece's pass is cut into, per pair.
-MAX_SUBSTEPS = 32
-#: A turning piece's chord may stray this fraction of the body's radius (and at least the
-#: slop) before the pass is cut into sub-steps: so far a body may stop short of it.
-TURN_TOLERANCE = 0.02
 
 
 class Kind(NamedTuple):
@@ -411,18 +408,7 @@ class Pieces:
         whole = frames.chord_deviation(f, start, end, y0, y1) + paths.stray(i, start, end)
         whole[own] = 0.0
         allowed = np.maximum(TURN_TOLERANCE * r, slop(x0, x1))
-        steps = np.ceil(
-            np.sqrt(whole / np.maximum(allowed, 1e-300)) / np.maximum(1.0 - start, 1e-12)
-        )
-        steps = np.clip(np.nan_to_num(steps, nan=1.0, posinf=MAX_SUBSTEPS), 1, MAX_SUBSTEPS)
-        steps = steps.astype(np.int64)
-        # Grid j / steps; the first step of a pair starts at its segment's start.
-        first = np.floor(start * steps).astype(np.int64)
-        count = np.maximum(steps - first, 1)
-        pair = np.repeat(np.arange(len(i)), count)
-        j = first[pair] + (np.arange(len(pair)) - np.repeat(np.cumsum(count) - count, count))
-        ta = np.maximum(j / steps[pair], start[pair])
-        tb = np.minimum((j + 1) / steps[pair], 1.0)
+        pair, ta, tb = sub_steps(start, whole, allowed)
         span = 1.0 - start[pair]
         fa = np.divide(ta - start[pair], span, out=np.zeros(len(pair)), where=span > 0)
         fb = np.divide(tb - start[pair], span, out=np.ones(len(pair)), where=span > 0)

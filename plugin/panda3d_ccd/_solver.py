@@ -44,6 +44,8 @@ from ._arrays import row_all as _row_all
 from ._arrays import row_any as _row_any
 from ._arrays import row_max as _row_max
 from ._arrays import unique as _unique
+from ._frames import apply as _apply
+from ._frames import unapply as _unapply
 
 # The kinds of Hits.b, for the solver's callers.
 from ._obstacles import PLANE as PLANE
@@ -53,15 +55,17 @@ from ._paths import (
     Hits,
     Paths,
     concat_hits,
+    earliest_of,
     empty_hits,
     position,
     sensor_at,
     sensor_velocity,
     slop,
+    sub_steps,
     unit,
     velocity,
 )
-from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES
+from ._tolerance import DIST_REL_EPS, MAX_ROUNDS, MAX_SLIDES, TURN_TOLERANCE
 from .broadphase import _sphere_pairs
 from .sweep.sphere_sphere import _relative_motion, _sphere_sphere_toi, sphere_sphere_overlap
 from .sweep.sphere_sphere import _terms as _sphere_sphere_terms
@@ -132,38 +136,64 @@ def _segment_toi(paths: Paths, radius: Float, i: Int, j: Int) -> Float:
         return np.zeros(0)
     rows_a, rows_b = paths.rows.take(i, axis=0), paths.rows.take(j, axis=0)
     start = np.maximum(rows_a[:, 6], rows_b[:, 6])
-    ra, rb = radius[i], radius[j]
-    if paths.ride is None:
-        a0, b0 = position(rows_a, start, paths.begun), position(rows_b, start, paths.begun)
-        a1, b1 = rows_a[:, 3:6], rows_b[:, 3:6]
-    else:
-        a0, a1, ra, b0, b1, rb = _ridden_pairs(paths, i, j, start, ra, rb)
+    if paths.ride is not None:
+        return _ridden_segment_toi(paths, radius, i, j, start)
+    a0, b0 = position(rows_a, start, paths.begun), position(rows_b, start, paths.begun)
+    a1, b1 = rows_a[:, 3:6], rows_b[:, 3:6]
     if paths.grow is not None:
-        pad = ra - radius[i] + rb - radius[j]
-        return _grown_segment_toi(paths, i, j, start, a0, a1, b0, b1, pad)
-    s, shallow = straight_pair_toi(a0, a1, ra, b0, b1, rb)
+        return _grown_segment_toi(paths, i, j, start, a0, a1, b0, b1)
+    s, shallow = straight_pair_toi(a0, a1, radius[i], b0, b1, radius[j])
     return np.where(shallow, np.inf, start + s * (1.0 - start))
 
 
-def _ridden_pairs(
-    paths: Paths, i: Int, j: Int, start: Float, ra: Float, rb: Float
-) -> tuple[Float, Float, Float, Float, Float, Float]:
-    """The ends of pairs' paths from ``start`` on, and their radii, where riders are among
-    them (``Paths.ride``): two riders of one frame move straight in it, and are taken
-    there (exactly); a rider with anything else is taken on its chord, its radius grown
-    by how far its path strays from it."""
-    end = np.ones(len(i))
-    a0, b0 = paths.at(i, start), paths.at(j, start)
-    a1, b1 = paths.xe[i], paths.xe[j]
+def _ridden_segment_toi(paths: Paths, radius: Float, i: Int, j: Int, start: Float) -> Float:
+    """:func:`_segment_toi` where riders are about (``Paths.ride``): two riders of one frame
+    move straight in it, and are tested there, exactly; a rider with anything else is
+    tested on the chords of sub-steps of its path, its radius grown by how far the path
+    strays from them (cut so that this stays within TURN_TOLERANCE of the radius)."""
     ride_a, ride_b = paths.ride[i], paths.ride[j]  # type: ignore[index]
-    same = np.flatnonzero((ride_a >= 0) & (ride_a == ride_b))
-    if len(same):
-        ia, jb, t = i[same], j[same], start[same]
-        a0[same], b0[same] = paths.local_at(ia, t), paths.local_at(jb, t)
-        a1[same], b1[same] = paths.local[ia, 3:6], paths.local[jb, 3:6]  # type: ignore[index]
-    stray_a, stray_b = paths.stray(i, start, end), paths.stray(j, start, end)
-    stray_a[same] = stray_b[same] = 0.0
-    return a0, a1, ra + stray_a, b0, b1, rb + stray_b
+    same = (ride_a >= 0) & (ride_a == ride_b)
+    end = np.ones(len(i))
+    ra, rb = radius[i], radius[j]
+    whole = np.where(same, 0.0, paths.stray(i, start, end) + paths.stray(j, start, end))
+    if paths.grow is not None:  # (a growing rider: one step, grown by its whole stray)
+        a0, b0 = paths.at(i, start), paths.at(j, start)
+        a1, b1 = paths.xe[i], paths.xe[j]
+        _into_frame(paths, same, i, j, start, a0, b0, a1, b1)
+        return _grown_segment_toi(paths, i, j, start, a0, a1, b0, b1, whole)
+    allowed = np.maximum(TURN_TOLERANCE * np.maximum(ra, rb), slop(paths.xs[i], paths.xs[j]))
+    pair, ta, tb = sub_steps(start, whole, allowed)
+    ip, jp = i[pair], j[pair]
+    a0, b0, a1, b1 = paths.at(ip, ta), paths.at(jp, ta), paths.at(ip, tb), paths.at(jp, tb)
+    _into_frame(paths, same[pair], ip, jp, ta, a0, b0, a1, b1, tb)
+    dev = np.where(same[pair], 0.0, paths.stray(ip, ta, tb) + paths.stray(jp, ta, tb))
+    s, shallow = straight_pair_toi(a0, a1, ra[pair] + dev, b0, b1, rb[pair])
+    return earliest_of(pair, np.where(shallow, np.inf, ta + s * (tb - ta)), len(i))
+
+
+def _into_frame(
+    paths: Paths,
+    same: Bool,
+    i: Int,
+    j: Int,
+    t0: Float,
+    a0: Float,
+    b0: Float,
+    a1: Float,
+    b1: Float,
+    t1: Float | None = None,
+) -> None:
+    """Rows ``same`` (two riders of one frame) of the pairs' ends at t0 and t1 (the end of
+    the pass if None) replaced by their positions in that frame, where both move straight."""
+    rows = np.flatnonzero(same)
+    if len(rows) == 0:
+        return
+    ia, jb = i[rows], j[rows]
+    a0[rows], b0[rows] = paths.local_at(ia, t0[rows]), paths.local_at(jb, t0[rows])
+    if t1 is None:
+        a1[rows], b1[rows] = paths.local[ia, 3:6], paths.local[jb, 3:6]  # type: ignore[index]
+    else:
+        a1[rows], b1[rows] = paths.local_at(ia, t1[rows]), paths.local_at(jb, t1[rows])
 
 
 def straight_pair_toi(
@@ -431,8 +461,8 @@ def solve(
         push = np.concatenate([hs.normal, -hs.normal, *(r.push for _, r in taken)])
         # A kinematic sphere, or a body that yielded to its carrier, carries what it meets.
         pushing = kin | paths.yielded
-        carry_a = _carried(paths, pushing, b_s, t_s, hs.pos_b, hs.normal)
-        carry_b = _carried(paths, pushing, a_s, t_s, hs.pos_a, -hs.normal)
+        carry_a = _carried(paths, pushing, b_s, t_s, hs.pos_b, hs.normal, hs.pos_a)
+        carry_b = _carried(paths, pushing, a_s, t_s, hs.pos_a, -hs.normal, hs.pos_b)
         carry = np.concatenate([carry_a, carry_b, *(r.carry for _, r in taken)])
         spheres = np.zeros(2 * len(a_s), bool)
         fixed = np.concatenate([spheres, *(~_row_any(r.carry != 0.0) for _, r in taken)])
@@ -1160,17 +1190,32 @@ def _reach(seeds: Int, i: Int, j: Int, still: Bool) -> Bool:
 
 
 def _carried(
-    paths: Paths, pushing: Bool, by: Int, t: Float, pos: Float, normal: Float
+    paths: Paths,
+    pushing: Bool,
+    by: Int,
+    t: Float,
+    pos: Float,
+    normal: Float,
+    other: Float,
 ) -> Float:
     """(k, 3) how far spheres ``by``, touched at times ``t`` with their centres at ``pos``,
-    take the point of contact by the end of the pass where they carry what they touch
-    (``pushing``: kinematic spheres, bodies that yielded to their carrier): their centre's
-    motion from then on and their surface's growth along the contact ``normal`` (out of
-    them); zero for the others."""
+    take what touches them (centred at ``other``) by the end of the pass where they carry
+    what they touch (``pushing``: kinematic spheres, bodies that yielded to their carrier):
+    their centre's motion from then on, or where one turns with a piece (``Paths.ride``)
+    that piece's motion of ``other``, and their surface's growth along the contact
+    ``normal`` (out of them); zero for the others."""
     push = pushing[by]
     if not push.any():
         return np.zeros_like(pos)
     carry = paths.xe[by] - pos + normal * paths.growth_left(by, t)[:, None]
+    turning = np.flatnonzero(push & paths.riding(by))
+    if len(turning):
+        f, x = paths.ride[by[turning]], other[turning]  # type: ignore[index]
+        frames = paths.frames
+        rot, origin = frames.at(f, t[turning])
+        end = _apply(frames.rot1[f], _unapply(rot, x - origin)) + frames.pos1[f]
+        grow = paths.growth_left(by[turning], t[turning])
+        carry[turning] = end - x + normal[turning] * grow[:, None]
     return np.where(push[:, None], carry, 0.0)
 
 

@@ -42,3 +42,12 @@ MAX_ROUNDS = 256
 
 #: How many times one `slide` collider may be deflected within a single pass.
 MAX_SLIDES = 8
+
+#: A path that turns (a level piece's frame, a body carried round by one) is tested on its
+#: chord, inflated by how far it may stray from it; where that is more than this fraction
+#: of the body's radius (and the slop), the pass is cut into sub-steps. So far a body may
+#: stop short of what turns, or of anything while it turns.
+TURN_TOLERANCE = 0.02
+
+#: Most sub-steps a turning path's pass is cut into, per pair.
+MAX_SUBSTEPS = 32
