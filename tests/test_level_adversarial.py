@@ -28,6 +28,7 @@ from panda3d.core import (
     CollisionCapsule,
     CollisionInvSphere,
     CollisionNode,
+    CollisionPlane,
     CollisionPolygon,
     LPlane,
     LPoint3,
@@ -1456,6 +1457,98 @@ def test_two_balls_pushed_by_a_turning_door_never_overlap_each_other(base, ccd):
     ccd.step()
     gap = (balls[0].getPos() - balls[1].getPos()).length()
     assert gap >= 1.0 - 1e-5 and ccd.squeezed == 0
+
+
+def _box_gap(local, lo, hi):
+    """Distance from a point (node-local) to the box [lo, hi], 0 inside it."""
+    p = np.asarray(tuple(local), np.float64)
+    return float(np.linalg.norm(p - np.clip(p, lo, hi)))
+
+
+def _floor(render, ccd, kind):
+    """The static plane z = 0 facing up: a CollisionPlane or a big quad."""
+    if kind == "plane":
+        up = CollisionPlane(LPlane(LVector3(0, 0, 1), LPoint3()))
+        floor = collision_node(render, "floor", up)
+    else:
+        floor = polygons(render, "floor", [(-20, -20, 0), (20, -20, 0), (20, 20, 0), (-20, 20, 0)])
+    ccd.add_collision_nodes(floor, static=True)
+    return floor
+
+
+@pytest.mark.parametrize("floor", ["plane", "polygon"])
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+@pytest.mark.parametrize("turn", [5.0, 30.0])
+def test_balls_swept_over_a_floor_by_a_spinning_gate_ride_it_in_a_few_rounds(
+    base, ccd, floor, response, turn
+):
+    """A gate spun about the vertical through its end sweeps three balls resting on a
+    static floor. Each ball turns with the gate from its contact on: it touches the gate
+    no more, nor the floor (its path strays from its chord across the vertical only).
+    On 08cf9f7 every pass ran to the 26-round cap and counted two or three balls
+    squeezed. The balls stay on the floor and out of the gate (exact distances, every
+    frame); rewound ones end each frame touching the gate's face."""
+    render = base.render
+    gate = collision_node(render, "gate", CollisionBox(LPoint3(3, 0, 1), 3, 0.1, 1))
+    ccd.add_collision_node(gate)
+    _floor(render, ccd, floor)
+    r = 0.5
+    balls = [node(render, f"b{k}", (x, 0.6, r)) for k, x in enumerate((2.0, 4.0, 5.5))]
+    for ball in balls:
+        ccd.add_sphere(ball, r, response=response)
+    ccd.step()
+    lo, hi = np.array([0.0, -0.1, 0.0]), np.array([6.0, 0.1, 2.0])
+    for _ in range(12):
+        gate.setH(gate.getH() + turn)
+        ccd.step()
+        # (Slides slip along the gate and may meet each other: a few rounds.)
+        assert ccd.rounds <= 6 and ccd.squeezed == 0, ccd.rounds
+        for ball in balls:
+            p = world(ball, render)
+            assert p[2] >= r - tol(p)
+            gap = _box_gap(ball.getPos(gate), lo, hi)
+            assert gap >= r - tol(p)
+            if response == "rewind":
+                assert gap <= r + 1e-5
+
+
+@pytest.mark.parametrize("wall", ["plane", "polygon"])
+def test_a_ball_carried_round_by_a_door_meets_a_wall_on_its_arc(base, ccd, wall):
+    """A door hinged at the origin turns 30 degrees in one frame and carries a rewound ball
+    touching its face 4 units out round an arc, into a static wall across it (a slide
+    would slip along the door: frictionless). The ball's contact
+    with the wall is reported where the ball is on its arc at that time (it turns with the
+    door; on 08cf9f7 its path was the chord, up to 0.14 inside the arc), no later than the
+    arc reaches the wall (exactly: the arc's angle there), and touching the wall within
+    the sub-steps' tolerance (TURN_TOLERANCE of r, both ways)."""
+    from panda3d_ccd._tolerance import TURN_TOLERANCE
+
+    render = base.render
+    hinge = render.attachNewNode("hinge")
+    door = collision_node(hinge, "door", CollisionBox(LPoint3(3, 0, 0), 3, 0.1, 1))
+    ccd.add_collision_node(door)
+    r, turn = 0.5, math.radians(30.0)
+    rho, phi = math.hypot(4.0, 0.6), math.atan2(0.6, 4.0)
+    reach = math.radians(20.0)  # the arc touches the wall 20 degrees on
+    y_wall = rho * math.sin(phi + reach) + r
+    if wall == "plane":
+        plane = CollisionPlane(LPlane(LVector3(0, -1, 0), LPoint3(0, y_wall, 0)))
+        walls = collision_node(render, "wall", plane)
+    else:  # facing -y
+        y = y_wall
+        walls = polygons(render, "wall", [(-9, y, -2), (9, y, -2), (9, y, 2), (-9, y, 2)])
+    ccd.add_collision_nodes(walls, static=True)
+    ball = node(render, "ball", (4.0, 0.6, 0.0))
+    ccd.add_sphere(ball, r, response="rewind")
+    ccd.step()
+    hinge.setH(30.0)
+    (hit,) = [c for c in ccd.step() if c.into_np.getName() == "wall"]
+    angle = phi + turn * hit.t  # the door's slerp about z turns at a constant rate
+    on_arc = np.array([rho * math.cos(angle), rho * math.sin(angle), 0.0])
+    at = np.array(tuple(hit.from_pos))
+    assert np.linalg.norm(at - on_arc) <= 1e-5
+    assert hit.t <= reach / turn + 1e-9
+    assert -tol(at) <= y_wall - at[1] - r <= 2 * TURN_TOLERANCE * r
 
 
 @pytest.mark.parametrize("response", ["rewind", "slide"])

@@ -31,7 +31,19 @@ from numpy.typing import NDArray
 
 from ._arrays import largest_abs
 from ._arrays import length as _length
-from ._paths import Bool, Float, Hits, Int, Paths, sensor_at, sensor_velocity, slop_of
+from ._paths import (
+    Bool,
+    Float,
+    Hits,
+    Int,
+    Paths,
+    earliest_of,
+    sensor_at,
+    sensor_velocity,
+    slop_of,
+    sub_steps,
+)
+from ._tolerance import TURN_TOLERANCE
 from .broadphase import _sphere_plane_pairs
 from .sweep.sphere_plane import _sphere_plane_toi, sphere_plane_overlap
 
@@ -109,13 +121,34 @@ class Planes:
         radius = paths.radius_at(i, start)
         if paths.grow is not None:  # so does a growing radius
             end -= n * paths.growth_left(i, start)[:, None]
-        if paths.ride is not None:
-            # A rider's path bows off its chord by its stray, across its turn's axis.
-            along = np.einsum("ij,ij->i", paths.stray_axis(i), n) / self.length[k]
-            across = np.sqrt(np.maximum(1.0 - along * along, 0.0))
-            radius = radius + paths.stray(i, start, np.ones(len(i))) * across
         s, shallow = self._toi(c0, end, radius, k, off_start)
-        return np.where(shallow, np.inf, start + s * (1.0 - start)), None
+        t = np.where(shallow, np.inf, start + s * (1.0 - start))
+        riders = np.flatnonzero(paths.riding(i))
+        if len(riders):
+            t[riders] = self._ridden_toi(paths, i[riders], k[riders], start[riders])
+        return t, None
+
+    def _ridden_toi(self, paths: Paths, i: Int, k: Int, start: Float) -> Float:
+        """:meth:`toi` of riders (``Paths.ride``): on the chords of sub-steps of their
+        paths, each inflated by how far the path strays from it across its turn's axis."""
+        n = self.normal[k]
+        along = np.einsum("ij,ij->i", paths.stray_axis(i), n) / self.length[k]
+        across = np.sqrt(np.maximum(1.0 - along * along, 0.0))
+        whole = paths.stray(i, start, np.ones(len(i))) * across
+        allowed = np.maximum(
+            TURN_TOLERANCE * paths.radius_at(i, start), slop_of(largest_abs(paths.xs[i]))
+        )
+        pair, ta, tb = sub_steps(start, whole, allowed)
+        ip, kp, n = i[pair], k[pair], n[pair]
+        off_a = _plane_offset_at(self.off0[kp], self.off1[kp], ta)
+        off_b = _plane_offset_at(self.off0[kp], self.off1[kp], tb)
+        radius = paths.radius_at(ip, ta)
+        c0 = paths.at(ip, ta)
+        c1 = paths.at(ip, tb) + n * (off_b - off_a)[:, None]
+        c1 -= n * (paths.radius_at(ip, tb) - radius)[:, None]
+        dev = paths.stray(ip, ta, tb) * across[pair]
+        s, shallow = self._toi(c0, c1, radius + dev, kp, off_a)
+        return earliest_of(pair, np.where(shallow, np.inf, ta + s * (tb - ta)), len(i))
 
     def first_toi(self, paths: Paths, i: Int, k: Int) -> tuple[Float, None]:
         """:meth:`toi` of bodies i on their whole straight paths (no segment begun yet),

@@ -313,15 +313,15 @@ class Pieces:
         r = np.maximum(paths.radius_at(i, start), paths.radius_at(i, end))
         if self.frames is None or self.frame is None or not self.moving[k].any():
             c0, c1 = self._local(i, k, start, paths.xs[i]), self._local(i, k, end, paths.xe[i])
-            # A rider's path bows off its chord by its stray, across its turn's axis.
-            axis = None
-            if paths.ride is not None:
-                axis = paths.stray_axis(i)
-                if self.frames is not None and self.frame is not None:
-                    axis = _frames.unapply(self.frames.rot0[self.frame[k]], axis)
-            t, extra = self._sweep(c0, c1, r, paths.stray(i, start, end), k, extra, axis)
+            t, extra = self._sweep(c0, c1, r, np.zeros(len(i)), k, extra)
             hit = np.isfinite(t)
-            return np.where(hit, start + np.where(hit, t, 0.0) * (1.0 - start), np.inf), extra
+            t = np.where(hit, start + np.where(hit, t, 0.0) * (1.0 - start), np.inf)
+            riders = np.flatnonzero(paths.riding(i))
+            if len(riders):  # (their paths turn: sub-steps, as against a turning piece)
+                t[riders], extra[riders] = self._substeps(
+                    paths, i[riders], k[riders], start[riders], r[riders], extra[riders]
+                )
+            return t, extra
         return self._substeps(paths, i, k, start, r, extra)
 
     def first_toi(self, paths: Paths, i: Int, k: Int) -> tuple[Float, Float]:
@@ -390,49 +390,60 @@ class Pieces:
     def _substeps(
         self, paths: Paths, i: Int, k: Int, start: Float, r: Float, extra: Float
     ) -> tuple[Float, Float]:
-        """Times of impact against moving rows: the rest of the pass from ``start`` cut into
-        sub-steps of a fixed grid (so a pair's steps are the same whatever its segment's
-        start), each tested on the local chord with the piece inflated by its deviation."""
-        frames, f = self.frames, self.frame[k]  # type: ignore[union-attr,index]
+        """Times of impact where a path turns (moving rows, or bodies that ride a turning
+        piece: ``Paths.ride``): the rest of the pass from ``start`` cut into sub-steps of a
+        fixed grid (so a pair's steps are the same whatever its segment's start), each
+        tested on the local chord with the piece inflated by how far the path may stray."""
         x0, x1 = paths.xs[i], paths.xe[i]
         end = np.ones(len(i))
-        # A body riding this row's own frame moves straight in it: one exact step.
-        own = paths.riding(i)
-        if own.any():
-            own &= paths.ride[i] == f  # type: ignore[index]
         # The deviation of one step over the rest of the pass, and how many steps bring it
-        # within the tolerance (quadratic in the step); a rider of another frame strays
-        # from its own chord as well.
-        y0 = x0 - (frames.pos0[f] + start[:, None] * (frames.pos1[f] - frames.pos0[f]))
-        y1 = x1 - frames.pos1[f]
-        whole = frames.chord_deviation(f, start, end, y0, y1) + paths.stray(i, start, end)
-        whole[own] = 0.0
+        # within the tolerance (quadratic in the step); a rider strays from its own chord
+        # as well, but not in the frame it rides, where it moves straight: one exact step.
+        whole = paths.stray(i, start, end)
+        frames = self.frames if self.frame is not None else None
+        own = np.zeros(len(i), bool)
+        if frames is not None:
+            f = self.frame[k]  # type: ignore[index]
+            y0 = x0 - (frames.pos0[f] + start[:, None] * (frames.pos1[f] - frames.pos0[f]))
+            y1 = x1 - frames.pos1[f]
+            whole += frames.chord_deviation(f, start, end, y0, y1)
+            if paths.ride is not None:
+                own = paths.ride[i] == f
+                whole[own] = 0.0
         allowed = np.maximum(TURN_TOLERANCE * r, slop(x0, x1))
         pair, ta, tb = sub_steps(start, whole, allowed)
-        span = 1.0 - start[pair]
-        fa = np.divide(ta - start[pair], span, out=np.zeros(len(pair)), where=span > 0)
-        fb = np.divide(tb - start[pair], span, out=np.ones(len(pair)), where=span > 0)
         ip = i[pair]
         if paths.ride is None:
+            span = 1.0 - start[pair]
+            fa = np.divide(ta - start[pair], span, out=np.zeros(len(pair)), where=span > 0)
+            fb = np.divide(tb - start[pair], span, out=np.ones(len(pair)), where=span > 0)
             xa = x0[pair] + fa[:, None] * (x1 - x0)[pair]
             xb = x0[pair] + fb[:, None] * (x1 - x0)[pair]
         else:
             xa, xb = paths.at(ip, ta), paths.at(ip, tb)
-        fp = f[pair]
-        rot_a, pos_a = frames.at(fp, ta)
-        rot_b, pos_b = frames.at(fp, tb)
-        dev = frames.chord_deviation(fp, ta, tb, xa - pos_a, xb - pos_b)
-        ca, cb = _frames.unapply(rot_a, xa - pos_a), _frames.unapply(rot_b, xb - pos_b)
-        axis = frames.axis[fp]
-        if paths.ride is not None:
-            # A rider of another frame strays across another axis: all round, then.
-            stray = paths.stray(ip, ta, tb)
-            dev += stray
-            axis = np.where((stray > 0)[:, None], 0.0, axis)
+        stray = paths.stray(ip, ta, tb)
+        # A rider strays across its own turn's axis (in the rows' coordinates).
+        axis = paths.stray_axis(ip)
+        if frames is None:
+            ca, cb, dev = xa, xb, stray
+        else:
+            fp = f[pair]
+            rot_a, pos_a = frames.at(fp, ta)
+            rot_b, pos_b = frames.at(fp, tb)
+            dev = frames.chord_deviation(fp, ta, tb, xa - pos_a, xb - pos_b)
+            ca, cb = _frames.unapply(rot_a, xa - pos_a), _frames.unapply(rot_b, xb - pos_b)
+            # Where both the piece and the body turn, about axes of their own: all round.
+            axis = np.where(
+                (stray > 0)[:, None],
+                np.where((dev > 0)[:, None], 0.0, _frames.unapply(rot_a, axis)),
+                frames.axis[fp],
+            )
+            dev = dev + stray
             mine = np.flatnonzero(own[pair])
-            dev[mine] = 0.0
-            ca[mine] = paths.local_at(ip[mine], ta[mine])
-            cb[mine] = paths.local_at(ip[mine], tb[mine])
+            if len(mine):
+                dev[mine] = 0.0
+                ca[mine] = paths.local_at(ip[mine], ta[mine])
+                cb[mine] = paths.local_at(ip[mine], tb[mine])
         s, found = self._sweep(
             ca, cb, r[pair], dev, k[pair], np.full((len(pair), 8), np.nan), axis
         )
