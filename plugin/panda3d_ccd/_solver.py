@@ -527,10 +527,8 @@ class _ObstaclePairs:
     def extendable(self, size: Float, from_mask: Int, live: Bool) -> None:
         """Ask the table again about every new segment of a body (see :meth:`extend`)."""
         self._query = (size, from_mask, live)
-        self._known = _unique(
-            np.concatenate([self.i, self.sensor_i]) * len(self.table.mask)
-            + np.concatenate([self.k, self.sensor_k])
-        )
+        # The known sensor pairs, by key (the solid ones are found among their body's).
+        self._sensor_keys = _unique(self.sensor_i * len(self.table.mask) + self.sensor_k)
 
     def _extend(self, changed: Int) -> tuple[Bool, Int]:
         """Ask the table about the new segments of ``changed`` bodies (those still moving):
@@ -567,13 +565,14 @@ class _ObstaclePairs:
         again = mine_key[order].take(at) == key if len(mine) else np.zeros(len(key), bool)
         met = mine[order[at[again]]]
         # Neither an asked body's solid pair nor a sensor pair known already: new.
-        new = ~again & ~_isin_sorted(key, self._known)
+        new = ~again & ~_isin_sorted(key, self._sensor_keys)
         if not new.any():
             return asked, met
         qi, qk = qi[new], qk[new]
-        self._known = _unique(np.concatenate([self._known, key[new]]))
         self.count += len(qi)
         sensor = ~self._solid[qi] | table.sensor[qk]
+        if sensor.any():
+            self._sensor_keys = _unique(np.concatenate([self._sensor_keys, key[new][sensor]]))
         self.sensor_i = np.concatenate([self.sensor_i, qi[sensor]])
         self.sensor_k = np.concatenate([self.sensor_k, qk[sensor]])
         keep = ~sensor
