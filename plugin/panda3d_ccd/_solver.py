@@ -603,22 +603,25 @@ class _ObstaclePairs:
     def extendable(self, size: Float, from_mask: Int, live: Bool) -> None:
         """Ask the table again about every new segment of a body (see :meth:`extend`)."""
         self._query = (size, from_mask, live)
-        self._known = _unique(
-            np.concatenate([self.i, self.sensor_i]) * len(self.table.mask)
-            + np.concatenate([self.k, self.sensor_k])
-        )
+        # The known sensor pairs, by key (the solid ones are found among their body's).
+        self._sensor_keys = _unique(self.sensor_i * len(self.table.mask) + self.sensor_k)
 
-    def _extend(self, changed: Int) -> Int:
-        """Add the pairs the new segments of ``changed`` bodies meet that were not known;
-        returns the indices of the new solid pairs (their times of impact still to test)."""
+    def _extend(self, changed: Int) -> tuple[Bool, Int]:
+        """Ask the table about the new segments of ``changed`` bodies (those still moving):
+        returns (n,) which bodies were asked, and the solid pairs their new segments meet,
+        known ones and the new ones added here. Of an asked body's pairs only those need a
+        time of impact: the query finds every pair a segment can touch (which is why the
+        pairs it adds are all the new ones), so a known pair it leaves out cannot touch."""
+        asked = np.zeros(self._n, bool)
         none = np.zeros(0, np.int64)
         if self._query is None or len(changed) == 0:
-            return none
+            return asked, none
         size, from_mask, live = self._query
         # A body now at rest sits on the segment it was asked about already: nothing new.
         idx = changed[live[changed] & ~self._paths.stationary_of(changed)]
         if len(idx) == 0:
-            return none
+            return asked, none
+        asked[idx] = True
         paths, table = self._paths, self.table
         # (A rider's path bows off its chord by up to its stray.)
         reach = size[idx] + paths.stray(idx, paths.ts[idx], np.ones(len(idx)))
@@ -630,20 +633,30 @@ class _ObstaclePairs:
         if self._group is not None:
             apart = self._group[qi] != table.group[qk]
             qi, qk = qi[apart], qk[apart]
-        key = qi * len(table.mask) + qk
-        new = ~_isin_sorted(key, self._known)
+        m = len(table.mask)
+        key = qi * m + qk
+        # The asked bodies' solid pairs met again, by key (each once: keys are unique).
+        mine = self._by_body.pairs_of(idx)
+        mine_key = self.i[mine] * m + self.k[mine]
+        order = np.argsort(mine_key)
+        at = np.minimum(np.searchsorted(mine_key[order], key), max(len(mine) - 1, 0))
+        again = mine_key[order].take(at) == key if len(mine) else np.zeros(len(key), bool)
+        met = mine[order[at[again]]]
+        # Neither an asked body's solid pair nor a sensor pair known already: new.
+        new = ~again & ~_isin_sorted(key, self._sensor_keys)
         if not new.any():
-            return none
+            return asked, met
         qi, qk = qi[new], qk[new]
-        self._known = _unique(np.concatenate([self._known, key[new]]))
         self.count += len(qi)
         sensor = ~self._solid[qi] | table.sensor[qk]
+        if sensor.any():
+            self._sensor_keys = _unique(np.concatenate([self._sensor_keys, key[new][sensor]]))
         self.sensor_i = np.concatenate([self.sensor_i, qi[sensor]])
         self.sensor_k = np.concatenate([self.sensor_k, qk[sensor]])
         keep = ~sensor
         ni, nk = qi[keep], qk[keep]
         if len(ni) == 0:
-            return none
+            return asked, met
         start = len(self.i)
         self.i = np.concatenate([self.i, ni])
         self.k = np.concatenate([self.k, nk])
@@ -653,7 +666,7 @@ class _ObstaclePairs:
                 [self.extra, np.full((len(ni),) + self.extra.shape[1:], np.nan)]
             )
         self._by_body = _Adjacency(self._n, self.i)
-        return start + np.arange(len(ni))
+        return asked, np.concatenate([met, start + np.arange(len(ni))])
 
     def accept(self, rows: Bool) -> tuple[Hits, Response]:
         """Take the pending pairs ``rows`` (of ``pend``): their contacts, now resolved."""
@@ -664,17 +677,20 @@ class _ObstaclePairs:
         return self.table.hits(self._paths, self.i[taken], self.k[taken], t, extra)
 
     def retest(self, changed: Int) -> None:
-        """New times of impact for the pairs of bodies whose paths changed, and for the
-        pairs their new segments meet (one kernel call for both)."""
+        """New times of impact for the pairs of bodies whose paths changed: of the bodies
+        asked about their new segments (see :meth:`_extend`) the pairs those meet, of the
+        others all their pairs (one kernel call for both)."""
+        asked, met = self._extend(changed)
         dirty = self._by_body.pairs_of(changed)
-        new = self._extend(changed)
-        if len(new):
-            dirty = np.concatenate([dirty, new])
+        # An asked body's pairs its new segment does not meet: out of its reach.
+        out = asked[self.i[dirty]]
+        self.toi[dirty[out]] = np.inf
+        dirty = dirty[~out]
         # A body now at rest for the rest of the pass (rewound, or stopped dead) cannot
         # start a contact with a row that does not move either: no kernel call for those.
         idle = self._paths.stationary_of(self.i[dirty]) & ~self.table.moving[self.k[dirty]]
         self.toi[dirty[idle]] = np.inf
-        dirty = dirty[~idle]
+        dirty = np.concatenate([dirty[~idle], met])
         toi, extra = self.table.toi(self._paths, self.i[dirty], self.k[dirty])
         self.toi[dirty] = toi
         if self.extra is not None:
