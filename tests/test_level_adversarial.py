@@ -1502,7 +1502,8 @@ def test_balls_swept_over_a_floor_by_a_spinning_gate_ride_it_in_a_few_rounds(
         gate.setH(gate.getH() + turn)
         ccd.step()
         # (Slides slip along the gate and may meet each other: a few rounds.)
-        assert ccd.rounds <= 6 and ccd.squeezed == 0, ccd.rounds
+        assert ccd.rounds <= (1 if response == "rewind" else 6), ccd.rounds
+        assert ccd.squeezed == 0
         for ball in balls:
             p = world(ball, render)
             assert p[2] >= r - tol(p)

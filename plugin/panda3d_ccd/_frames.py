@@ -89,6 +89,12 @@ class Frames:
         from its world chord only across it."""
         return apply(self.rot0, self.axis)
 
+    def carried(self, f: Int, t: Float, x: Float) -> Float:
+        """(k, 3) where frames f, from times t (k,) on, take world points x (k, 3) fixed in
+        them: their images under the frames' end transforms."""
+        rot, pos = self.at(f, t)
+        return apply(self.rot1[f], unapply(rot, x - pos)) + self.pos1[f]
+
     def at(self, f: Int, t: Float) -> tuple[Float, Float]:
         """(k, 3, 3) rotations and (k, 3) origins of frames f at times t (both (k,))."""
         half = self.half_angle[f]

@@ -413,14 +413,7 @@ class Pieces:
         allowed = np.maximum(TURN_TOLERANCE * r, slop(x0, x1))
         pair, ta, tb = sub_steps(start, whole, allowed)
         ip = i[pair]
-        if paths.ride is None:
-            span = 1.0 - start[pair]
-            fa = np.divide(ta - start[pair], span, out=np.zeros(len(pair)), where=span > 0)
-            fb = np.divide(tb - start[pair], span, out=np.ones(len(pair)), where=span > 0)
-            xa = x0[pair] + fa[:, None] * (x1 - x0)[pair]
-            xb = x0[pair] + fb[:, None] * (x1 - x0)[pair]
-        else:
-            xa, xb = paths.at(ip, ta), paths.at(ip, tb)
+        xa, xb = paths.at(ip, ta), paths.at(ip, tb)
         stray = paths.stray(ip, ta, tb)
         # A rider strays across its own turn's axis (in the rows' coordinates).
         axis = paths.stray_axis(ip)
@@ -479,8 +472,7 @@ class Pieces:
         world_point = _frames.apply(rot, point) + pos
         world_normal = _frames.apply(rot, normal)
         push = _frames.apply(frames.rot1[f], normal)
-        local = _frames.unapply(rot, pa - pos)
-        carry = _frames.apply(frames.rot1[f], local) + frames.pos1[f] - pa
+        carry = frames.carried(f, t, pa) - pa
         # A piece that did not move this pass carries nothing: its turn there and back
         # rounds to some 1e-16, which would make it a moving surface to the response (a
         # slide into the crease of a still, turned piece lost its motion along it).

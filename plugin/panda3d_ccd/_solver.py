@@ -44,8 +44,6 @@ from ._arrays import row_all as _row_all
 from ._arrays import row_any as _row_any
 from ._arrays import row_max as _row_max
 from ._arrays import unique as _unique
-from ._frames import apply as _apply
-from ._frames import unapply as _unapply
 
 # The kinds of Hits.b, for the solver's callers.
 from ._obstacles import PLANE as PLANE
@@ -639,9 +637,10 @@ class _ObstaclePairs:
         mine = self._by_body.pairs_of(idx)
         mine_key = self.i[mine] * m + self.k[mine]
         order = np.argsort(mine_key)
-        at = np.minimum(np.searchsorted(mine_key[order], key), max(len(mine) - 1, 0))
-        again = mine_key[order].take(at) == key if len(mine) else np.zeros(len(key), bool)
-        met = mine[order[at[again]]]
+        mine, mine_key = mine[order], mine_key[order]
+        at = np.minimum(np.searchsorted(mine_key, key), max(len(mine) - 1, 0))
+        again = mine_key.take(at) == key if len(mine) else np.zeros(len(key), bool)
+        met = mine[at[again]]
         # Neither an asked body's solid pair nor a sensor pair known already: new.
         new = ~again & ~_isin_sorted(key, self._sensor_keys)
         if not new.any():
@@ -1227,9 +1226,7 @@ def _carried(
     turning = np.flatnonzero(push & paths.riding(by))
     if len(turning):
         f, x = paths.ride[by[turning]], other[turning]  # type: ignore[index]
-        frames = paths.frames
-        rot, origin = frames.at(f, t[turning])
-        end = _apply(frames.rot1[f], _unapply(rot, x - origin)) + frames.pos1[f]
+        end = paths.frames.carried(f, t[turning], x)
         grow = paths.growth_left(by[turning], t[turning])
         carry[turning] = end - x + normal[turning] * grow[:, None]
     return np.where(push[:, None], carry, 0.0)
