@@ -123,8 +123,8 @@ class Planes:
             end -= n * paths.growth_left(i, start)[:, None]
         s, shallow = self._toi(c0, end, radius, k, off_start)
         t = np.where(shallow, np.inf, start + s * (1.0 - start))
-        riders = np.flatnonzero(paths.riding(i))
-        if len(riders):
+        riders = np.flatnonzero(paths.riding(i)) if paths.ride is not None else ()
+        if len(riders):  # (a pass without riders: not an operation more)
             t[riders] = self._ridden_toi(paths, i[riders], k[riders], start[riders])
         return t, None
 

@@ -316,7 +316,7 @@ class Pieces:
             t, extra = self._sweep(c0, c1, r, np.zeros(len(i)), k, extra)
             hit = np.isfinite(t)
             t = np.where(hit, start + np.where(hit, t, 0.0) * (1.0 - start), np.inf)
-            riders = np.flatnonzero(paths.riding(i))
+            riders = np.flatnonzero(paths.riding(i)) if paths.ride is not None else ()
             if len(riders):  # (their paths turn: sub-steps, as against a turning piece)
                 t[riders], extra[riders] = self._substeps(
                     paths, i[riders], k[riders], start[riders], r[riders], extra[riders]

@@ -612,7 +612,7 @@ class _ObstaclePairs:
         pairs it adds are all the new ones), so a known pair it leaves out cannot touch."""
         asked = np.zeros(self._n, bool)
         none = np.zeros(0, np.int64)
-        if self._query is None or len(changed) == 0:
+        if len(changed) == 0:
             return asked, none
         size, from_mask, live = self._query
         # A body now at rest sits on the segment it was asked about already: nothing new.
@@ -679,17 +679,19 @@ class _ObstaclePairs:
         """New times of impact for the pairs of bodies whose paths changed: of the bodies
         asked about their new segments (see :meth:`_extend`) the pairs those meet, of the
         others all their pairs (one kernel call for both)."""
-        asked, met = self._extend(changed)
         dirty = self._by_body.pairs_of(changed)
-        # An asked body's pairs its new segment does not meet: out of its reach.
-        out = asked[self.i[dirty]]
-        self.toi[dirty[out]] = np.inf
-        dirty = dirty[~out]
+        met = None
+        if self._query is not None:  # (a table that is asked again: a static level)
+            asked, met = self._extend(changed)
+            # An asked body's pairs its new segment does not meet: out of its reach.
+            out = asked[self.i[dirty]]
+            self.toi[dirty[out]] = np.inf
+            dirty = dirty[~out]
         # A body now at rest for the rest of the pass (rewound, or stopped dead) cannot
         # start a contact with a row that does not move either: no kernel call for those.
         idle = self._paths.stationary_of(self.i[dirty]) & ~self.table.moving[self.k[dirty]]
         self.toi[dirty[idle]] = np.inf
-        dirty = np.concatenate([dirty[~idle], met])
+        dirty = dirty[~idle] if met is None else np.concatenate([dirty[~idle], met])
         toi, extra = self.table.toi(self._paths, self.i[dirty], self.k[dirty])
         self.toi[dirty] = toi
         if self.extra is not None:
