@@ -26,6 +26,14 @@ from panda3d_ccd.broadphase import StaticIndex
 FULL = 0xFFFFFFFF
 
 
+@pytest.fixture(autouse=True)
+def every_index_has_a_grid(monkeypatch):
+    """These soups are small (tens to hundreds of items), below the size from which an index
+    uses a reach grid (``_GRID_FEWEST``): here every index does, so the grid is what they
+    test. (``test_a_small_index_answers_by_its_tree`` tests the default.)"""
+    monkeypatch.setattr(_index, "_GRID_FEWEST", 0)
+
+
 def grid_pairs(index, p0, p1, reach, from_mask=None):
     """The index's segment pairs through its reach grid (as the solver asks a level's)."""
     n = len(p0)
@@ -259,3 +267,19 @@ def test_diagonal_segments_through_the_grids_corners_equal_brute_force(reach):
     got, walks = walked(index, p0, p1, reach)
     assert got == want
     assert walks == len(p0)
+
+
+def test_a_small_index_answers_by_its_tree(monkeypatch):
+    """Below ``_GRID_FEWEST`` items (the default: the fixture above is undone here) the
+    solver's queries descend the tree, faster there, and find exactly the brute-force
+    pairs; from it on they walk the grid, with the same pairs."""
+    monkeypatch.undo()
+    rng = np.random.default_rng(11)
+    p0, p1 = segments(rng, 80)
+    reach = rng.choice([0.0, 0.25, 0.5], size=80)
+    for m, grid in ((300, False), (_index._GRID_FEWEST, True)):
+        a, b, c = soup(rng, m)
+        index = StaticIndex.of_triangles(a, b, c)
+        got, walks = walked(index, p0, p1, reach)
+        assert (walks > 0) == grid and (index._grid is not None) == grid
+        assert got == brute_segments(p0, p1, reach, *triangle_boxes(a, b, c))
