@@ -25,18 +25,27 @@ _NLERP_ANGLE = 1e-6
 def matrices(quat: Float) -> Float:
     """(f, 3, 3) rotation matrices (column vectors: world = R @ local) of unit quaternions
     ``quat`` (f, 4) as (w, x, y, z)."""
-    w, x, y, z = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
-    out = np.empty((len(quat), 3, 3))
-    out[:, 0, 0] = 1 - 2 * (y * y + z * z)
-    out[:, 0, 1] = 2 * (x * y - w * z)
-    out[:, 0, 2] = 2 * (x * z + w * y)
-    out[:, 1, 0] = 2 * (x * y + w * z)
-    out[:, 1, 1] = 1 - 2 * (x * x + z * z)
-    out[:, 1, 2] = 2 * (y * z - w * x)
-    out[:, 2, 0] = 2 * (x * z - w * y)
-    out[:, 2, 1] = 2 * (y * z + w * x)
-    out[:, 2, 2] = 1 - 2 * (x * x + y * y)
-    return out
+    # Each entry is 2 (p + s q) for two products p, q of components and a sign s (the
+    # diagonal's 1 less that): all 18 products in one call, on the quaternions' columns.
+    # The same sums as written entry by entry (s q is exact), in 5 numpy calls, not 40.
+    q = quat.T
+    p = q[_LEFT] * q[_RIGHT]
+    out = 2 * (p[:9] + p[9:] * _SIGN)
+    out[_DIAGONAL] = 1 - out[_DIAGONAL]
+    return np.ascontiguousarray(out.T).reshape(-1, 3, 3)
+
+
+# The entries of :func:`matrices` in row order: yy + zz, xy - wz, xz + wy; xy + wz,
+# xx + zz, yz - wx; xz - wy, yz + wx, xx + yy (w, x, y, z are columns 0 to 3).
+_TERMS = [
+    ((2, 2), (3, 3), 1), ((1, 2), (0, 3), -1), ((1, 3), (0, 2), 1),
+    ((1, 2), (0, 3), 1), ((1, 1), (3, 3), 1), ((2, 3), (0, 1), -1),
+    ((1, 3), (0, 2), -1), ((2, 3), (0, 1), 1), ((1, 1), (2, 2), 1),
+]  # fmt: skip
+_LEFT = np.array([p[0] for p, _q, _s in _TERMS] + [q[0] for _p, q, _s in _TERMS])
+_RIGHT = np.array([p[1] for p, _q, _s in _TERMS] + [q[1] for _p, q, _s in _TERMS])
+_SIGN = np.array([float(s) for _p, _q, s in _TERMS])[:, None]
+_DIAGONAL = np.array([0, 4, 8])
 
 
 def apply(rot: Float, v: Float) -> Float:
