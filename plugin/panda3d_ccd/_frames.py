@@ -13,6 +13,8 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
+from ._arrays import cross, norm
+
 Float = NDArray[np.float64]
 Int = NDArray[np.int64]
 Bool = NDArray[np.bool_]
@@ -63,8 +65,8 @@ class Frames:
     ``pos1``) of a pass: (f, 4) unit quaternions (w, x, y, z) and (f, 3) origins."""
 
     def __init__(self, quat0: Float, pos0: Float, quat1: Float, pos1: Float) -> None:
-        q0 = quat0 / np.linalg.norm(quat0, axis=1)[:, None]
-        q1 = quat1 / np.linalg.norm(quat1, axis=1)[:, None]
+        q0 = quat0 / norm(quat0)[:, None]
+        q1 = quat1 / norm(quat1)[:, None]
         dot = np.einsum("ij,ij->i", q0, q1)
         q1 = np.where(dot[:, None] < 0, -q1, q1)  # the shorter arc
         self.q0, self.q1 = q0, q1
@@ -86,8 +88,8 @@ class Frames:
         fixes its axis, so it is the same local axis all pass long."""
         w0, v0 = self.q0[:, :1], self.q0[:, 1:]
         w1, v1 = self.q1[:, :1], self.q1[:, 1:]
-        rel = w0 * v1 - w1 * v0 - np.cross(v0, v1)
-        size = np.linalg.norm(rel, axis=1)
+        rel = w0 * v1 - w1 * v0 - cross(v0, v1)
+        size = norm(rel)
         unit = rel / np.where(size > 0, size, 1.0)[:, None]
         return np.where((size > 0)[:, None], unit, [0.0, 0.0, 1.0])
 
@@ -113,7 +115,7 @@ class Frames:
         w0 = np.where(slerp, np.sin((1.0 - t) * half) / sin, 1.0 - t)
         w1 = np.where(slerp, np.sin(t * half) / sin, t)
         q = w0[:, None] * q0 + w1[:, None] * q1
-        q /= np.linalg.norm(q, axis=1)[:, None]
+        q /= norm(q)[:, None]
         pos = self.pos0[f] + t[:, None] * (self.pos1[f] - self.pos0[f])
         return matrices(q), pos
 
@@ -128,5 +130,5 @@ class Frames:
         turn's axis (``axis``) the path is linear: it strays only across the axis.
         """
         w = self.angle[f] * (t1 - t0)
-        big = np.maximum(np.linalg.norm(y0, axis=1), np.linalg.norm(y1, axis=1))
-        return (w * w * big + 2.0 * w * np.linalg.norm(y1 - y0, axis=1)) / 8.0
+        big = np.maximum(norm(y0), norm(y1))
+        return (w * w * big + 2.0 * w * norm(y1 - y0)) / 8.0

@@ -374,7 +374,9 @@ def sub_steps(start: Float, stray: Float, allowed: Float) -> tuple[Int, Float, F
     steps = np.ceil(
         np.sqrt(stray / np.maximum(allowed, 1e-300)) / np.maximum(1.0 - start, 1e-12)
     )
-    steps = np.clip(np.nan_to_num(steps, nan=1.0, posinf=MAX_SUBSTEPS), 1, MAX_SUBSTEPS)
+    # (As np.clip(np.nan_to_num(...)), without their Python wrappers: nan -> 1, inf ->
+    # MAX_SUBSTEPS.)
+    steps = np.where(np.isnan(steps), 1.0, np.minimum(np.maximum(steps, 1.0), MAX_SUBSTEPS))
     steps = steps.astype(np.int64)
     # The first step of a pair starts at its segment's start.
     first = np.floor(start * steps).astype(np.int64)

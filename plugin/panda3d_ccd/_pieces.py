@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _frames
+from ._arrays import cross as _cross
 from ._arrays import length as _length
 from ._frames import Frames
 from ._index import StaticIndex
@@ -556,7 +557,7 @@ def _onto_front(c0: Float, c1: Float, geometry: tuple[NDArray, ...]) -> Float:
     next push into the face would pass through. Within the slop it is where it was
     stopped: in front, touching."""
     a, b, c, two = geometry
-    normal = np.cross(b - a, c - a)
+    normal = _cross(b - a, c - a)
     size = _length(normal)
     s0 = np.einsum("ij,ij->i", normal, c0 - a)
     band = slop(c0, c1) * size
@@ -584,7 +585,7 @@ def _grown_in_plane(
     it too, and keeps a ball resting on the face, and on the seams between its triangles,
     touching rather than inside."""
     a, b, c, two = geometry
-    cross = np.cross(b - a, c - a)
+    cross = _cross(b - a, c - a)
     twice_area = _length(cross)
     sides = _length(c - b), _length(a - c), _length(b - a)
     perimeter = sides[0] + sides[1] + sides[2]

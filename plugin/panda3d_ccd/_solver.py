@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _one_round
+from ._arrays import cross as _cross
 from ._arrays import isin_sorted as _isin_sorted
 from ._arrays import length as _length
 from ._arrays import row_all as _row_all
@@ -1079,7 +1080,7 @@ def _respond(
                 remaining -= np.where(on, np.minimum(away, 0.0), 0.0)[:, None] * nrm
         wedged &= ~held
     if wedged.any():
-        crease = np.cross(previous[wedged], latest[wedged])
+        crease = _cross(previous[wedged], latest[wedged])
         along = unit(crease, np.zeros_like(crease))
         keep = np.einsum("ij,ij->i", remaining[wedged], along)
         remaining[wedged] = along * keep[:, None]
@@ -1131,7 +1132,7 @@ def _clip_by_all(motion: Float, normal: Float, planes: Float, on: Bool) -> Float
     one = np.flatnonzero(count == 1)
     if len(one):
         other = planes[one, np.argmax(into[one], axis=1)]
-        along = unit(np.cross(normal[one], other), np.zeros_like(other))
+        along = unit(_cross(normal[one], other), np.zeros_like(other))
         crease = along * np.einsum("ij,ij->i", motion[one], along)[:, None]
         # The crease may still go into a third one: then a corner too.
         third = on[one] & (np.einsum("ikj,ij->ik", planes[one], crease) < -eps[one, None])
