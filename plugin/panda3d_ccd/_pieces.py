@@ -32,7 +32,7 @@ from . import _frames
 from ._arrays import cross as _cross
 from ._arrays import length as _length
 from ._frames import Frames
-from ._index import StaticIndex
+from ._index import StaticIndex, _padded
 from ._obstacles import Response
 from ._paths import Bool, Float, Hits, Int, Paths, slop, sub_steps, unit
 from ._raygrid import RayGrid
@@ -295,10 +295,14 @@ class Pieces:
             if bounds is None:
                 raise ValueError(f"{self.spec.name} rows are unbounded: they have no index")
             if self.frames is None or self.frame is None:
-                lo, hi = bounds(*self.geometry)
+                self._index = StaticIndex(*bounds(*self.geometry), self.mask)
             else:
+                # Remade every pass, from boxes the pass made of finite frames: without the
+                # public constructor's checks, the same index.
                 lo, hi = self._world_box
-            self._index = StaticIndex(lo, hi, self.mask)
+                self._index = StaticIndex._of_padded(
+                    *_padded(np.ascontiguousarray(lo.T), np.ascontiguousarray(hi.T)), self.mask
+                )
         return self._index
 
     # ------------------------------------------------------------------ narrow phase
