@@ -75,3 +75,32 @@ def test_cross_and_norm_are_numpys_to_the_bit(rows):
         assert np.array_equal(_arrays.cross(a, b), np.cross(a, b), equal_nan=True)
     for v in (a, b, rng.normal(size=(rows, 4)) * 10.0 ** rng.uniform(-12, 12, (rows, 4))):
         assert np.array_equal(_arrays.norm(v), np.linalg.norm(v, axis=1), equal_nan=True)
+
+
+def test_rotation_matrices_are_the_quaternion_formula_to_the_bit():
+    """``_frames.matrices`` builds all nine entries at once; each must be the textbook
+    entry (1 - 2 (y^2 + z^2), 2 (xy - wz), ...) written out, bit for bit, and a rotation
+    Panda3D agrees with (its own quaternion's matrix, to float32)."""
+    from panda3d.core import LMatrix3d, LQuaterniond
+
+    from panda3d_ccd._frames import matrices
+
+    rng = np.random.default_rng(9)
+    q = rng.normal(size=(500, 4))
+    q /= np.linalg.norm(q, axis=1)[:, None]
+    q[:3] = [[1, 0, 0, 0], [0, 1, 0, 0], [np.sqrt(0.5), 0, 0, np.sqrt(0.5)]]
+    w, x, y, z = q.T
+    want = np.stack([
+        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
+    ], axis=1).reshape(-1, 3, 3)  # fmt: skip
+    got = matrices(q)
+    assert got.shape == (500, 3, 3) and got.flags.c_contiguous
+    assert np.array_equal(got, want)
+    for row in range(0, 500, 50):
+        m = LMatrix3d()
+        LQuaterniond(*q[row]).extractToMatrix(m)  # row vectors: its transpose is ours
+        panda = np.array([[m.getCell(i, j) for j in range(3)] for i in range(3)]).T
+        assert np.allclose(got[row], panda, atol=1e-12)
+    assert matrices(np.zeros((0, 4))).shape == (0, 3, 3)
