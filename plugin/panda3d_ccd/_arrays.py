@@ -47,21 +47,23 @@ def length(v: NDArray) -> NDArray:
     return np.sqrt(x * x + y * y + z * z)
 
 
+#: The coordinates each term of a cross product takes: a x b = a[NEXT] b[LAST] -
+#: a[LAST] b[NEXT] (rows here, columns in the kernels' ``_features.cross``).
+CROSS_NEXT, CROSS_LAST = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
 def cross(a: NDArray, b: NDArray) -> NDArray:
     """(k, 3) cross products of the rows of a and b (k, 3): ``np.cross(a, b)``, the same
     products and differences in the same order (so the same bits), without its Python
     wrapper (some 10 us a call, several calls a pass where pieces turn)."""
-    return a[:, _NEXT] * b[:, _LAST] - a[:, _LAST] * b[:, _NEXT]
-
-
-#: The columns each of a cross product's terms takes (see :func:`cross`).
-_NEXT, _LAST = np.array([1, 2, 0]), np.array([2, 0, 1])
+    return a[:, CROSS_NEXT] * b[:, CROSS_LAST] - a[:, CROSS_LAST] * b[:, CROSS_NEXT]
 
 
 def norm(v: NDArray) -> NDArray:
-    """(k,) Euclidean lengths of the rows of v (k, w): ``np.linalg.norm(v, axis=1)``,
-    which computes just this, behind a Python wrapper that costs more than the arithmetic
-    at the row counts of a pass."""
+    """(k,) Euclidean lengths of the rows of v (k, w) of any width (quaternions):
+    ``np.linalg.norm(v, axis=1)``, which computes just this, behind a Python wrapper that
+    costs more than the arithmetic at the row counts of a pass. (For (k, 3) rows,
+    :func:`length`: the same numbers, faster at many rows.)"""
     return np.sqrt(np.add.reduce(v * v, axis=1))
 
 

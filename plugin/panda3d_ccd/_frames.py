@@ -13,7 +13,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from ._arrays import cross, norm
+from ._arrays import cross, length, norm
 
 Float = NDArray[np.float64]
 Int = NDArray[np.int64]
@@ -89,7 +89,7 @@ class Frames:
         w0, v0 = self.q0[:, :1], self.q0[:, 1:]
         w1, v1 = self.q1[:, :1], self.q1[:, 1:]
         rel = w0 * v1 - w1 * v0 - cross(v0, v1)
-        size = norm(rel)
+        size = length(rel)
         unit = rel / np.where(size > 0, size, 1.0)[:, None]
         return np.where((size > 0)[:, None], unit, [0.0, 0.0, 1.0])
 
@@ -130,5 +130,5 @@ class Frames:
         turn's axis (``axis``) the path is linear: it strays only across the axis.
         """
         w = self.angle[f] * (t1 - t0)
-        big = np.maximum(norm(y0), norm(y1))
-        return (w * w * big + 2.0 * w * norm(y1 - y0)) / 8.0
+        big = np.maximum(length(y0), length(y1))
+        return (w * w * big + 2.0 * w * length(y1 - y0)) / 8.0

@@ -23,6 +23,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from .._arrays import CROSS_LAST as _LAST
+from .._arrays import CROSS_NEXT as _NEXT
 from .._tolerance import DIST_REL_EPS, ROUNDING_REL
 
 Float = NDArray[np.float64]
@@ -67,9 +69,8 @@ def cross(a: Float, b: Float) -> Float:
     return out
 
 
-#: Row orders of a cross product's terms, and up to how many rows :func:`cross` computes
-#: it by whole columns (beyond that, row by row into one array was faster, measured).
-_NEXT, _LAST = np.array([1, 2, 0]), np.array([2, 0, 1])
+#: Up to how many rows :func:`cross` computes it by whole columns (beyond that, row by row
+#: into one array was faster, measured).
 _SMALL = 2048
 
 
