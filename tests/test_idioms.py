@@ -274,6 +274,31 @@ def test_a_spawn_placed_after_registration_is_not_swept(base, ccd, recorder):
     assert recorder.names() == [] and tuple(spawn.getPos()) == (20, 0, 0)
 
 
+@pytest.mark.parametrize("moved", ["itself", "its parent"])
+def test_a_spawn_under_a_turned_parent_is_swept_from_where_it_was_placed(
+    base, ccd, recorder, moved
+):
+    """The first pass sweeps from the previous positions only: the parent's setH (which
+    leaves Panda3D's previous transform unturned) is not motion; a setFluidPos, of the
+    node or of its parent, is, in the parent's turned frame."""
+    render = base.render
+    target = node(render, "target", (0, 10, 0))
+    ccd.add_sphere(target, 1.0, static=True)
+    holder = node(render, "holder")
+    holder.setH(90)  # local +x is world +y
+    shot = node(holder, "shot", (2, 0, 0))  # world (0, 2, 0)
+    ccd.add_sphere(shot, 0.5)
+    if moved == "itself":
+        shot.setFluidPos(22, 0, 0)  # world (0, 22, 0)
+    else:
+        holder.setFluidPos(0, 20, 0)  # the shot to world (0, 22, 0)
+    contacts = ccd.step()
+    assert sorted(recorder.names()) == ["shot-into-target", "target-into-shot"]
+    # From world (0, 2, 0) along +y: touching the target at y = 8.5.
+    assert [c.t for c in contacts] == pytest.approx([6.5 / 20] * 2, abs=1e-7)
+    assert tuple(shot.getPos(render)) == pytest.approx((0, 8.5, 0), abs=1e-5)
+
+
 def test_a_static_target_placed_after_registration_is_where_it_was_placed(base, ccd, recorder):
     render = base.render
     target = node(render, "target")

@@ -320,12 +320,6 @@ def test_a_slide_moved_across_a_convex_mesh_follows_it_and_never_sinks_in(base, 
     assert "ball-into-mesh" in recorder.names() and balanced(recorder.names()) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a body registered under a parent turned with setHpr (which leaves Panda3D's "
-    "previous transform unturned) is swept on its first pass from where the unturned parent "
-    "would put it: it is moved, and gets in and out events, in a frame where nothing moved",
-)
 def test_a_body_under_a_parent_turned_with_set_hpr_is_not_moved_by_its_first_pass(
     base, ccd, recorder
 ):

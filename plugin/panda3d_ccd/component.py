@@ -1416,16 +1416,17 @@ class ContinuousCollision:
             # A garbage previous transform: do not sweep from it.
             start[rows[swept]] = np.where(prev.ok[:, None], prev.center, now.center[swept])
             radius0[rows[swept]] = np.where(prev.ok, prev.world_radius, now.world_radius[swept])
-            # A first pass takes only the position from the previous transform: setPos
-            # resets it, setScale and setHpr do not, so a spawn placed, then scaled or
-            # turned, must not be swept from its unscaled, unturned self.
+            # A first pass takes only positions from the previous transforms: setPos
+            # resets them, setScale and setHpr do not, so a spawn placed, then scaled or
+            # turned, or placed under a parent turned after it was placed, must not be
+            # swept from its unscaled, unturned self (see _shift_by_positions).
             fresh = new[rows[swept]] & prev.ok
             if fresh.any():
-                k, m = swept[fresh], int(fresh.sum())
-                was = _vec3s(map(TransformState.getPos, prev.transform[fresh].tolist()), m)
-                now_at = _vec3s(map(TransformState.getPos, now.transform[k].tolist()), m)
+                k = swept[fresh]
+                movers, render = spheres.movers, self._render
+                shift = [_shift_by_positions(movers[j], render) for j in rows[k].tolist()]
                 with np.errstate(invalid="ignore"):  # a NaN node: skipped just below
-                    start[rows[k]] = now.center[k] + (was - now_at)
+                    start[rows[k]] = now.center[k] + np.array(shift)
                 radius0[rows[k]] = now.world_radius[k]
         self._new.clear()
 
@@ -1995,6 +1996,34 @@ def _slerp(q0: LQuaternion, q1: LQuaternion, t: float) -> LQuaternion:
         q = (math.sin((1 - t) * theta) * a + math.sin(t * theta) * b) / math.sin(theta)
     q /= np.linalg.norm(q)
     return LQuaternion(*q)
+
+
+def _shift_by_positions(nodepath: NodePath, render: NodePath) -> tuple[float, float, float]:
+    """How far (world, relative to ``render``) the node's previous positions put it from
+    where it is: the node and each ancestor below ``render`` at its previous position
+    (Panda3D's previous transform), every rotation and scale as it is now. NaN where a
+    transform is not finite.
+
+    A position the game set with setFluidPos since the node was placed (at any level) is
+    swept; a turn or a scale is not: Panda3D's previous transform keeps the orientation
+    from before setHpr and setScale, which a level turned as it loads (its bodies placed,
+    then the whole rotated) must not read as motion."""
+    x = y = z = 0.0
+    node = nodepath
+    try:
+        while not node.isEmpty() and node != render:
+            parent = node.getParent()
+            # float64 differences of the float32 positions: exact.
+            (px, py, pz), (nx, ny, nz) = node.getPrevTransform().getPos(), node.getPos()
+            dx, dy, dz = px - nx, py - ny, pz - nz
+            if dx or dy or dz:
+                if not (parent.isEmpty() or parent == render):
+                    dx, dy, dz = render.getRelativeVector(parent, LVector3(dx, dy, dz))
+                x, y, z = x + dx, y + dy, z + dz
+            node = parent
+    except AssertionError:  # a NaN in the chain: skipped, and warned, by the caller
+        return (math.nan,) * 3
+    return x, y, z
 
 
 def _objects(values: list[Any]) -> np.ndarray:
