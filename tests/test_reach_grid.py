@@ -133,50 +133,6 @@ def test_segments_along_cell_walls_edges_and_corners():
         assert len(want[0]) > 0
 
 
-@pytest.mark.parametrize("mixed", [False, True])
-def test_segments_within_one_cell_are_looked_up_without_a_walk(mixed):
-    """A segment that starts and ends in one cell meets that cell alone: it is looked up,
-    not walked, and the pairs are brute force's all the same: segments inside a cell, on
-    its walls (grid coordinates whole numbers) and outside the grid's box, alone or among
-    long ones that walk."""
-    a, b, c = terrain(24)
-    index = StaticIndex.of_triangles(a, b, c)
-    reach = 0.5
-    grid_pairs(index, a[:1], a[:1], reach)  # (made on the first query)
-    grid = index._grid[0]
-    rng = np.random.default_rng(5)
-
-    def within_one(p0, p1):
-        u0, u1 = (p0 - grid.origin) / grid.h, (p1 - grid.origin) / grid.h
-        inside = (u0 >= 1) & (u0 < grid.dims - 1)
-        return ((u0.astype(int) == u1.astype(int)) & inside).all(axis=1)
-
-    p0 = rng.uniform(2.0, 22.0, (80, 3)) * [1, 1, 0.1]
-    p1 = p0 + rng.uniform(-0.05, 0.05, p0.shape)
-    keep = within_one(p0, p1)
-    walls = grid.origin + grid.h * np.floor((p0[:8] - grid.origin) / grid.h)
-    p0 = np.concatenate([p0[keep], walls])
-    p1 = np.concatenate([p1[keep], walls])
-    if mixed:
-        far = rng.uniform(0, 24, (10, 3))
-        p0 = np.concatenate([p0, [[-30.0, 5, 0], [5, 5, 40]], far])  # two outside the box
-        p1 = np.concatenate([p1, [[-30.0, 5, 0.1], [5, 5, 40.1]], far + rng.normal(0, 8, (10, 3))])
-    one = within_one(p0, p1)
-    assert one.sum() >= 60 and one.all() != mixed
-    walks = []
-    walk = _reachgrid.Cells._walk
-
-    def spy(cells, u0, du, rows, *args):
-        walks.append(len(rows))
-        return walk(cells, u0, du, rows, *args)
-
-    with mock.patch.object(_reachgrid.Cells, "_walk", spy):
-        got = grid_pairs(index, p0, p1, reach)
-    assert sum(walks) <= (~one).sum()  # (0 where every row is in one cell)
-    want = brute_segments(p0, p1, np.full(len(p0), reach), *triangle_boxes(a, b, c))
-    assert got == want and len(want[0]) > 100
-
-
 def test_a_larger_reach_rebuilds_the_grid_and_one_past_its_most_asks_the_tree():
     rng = np.random.default_rng(5)
     a, b, c = terrain(30)

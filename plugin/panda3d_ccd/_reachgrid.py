@@ -115,30 +115,12 @@ class ReachGrid(Cells):
     def candidates(self, p0: Float, p1: Float) -> tuple[Int, Int]:
         """(segment, item) of every item listed in a cell that segments p0, p1 (k, 3)
         (all :meth:`walkable`) cross; an item once per cell it is met in."""
-        if len(self._items) == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
         h = self.h
         u0 = np.ascontiguousarray(((p0 - self.origin) / h).T)
         du = np.ascontiguousarray(((p1 - p0) / h).T)
-        # Most segments (a slow body's) start and end in one cell of the box: the walk
-        # would meet that cell alone (it starts at u0 and steps only where a coordinate's
-        # truncation changes by u0 + du), so it is looked up directly.
-        cell = u0.astype(np.int64)
-        same = cell == (u0 + du).astype(np.int64)
-        same &= cell >= 1
-        same &= cell <= (self.dims - 2)[:, None]
-        one = same.all(axis=0)
-        stride = self.stride
-        flat = cell[0] * stride[0] + cell[1] * stride[1] + cell[2]
-        if one.all():
-            ray = np.flatnonzero(self._some.take(flat))
-            return self._listed(ray, flat.take(ray))
-        # (Only the rows in one cell are kept: the others' cells may lie outside.)
-        alone = np.flatnonzero(one & self._some.take(flat, mode="clip"))
         near, far = self._clip(u0, du)
-        rows = np.flatnonzero((near <= far) & ~one)
-        if len(rows) == 0:
-            return self._listed(alone, flat.take(alone))
-        ray, walked = self._walk(u0, du, rows, near.take(rows), far.take(rows), True)
-        cells = np.concatenate([flat.take(alone), walked])
-        return self._listed(np.concatenate([alone, ray]), cells)
+        rows = np.flatnonzero(near <= far)
+        if len(rows) == 0 or len(self._items) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        ray, cell = self._walk(u0, du, rows, near.take(rows), far.take(rows), True)
+        return self._listed(ray, cell)
