@@ -404,6 +404,36 @@ def test_target_moves_the_model_root_and_keeps_the_collision_node_relative(base,
         ccd.add_collision_node(cnode(render, "x", CollisionSphere(0, 0, 0, 1)), target=floor)
 
 
+def test_a_collision_node_moved_on_its_target_is_read_where_it_is(base, ccd, recorder):
+    """As a pusher reads its collider: the collision node's place on its target each pass
+    (a lunge, a crouch), not only as registered. Moved on the target, it is swept there;
+    the target then carries it from that place."""
+    render = base.render
+    # A wall across x = 5, facing -x.
+    wall = cnode(render, "wall", quad((5, -9, -9), (5, -9, 9), (5, 9, 9), (5, 9, -9)))
+    ccd.add_collision_node(wall, static=True)
+    player = render.attachNewNode("player")
+    body = cnode(player, "body", CollisionSphere(0, 0, 0, 0.5))
+    ccd.add_collision_node(body, target=player)
+    ccd.step()
+    body.setPos(3, 0, 0)  # the game moves the collider forward on the player
+    assert ccd.step() == []
+    player.setFluidPos(3, 0, 0)  # the collider from world x 3 to 6: touches at 4.5
+    (c,) = ccd.step()
+    assert (c.from_np, c.t) == (body, pytest.approx(0.5, abs=1e-9))
+    assert tuple(player.getPos()) == pytest.approx((1.5, 0, 0), abs=TOL)
+    assert tuple(body.getPos()) == (3, 0, 0)  # the plugin moves the target only
+    # Moved on the target into the wall: stopped where it touches, by moving the target.
+    body.setPos(6, 0, 0)  # world 4.5 -> 7.5, the wall already touched: no contact again
+    player.setFluidPos(-3, 0, 0)  # world 4.5 -> 3: away
+    assert ccd.step() == []
+    body.setPos(9, 0, 0)  # world 3 -> 6: touches at 4.5, after half the way
+    (c,) = ccd.step()
+    assert c.t == pytest.approx(0.5, abs=1e-9)
+    assert tuple(player.getPos()) == pytest.approx((-4.5, 0, 0), abs=TOL)
+    assert recorder.names() == ["body-into-wall", "body-out-wall", "body-into-wall"]
+
+
 def test_capsule_and_inverse_sphere_pieces(base, ccd):
     render = base.render
     pillar = cnode(render, "pillar", CollisionCapsule(0, 0, 0, 0, 0, 5, 1), pos=(5, 0, 0))

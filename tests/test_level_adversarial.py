@@ -30,6 +30,7 @@ from panda3d.core import (
     CollisionNode,
     CollisionPlane,
     CollisionPolygon,
+    CollisionSphere,
     LPlane,
     LPoint3,
     LVector3,
@@ -333,6 +334,41 @@ def test_a_body_under_a_parent_turned_with_set_hpr_is_not_moved_by_its_first_pas
     ccd.step()
     assert tuple(ball.getPos()) == (-3.0, -2.0, 0.5)
     assert recorder.names() == []
+
+
+def test_a_collider_not_finite_on_its_target_is_skipped_with_one_warning(
+    base, ccd, recorder, warnings_seen
+):
+    """A collision node read through a target (see ``target=``) whose place on it is not
+    finite: skipped with one warning, everyone else's contacts found, and read again once
+    it is finite (from where it is then, as any node back from a non-finite transform)."""
+    render = base.render
+    wall = collision_node(render, "wall", CollisionPlane(LPlane(-1, 0, 0, 5)))
+    ccd.add_collision_node(wall)
+    player = node(render, "player")
+    body = collision_node(player, "body", CollisionSphere(0, 0, 0, 0.5))
+    ccd.add_collision_node(body, target=player)
+    other = node(render, "other", (0, 5, 0))
+    ccd.add_sphere(other, 0.5)
+    ccd.step()
+    body.setX(math.inf)  # (Panda3D refuses setX(nan))
+    player.setFluidPos(9, 0, 0)
+    other.setFluidPos(9, 5, 0)
+    for _ in range(2):
+        contacts = ccd.step()
+    assert warnings_seen == ["render/player/body has a non-finite transform; skipped until "
+                             "it is finite again"]  # fmt: skip
+    assert recorder.names() == ["other-into-wall", "other-out-wall"]
+    assert tuple(other.getPos()) == pytest.approx((4.5, 5, 0), abs=1e-6)
+    assert tuple(player.getPos()) == (9, 0, 0)  # not moved by the plugin
+    body.setX(0)
+    player.setFluidPos(-3, 0, 0)  # back in front of the wall
+    assert ccd.step() == []
+    player.setFluidPos(9, 0, 0)  # and swept into it again
+    (c,) = ccd.step()
+    assert (c.from_np, c.t) == (body, pytest.approx(7.5 / 12, abs=1e-9))
+    assert tuple(player.getPos()) == pytest.approx((4.5, 0, 0), abs=1e-6)
+    assert contacts == []
 
 
 # ============================================================================ creases, corners

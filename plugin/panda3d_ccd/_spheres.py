@@ -8,6 +8,7 @@ time) and removed with one boolean mask.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,12 +56,14 @@ class SphereTable:
 
     Made again whenever rows come or go: ``movers``, the ``mover`` column as a list (a
     pass reads every node through it, and a list costs no numpy call to walk);
-    ``centred``, whether every ``center`` is zero; ``one_per_owner``, whether no node has
-    two spheres; ``version``, a count of those changes (what is made from the columns is
-    made again when it moves on). :meth:`records` are made on demand.
+    ``grouped`` (g,) int64, the rows read and moved through a target (their ``center``
+    and ``radius`` are on the target, and follow the collision node on it: see
+    :meth:`reshape`); ``centred``, whether every ``center`` is zero; ``one_per_owner``,
+    whether no node has two spheres; ``version``, a count of those changes (what is made
+    from the columns is made again when it moves on). :meth:`records` are made on demand.
 
     ``radius`` and ``center`` are read-only: a pass hands ``radius`` on as the world radii
-    of unscaled spheres, so nothing may write into it.
+    of unscaled spheres, so nothing may write into it (:meth:`reshape` sets new ones).
     """
 
     _COLUMNS = (
@@ -102,6 +105,7 @@ class SphereTable:
         self.bad = np.zeros(0, bool)
         self._pending: list[SphereRecord] = []
         self.movers: list[NodePath] = []
+        self.grouped = np.zeros(0, np.int64)
         self.centred = True
         self.one_per_owner = True
         self.version = 0
@@ -171,10 +175,20 @@ class SphereTable:
         self.radius.flags.writeable = False
         self.center.flags.writeable = False
         self.movers = self.mover.tolist()
+        apart = map(operator.is_not, self.movers, self.nodepath.tolist())
+        self.grouped = np.flatnonzero(np.fromiter(apart, bool, len(self.movers)))
         self.centred = not self.center.any()
         self.one_per_owner = len(np.unique(self.owner)) == len(self.owner)
         self.version += 1
         self._records = None
+
+    def reshape(self, center: np.ndarray, radius: np.ndarray) -> None:
+        """Set ``center`` (n, 3) and ``radius`` (n,) anew (new arrays, never written into
+        after: a pass may hand ``radius`` on)."""
+        center.flags.writeable = False
+        radius.flags.writeable = False
+        self.center, self.radius = center, radius
+        self.centred = not center.any()
 
     def records(self, sensor: int) -> list[tuple[int, NodePath, NodePath, bool, Any]]:
         """Per row (owner, nodepath, handle, tangible, solid) as Python objects, tangible

@@ -440,7 +440,8 @@ class ContinuousCollision:
         ``static=True`` promises the node never moves: read once, indexed once (call
         :meth:`teleport` after moving it anyway). ``target``: the ancestor the plugin reads
         and moves for a body, as ``CollisionHandlerPusher.addCollider(collider, target)``;
-        the collision node keeps its transform relative to it.
+        the collision node keeps its transform relative to it, which is read every pass
+        (a collider the game moves on its target is swept there).
         """
         self._check_alive()
         nodepath = _nodepath(nodepath)
@@ -1331,11 +1332,46 @@ class ContinuousCollision:
         The sphere columns a pass sets are new arrays, not written into once set: the
         frame may share them (the usual pass's ``radius`` is the local radius of unscaled
         spheres, its ``start`` the last pass's ``prev_center``)."""
+        if len(spheres.grouped):
+            self._regroup(spheres)
         if not (self._teleported or self._inactive or self._new or spheres.some_bad):
             frame = self._read_usual(spheres)
             if frame is not None:
                 return frame
         return self._read_any(spheres)
+
+    def _regroup(self, spheres: SphereTable) -> None:
+        """The spheres read and moved through a target: their centres and radii on it as
+        their collision nodes are now (a game may move a collider on its target, as a
+        pusher's: a crouch, a lunge), swept from where the last pass left them. Where a
+        node's transform relative to its target is not finite, its centre is NaN: the
+        sphere is skipped, with one warning, as any non-finite one."""
+        rows = spheres.grouped
+        center, radius = spheres.center, spheres.radius
+        now_center = center[rows]
+        now_radius = radius[rows]
+        for j, (nodepath, mover, solid) in enumerate(
+            zip(spheres.nodepath[rows].tolist(), spheres.mover[rows].tolist(),
+                spheres.solid[rows].tolist())
+        ):  # fmt: skip
+            c = r = math.nan
+            try:
+                ts = nodepath.getTransform(mover)
+                if not ts.isInvalid():
+                    # As registered (add_collision_node): the solid's centre and radius.
+                    c = tuple(ts.getMat().xformPoint(solid.getCenter()))
+                    r = solid.getRadius() * max(abs(s) for s in ts.getScale())
+            except AssertionError:
+                pass
+            if math.isfinite(r) and all(map(math.isfinite, c)):
+                now_center[j], now_radius[j] = c, r
+            else:
+                now_center[j] = math.nan
+        same = np.array_equal(now_center, center[rows]) and np.array_equal(now_radius, radius[rows])
+        if not same:
+            center, radius = center.copy(), radius.copy()
+            center[rows], radius[rows] = now_center, now_radius
+            spheres.reshape(center, radius)
 
     def _read_usual(self, spheres: SphereTable) -> _Frame | None:
         """The usual pass, where no sphere is new, teleported, out of the scene or back
