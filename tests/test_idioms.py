@@ -299,6 +299,26 @@ def test_a_spawn_under_a_turned_parent_is_swept_from_where_it_was_placed(
     assert tuple(shot.getPos(render)) == pytest.approx((0, 8.5, 0), abs=1e-5)
 
 
+def test_a_spawn_under_a_group_node_is_swept_from_its_exact_previous_position(
+    base, ccd, recorder
+):
+    """Under a parent neither turned nor scaled (a game's "level" or "bullets" node), the
+    first pass starts at the node's previous position exactly (its float32 value), as for
+    a child of render: the analytic time to the bit's rounding."""
+    render = base.render
+    target = node(render, "target", (5, 0, 0))
+    ccd.add_sphere(target, 1.0, static=True)
+    group = node(render, "bullets", (0, 0.25, 0))
+    shot = node(group, "shot", (0.1, 0, 0))
+    ccd.add_sphere(shot, 0.1)
+    shot.setFluidPos(50.3, 0, 0)
+    x0, x1 = (float(np.float32(x)) for x in (0.1, 50.3))
+    # The centres touch 1.1 apart: at x = 5 - sqrt(1.1^2 - 0.25^2).
+    touch = 5 - np.sqrt(1.1**2 - 0.25**2)
+    (c, _) = sorted(ccd.step(), key=lambda c: c.from_np.getName())
+    assert c.from_np == shot and c.t == pytest.approx((touch - x0) / (x1 - x0), abs=1e-12)
+
+
 def test_a_static_target_placed_after_registration_is_where_it_was_placed(base, ccd, recorder):
     render = base.render
     target = node(render, "target")

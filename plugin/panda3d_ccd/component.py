@@ -2054,7 +2054,12 @@ def _shift_by_positions(nodepath: NodePath, render: NodePath) -> tuple[float, fl
             dx, dy, dz = px - nx, py - ny, pz - nz
             if dx or dy or dz:
                 if not (parent.isEmpty() or parent == render):
-                    dx, dy, dz = render.getRelativeVector(parent, LVector3(dx, dy, dz))
+                    # Into render's frame by the parent's matrix (row vectors), in float64:
+                    # under an unturned, unscaled parent, exactly the same difference.
+                    m = parent.getMat(render)
+                    (a, b, c), (d, e, f), (g, h, i) = m.getRow3(0), m.getRow3(1), m.getRow3(2)
+                    dx, dy, dz = (dx * a + dy * d + dz * g, dx * b + dy * e + dz * h,
+                                  dx * c + dy * f + dz * i)  # fmt: skip
                 x, y, z = x + dx, y + dy, z + dz
             node = parent
     except AssertionError:  # a NaN in the chain: skipped, and warned, by the caller
