@@ -19,7 +19,7 @@ import re
 import numpy as np
 import pytest
 from event_checks import balanced
-from panda3d.core import LPlane, LPoint3, LVector3, NodePath
+from panda3d.core import CollisionNode, CollisionSphere, LPlane, LPoint3, LVector3, NodePath
 
 from panda3d_ccd import ContinuousCollision, sphere_sphere_toi
 
@@ -297,6 +297,37 @@ def test_a_spawn_under_a_turned_parent_is_swept_from_where_it_was_placed(
     # From world (0, 2, 0) along +y: touching the target at y = 8.5.
     assert [c.t for c in contacts] == pytest.approx([6.5 / 20] * 2, abs=1e-7)
     assert tuple(shot.getPos(render)) == pytest.approx((0, 8.5, 0), abs=1e-5)
+
+
+def test_a_first_pass_is_relative_to_a_render_that_is_not_the_top(make_ccd, base, recorder):
+    """With ``render=world`` under another node, a body beside world (the same top, so in
+    the scene) whose common ancestor with world moves: it moves with world, not relative
+    to it (their common ancestor's move cancels), and is not swept on its first pass."""
+    scene = node(base.render, "scene", (3, 0, 0))
+    world = node(scene, "world")
+    ccd = make_ccd(render=world)
+    post = node(world, "post", (-3, 0, 0))
+    ccd.add_sphere(post, 1.0, static=True)
+    ball = node(scene, "ball", (2, 0, 0))
+    ccd.add_sphere(ball, 0.5)
+    scene.setFluidPos(10, 0, 0)  # the ball and world move together
+    assert ccd.step() == [] and recorder.names() == []
+    assert tuple(ball.getPos(world)) == (2, 0, 0)
+
+
+def test_a_collider_moved_on_its_target_before_its_first_pass_is_swept(base, ccd, recorder):
+    render = base.render
+    wall = node(render, "wall", (0, 0, 20))
+    ccd.add_sphere(wall, 1.0, static=True)
+    mover = node(render, "mover")
+    mount = node(mover, "mount")
+    shot = mount.attachNewNode(CollisionNode("shot"))
+    shot.node().addSolid(CollisionSphere(0, 0, 0, 0.5))
+    ccd.add_collision_node(shot, target=mover)
+    mount.setFluidPos(0, 0, 40)  # on its target, from z 0 to 40 through the wall
+    (c, _) = sorted(ccd.step(), key=lambda c: c.from_np.getName())
+    assert c.from_np == shot and c.t == pytest.approx(18.5 / 40, abs=1e-12)
+    assert tuple(shot.getPos(render)) == pytest.approx((0, 0, 18.5), abs=1e-5)
 
 
 def test_a_spawn_under_a_group_node_is_swept_from_its_exact_previous_position(

@@ -1459,8 +1459,9 @@ class ContinuousCollision:
             fresh = new[rows[swept]] & prev.ok
             if fresh.any():
                 k = swept[fresh]
-                movers, render = spheres.movers, self._render
-                shift = [_shift_by_positions(movers[j], render) for j in rows[k].tolist()]
+                # From the collision node (a target's moves are its ancestors').
+                nodes, render = spheres.nodepath, self._render
+                shift = [_shift_by_positions(nodes[j], render) for j in rows[k].tolist()]
                 with np.errstate(invalid="ignore"):  # a NaN node: skipped just below
                     start[rows[k]] = now.center[k] + np.array(shift)
                 radius0[rows[k]] = now.world_radius[k]
@@ -2043,28 +2044,42 @@ def _shift_by_positions(nodepath: NodePath, render: NodePath) -> tuple[float, fl
     A position the game set with setFluidPos since the node was placed (at any level) is
     swept; a turn or a scale is not: Panda3D's previous transform keeps the orientation
     from before setHpr and setScale, which a level turned as it loads (its bodies placed,
-    then the whole rotated) must not read as motion."""
-    x = y = z = 0.0
-    node = nodepath
+    then the whole rotated) must not read as motion. A node not under ``render`` (a
+    ``render`` that is not the top of its graph) moves relative to it by its own
+    ancestors' moves less render's: those of their common ancestors cancel."""
     try:
-        while not node.isEmpty() and node != render:
-            parent = node.getParent()
-            # float64 differences of the float32 positions: exact.
-            (px, py, pz), (nx, ny, nz) = node.getPrevTransform().getPos(), node.getPos()
-            dx, dy, dz = px - nx, py - ny, pz - nz
-            if dx or dy or dz:
-                if not (parent.isEmpty() or parent == render):
-                    # Into render's frame by the parent's matrix (row vectors), in float64:
-                    # under an unturned, unscaled parent, exactly the same difference.
-                    m = parent.getMat(render)
-                    (a, b, c), (d, e, f), (g, h, i) = m.getRow3(0), m.getRow3(1), m.getRow3(2)
-                    dx, dy, dz = (dx * a + dy * d + dz * g, dx * b + dy * e + dz * h,
-                                  dx * c + dy * f + dz * i)  # fmt: skip
-                x, y, z = x + dx, y + dy, z + dz
-            node = parent
+        x, y, z, under = _moves_up(nodepath, render)
+        if not under:
+            rx, ry, rz, _ = _moves_up(render, NodePath())
+            x, y, z = x - rx, y - ry, z - rz
     except AssertionError:  # a NaN in the chain: skipped, and warned, by the caller
         return (math.nan,) * 3
     return x, y, z
+
+
+def _moves_up(node: NodePath, render: NodePath) -> tuple[float, float, float, bool]:
+    """The sum, in ``render``'s frame, of the position changes (previous less current) of
+    ``node`` and its ancestors up to ``render`` (or the top), and whether ``render`` was
+    met. Raises AssertionError as Panda3D does on a transform it cannot compose."""
+    x = y = z = 0.0
+    while not node.isEmpty():
+        if node == render:
+            return x, y, z, True
+        parent = node.getParent()
+        # float64 differences of the float32 positions: exact.
+        (px, py, pz), (nx, ny, nz) = node.getPrevTransform().getPos(), node.getPos()
+        dx, dy, dz = px - nx, py - ny, pz - nz
+        if dx or dy or dz:
+            if not (parent.isEmpty() or parent == render):
+                # Into render's frame by the parent's matrix (row vectors), in float64:
+                # under an unturned, unscaled parent, exactly the same difference.
+                m = parent.getMat(render)
+                (a, b, c), (d, e, f), (g, h, i) = m.getRow3(0), m.getRow3(1), m.getRow3(2)
+                dx, dy, dz = (dx * a + dy * d + dz * g, dx * b + dy * e + dz * h,
+                              dx * c + dy * f + dz * i)  # fmt: skip
+            x, y, z = x + dx, y + dy, z + dz
+        node = parent
+    return x, y, z, False
 
 
 def _objects(values: list[Any]) -> np.ndarray:
