@@ -36,7 +36,6 @@ from ._index import StaticIndex, _padded
 from ._obstacles import Response
 from ._paths import Bool, Float, Hits, Int, Paths, slop, sub_steps, unit
 from ._raygrid import RayGrid
-from ._tolerance import MAX_SUBSTEPS as MAX_SUBSTEPS
 from ._tolerance import TURN_TOLERANCE
 from .sweep import sphere_box as _box
 from .sweep import sphere_capsule as _capsule
@@ -46,7 +45,6 @@ from .sweep._result import Sweep
 
 #: Kinds of obstacle (``Hits.kind``), after SPHERE (0) and PLANE (1).
 TRIANGLE, BOX, CAPSULE, INV_SPHERE = 2, 3, 4, 5
-
 
 
 class Kind(NamedTuple):

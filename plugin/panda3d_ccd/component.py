@@ -510,11 +510,10 @@ class ContinuousCollision:
         for solid in solids:
             if type(solid) is CollisionSphere:
                 kind = response if solid.isTangible() else "sensor"
-                center = tuple(solid.getCenter())
-                radius = solid.getRadius()
-                if to_mover is not None:
-                    center = tuple(to_mover.getMat().xformPoint(LPoint3(*center)))
-                    radius *= max(abs(c) for c in to_mover.getScale())
+                if to_mover is None:
+                    center, radius = tuple(solid.getCenter()), solid.getRadius()
+                else:
+                    center, radius = _on_target(solid, to_mover)
                 sphere = self._make_sphere(
                     owner, nodepath, radius, center, from_mask, into_mask, kind,
                     static and kind != "sensor", solid,
@@ -1354,13 +1353,11 @@ class ContinuousCollision:
             zip(spheres.nodepath[rows].tolist(), spheres.mover[rows].tolist(),
                 spheres.solid[rows].tolist())
         ):  # fmt: skip
-            c = r = math.nan
+            c, r = (math.nan,) * 3, math.nan
             try:
                 ts = nodepath.getTransform(mover)
                 if not ts.isInvalid():
-                    # As registered (add_collision_node): the solid's centre and radius.
-                    c = tuple(ts.getMat().xformPoint(solid.getCenter()))
-                    r = solid.getRadius() * max(abs(s) for s in ts.getScale())
+                    c, r = _on_target(solid, ts)  # as registered
             except AssertionError:
                 pass
             if math.isfinite(r) and all(map(math.isfinite, c)):
@@ -2033,6 +2030,13 @@ def _slerp(q0: LQuaternion, q1: LQuaternion, t: float) -> LQuaternion:
         q = (math.sin((1 - t) * theta) * a + math.sin(t * theta) * b) / math.sin(theta)
     q /= np.linalg.norm(q)
     return LQuaternion(*q)
+
+
+def _on_target(solid: CollisionSphere, to_target: TransformState) -> tuple[tuple, float]:
+    """The centre and radius on its target of a sphere ``solid`` whose collision node lies
+    at ``to_target`` relative to the target (its largest scale grows the radius)."""
+    center = tuple(to_target.getMat().xformPoint(solid.getCenter()))
+    return center, solid.getRadius() * max(abs(c) for c in to_target.getScale())
 
 
 def _shift_by_positions(nodepath: NodePath, render: NodePath) -> tuple[float, float, float]:
