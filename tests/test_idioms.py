@@ -263,6 +263,75 @@ def test_a_handler_that_detaches_a_node_closes_its_pairs_in_the_pass(base, ccd, 
     assert recorder.names()[2:] == []
 
 
+# A child of render is read by its own transform (the same as relative to render, without
+# the walk up the graph); everything else through render, every pass.
+def test_a_body_moved_under_another_parent_is_read_relative_to_render(base, ccd, recorder):
+    """A child of render reparented (wrtReparentTo) under a moved, turned holder: its own
+    transform is then relative to the holder, and its world path is what is swept."""
+    render = base.render
+    ccd.add_plane(node(render, "wall"), WALL)
+    ball = node(render, "ball", (2, 0, 0))
+    ccd.add_sphere(ball, 1.0)
+    other = node(render, "other", (0, 40, 0))  # a child of render all along
+    ccd.add_sphere(other, 1.0)
+    ccd.step()
+    holder = node(render, "holder", (0, 0, 0))
+    holder.setH(90)
+    ball.wrtReparentTo(holder)  # world (2, 0, 0); local (0, -2, 0)
+    ccd.step()
+    assert recorder.names() == [] and tuple(ball.getPos(render)) == pytest.approx((2, 0, 0))
+    holder.setFluidPos(10, 0, 0)  # the ball to world (12, 0, 0): into the wall at x = 9
+    other.setFluidPos(12, 40, 0)  # and the other from x = 0: at 9 as well
+    contacts = ccd.step()
+    assert sorted(recorder.names()) == ["ball-into-wall", "other-into-wall"]
+    by_name = {c.from_np.getName(): c.t for c in contacts}
+    assert by_name == {"ball": pytest.approx(0.7, abs=1e-6), "other": pytest.approx(0.75)}
+    assert tuple(ball.getPos(render)) == pytest.approx((9, 0, 0), abs=1e-5)
+    assert tuple(other.getPos(render)) == pytest.approx((9, 40, 0), abs=1e-5)
+
+
+def test_children_of_render_and_of_a_group_are_each_read_where_they_are(base, ccd, recorder):
+    """Spheres read by their own transform and through render in the same pass, in
+    registration order mixed, each swept on its own path."""
+    render = base.render
+    ccd.add_plane(node(render, "wall"), WALL)
+    group = node(render, "group", (0, 0, 10))
+    group.setH(180)  # local +x is world -x
+    balls = []
+    for i in range(6):
+        parent = group if i % 2 else render
+        start = -i if i % 2 else i  # world x = i, in every case
+        ball = node(parent, f"ball{i}", (start, 3 * i, 0))
+        ccd.add_sphere(ball, 1.0)
+        balls.append(ball)
+    ccd.step()
+    for i, ball in enumerate(balls):
+        ball.setFluidPos(ball, (-(10 + i) if i % 2 else 10 + i, 0, 0))  # world x + 10 + i
+    contacts = ccd.step()
+    # From world x = i, 10 + i on: touching the wall at x = 9 at t = (9 - i) / (10 + i).
+    by_name = {c.from_np.getName(): c.t for c in contacts}
+    assert by_name == {f"ball{i}": pytest.approx((9 - i) / (10 + i)) for i in range(6)}
+    for ball in balls:
+        assert ball.getX(render) == pytest.approx(9, abs=1e-5)
+
+
+def test_a_body_with_a_compass_effect_is_read_where_panda3d_puts_it(base, ccd, recorder):
+    """A compass effect places a child of render by another node: its own transform is
+    not its place, and the plugin reads it relative to render."""
+    from panda3d.core import CompassEffect
+
+    render = base.render
+    ccd.add_plane(node(render, "wall"), WALL)
+    ref = node(render, "ref", (5, 0, 0))
+    probe = node(render, "probe")
+    probe.setEffect(CompassEffect.make(ref, CompassEffect.P_pos))  # at the ref's (5, 0, 0)
+    ccd.add_sphere(probe, 1.0, response="sensor")
+    ccd.step()
+    probe.setFluidPos(5, 0, 0)  # world x 5 -> 10: touching the wall's x = 10 from x = 9
+    (c,) = ccd.step()
+    assert recorder.names() == ["probe-into-wall"] and c.t == pytest.approx(0.8)
+
+
 # ============================================================ 4. placed after registration
 def test_a_spawn_placed_after_registration_is_not_swept(base, ccd, recorder):
     render = base.render

@@ -60,7 +60,13 @@ class SphereTable:
     and ``radius`` are on the target, and follow the collision node on it: see
     :meth:`reshape`); ``centred``, whether every ``center`` is zero; ``one_per_owner``,
     whether no node has two spheres; ``version``, a count of those changes (what is made
-    from the columns is made again when it moves on). :meth:`records` are made on demand.
+    from the columns is made again when it moves on); ``all_plain``, whether every row is
+    ``plain``. :meth:`records` are made on demand.
+
+    ``plain`` (n,) bool, set at registration: the row's node is read and moved for itself
+    (no target) and has no render effect (a compass effect places a node other than its
+    own transform says): while it is a child of render, its own transform is its transform
+    relative to render.
 
     ``radius`` and ``center`` are read-only: a pass hands ``radius`` on as the world radii
     of unscaled spheres, so nothing may write into it (:meth:`reshape` sets new ones).
@@ -83,6 +89,7 @@ class SphereTable:
         "prev_transform",
         "world_radius",
         "bad",
+        "plain",
     )
 
     def __init__(self) -> None:
@@ -103,6 +110,8 @@ class SphereTable:
         self.world_radius = np.zeros(0)
         self.some_bad = False
         self.bad = np.zeros(0, bool)
+        self.plain = np.zeros(0, bool)
+        self.all_plain = True
         self._pending: list[SphereRecord] = []
         self.movers: list[NodePath] = []
         self.grouped = np.zeros(0, np.int64)
@@ -155,6 +164,11 @@ class SphereTable:
             "prev_transform": np.fromiter((r.prev_transform for r in new), object, m),
             "world_radius": np.fromiter((r.world_radius for r in new), np.float64, m),
             "bad": np.zeros(m, bool),
+            "plain": np.fromiter(
+                (r.mover is None and r.nodepath.node().getEffects().isEmpty() for r in new),
+                bool,
+                m,
+            ),
         }
         for name in self._COLUMNS:
             setattr(self, name, np.concatenate([getattr(self, name), rows[name]]))
@@ -179,6 +193,7 @@ class SphereTable:
         self.grouped = np.flatnonzero(np.fromiter(apart, bool, len(self.movers)))
         self.centred = not self.center.any()
         self.one_per_owner = len(np.unique(self.owner)) == len(self.owner)
+        self.all_plain = bool(self.plain.all())
         self.version += 1
         self._records = None
 

@@ -348,6 +348,8 @@ class ContinuousCollision:
         # Static nodes are not scanned each pass (they would cost per frame what 30,000
         # pillars cost): only those a pass hands to the solver, and a few more in turn.
         self._dynamic: dict[NodePath, None] = {}
+        # The dynamic nodes that were not children of render at the last scan.
+        self._away: list[NodePath] = []
         self._statics = _StaticCache()
         self._pieces = PieceNodes()
         self._rays = RayNodes()
@@ -1220,13 +1222,21 @@ class ContinuousCollision:
         """Drop removed nodes; find the nodes out of the scene (detached, pooled, not yet
         attached): inactive, their open pairs closed. A node back in the scene resumes
         where it is, as if teleported."""
-        top = self._render.getTop()
+        render = self._render
+        top = render.getTop()
         by_node = self._by_node
-        # One look at each node: removeNode() detaches a node as it empties the game's
-        # NodePath, so a removed node is out of the scene too (the plugin's copy of its
-        # NodePath sees a top of its own), and only those out are looked at again.
-        outside = [nodepath for nodepath in self._dynamic if nodepath.getTop() != top]
+        dynamic = self._dynamic
+        # One look at each node's parent: a child of render is in the scene (and is read by
+        # its own transform: see _local). Only the others are followed up to their top,
+        # a walk that costs twice the look on a game's scattered nodes. removeNode()
+        # detaches a node as it empties the game's NodePath, so a removed node is out of
+        # the scene too (the plugin's copy of its NodePath sees a top of its own), and only
+        # those out are looked at again.
+        parents = map(NodePath.getParent, dynamic)
+        away = [nodepath for nodepath, parent in zip(dynamic, parents) if parent != render]
+        outside = [nodepath for nodepath in away if nodepath.getTop() != top]
         self._drop_removed(outside)
+        self._away = [nodepath for nodepath in away if nodepath in dynamic]
         inactive = {nodepath for nodepath in outside if nodepath in self._dynamic}
         left, back = inactive - self._inactive, self._inactive - inactive
         self._inactive = inactive
@@ -1271,11 +1281,31 @@ class ContinuousCollision:
         sphere.world_radius = float(world_radius[0])
         sphere.prev_transform = ts
 
+    def _local(self, spheres: SphereTable) -> bool | np.ndarray:
+        """(n,) which dynamic spheres are read by their node's own transform: the ``plain``
+        ones whose node the last scan found a child of render, whose own transform is its
+        transform relative to render (Panda3D's getTransform(render) hands back that same
+        transform), read without the walk up the graph that relating two nodes costs.
+        True or False where all rows are alike."""
+        away = self._away
+        if not away:
+            return True if spheres.all_plain else spheres.plain
+        if len(away) == len(self._dynamic):
+            return False
+        owners = np.fromiter(map(self._owner_of.__getitem__, away), np.int64, len(away))
+        return spheres.plain & ~np.isin(spheres.owner, owners)
+
     def _read_rows(
-        self, spheres: SphereTable, rows: np.ndarray, *, previous: bool = False
+        self,
+        spheres: SphereTable,
+        rows: np.ndarray,
+        *,
+        previous: bool = False,
+        local: bool | np.ndarray = False,
     ) -> _Reading:
         """Read the transforms of spheres ``rows`` (m,) relative to render (Panda3D's
-        previous transforms if ``previous``), with one call per node where all is well."""
+        previous transforms if ``previous``), with one call per node where all is well;
+        ``local``: :meth:`_local` of the table."""
         m = len(rows)
         get = NodePath.getPrevTransform if previous else NodePath.getTransform
         bad = spheres.bad[rows] if spheres.some_bad else None
@@ -1287,6 +1317,7 @@ class ContinuousCollision:
                 self._render,
                 spheres.radius[rows],
                 None if spheres.centred else spheres.center[rows],
+                local if isinstance(local, bool) else local[rows],
             )
             if read is not None:
                 ts, center, world_radius, scaled = read
@@ -1377,13 +1408,14 @@ class ContinuousCollision:
         finite after all: :meth:`_read_any` reads again, and warns."""
         render, movers, radius = self._render, spheres.movers, spheres.radius
         center = None if spheres.centred else spheres.center
-        read = _read(movers, NodePath.getTransform, render, radius, center)
+        local = self._local(spheres)
+        read = _read(movers, NodePath.getTransform, render, radius, center, local)
         if read is None:
             return None
         transforms, end, radius1, _scaled = read
         prev = None
         if self.respect_prev_transform:
-            read = _read(movers, NodePath.getPrevTransform, render, radius, center)
+            read = _read(movers, NodePath.getPrevTransform, render, radius, center, local)
             if read is None:
                 return None
             prev, start, radius0, _scaled = read
@@ -1423,7 +1455,8 @@ class ContinuousCollision:
         spheres.world_radius = spheres.world_radius.copy()
         spheres.prev_transform = spheres.prev_transform.copy()
         rows = np.flatnonzero(~inactive)
-        now = self._read_rows(spheres, rows)
+        local = self._local(spheres)
+        now = self._read_rows(spheres, rows, local=local)
         transforms[rows] = now.transform
         end[rows] = now.center
         radius[rows] = now.world_radius
@@ -1444,7 +1477,7 @@ class ContinuousCollision:
             start[rows[swept[~first]]] = spheres.prev_center[rows[swept[~first]]]
             swept = swept[first]
         if len(swept):
-            prev = self._read_rows(spheres, rows[swept], previous=True)
+            prev = self._read_rows(spheres, rows[swept], previous=True, local=local)
             spheres.prev_transform[rows[swept[prev.ok]]] = prev.transform[prev.ok]
             # A garbage previous transform: do not sweep from it.
             start[rows[swept]] = np.where(prev.ok[:, None], prev.center, now.center[swept])
@@ -1571,7 +1604,7 @@ class ContinuousCollision:
                 again = np.flatnonzero(isin_sorted(spheres.owner, unique(spheres.owner[order])))
             if valid is not None:
                 again = again[valid[again]]
-            now = self._read_rows(spheres, again)
+            now = self._read_rows(spheres, again, local=self._local(spheres))
             center = center.copy() if center is p1 else center
             center[again] = now.center
             transform = transform.copy() if transform is frame.transforms else transform
@@ -2116,12 +2149,23 @@ def _read(
     render: NodePath,
     radius: np.ndarray,
     center: np.ndarray | None,
+    local: bool | np.ndarray = False,
 ) -> tuple[list[TransformState], np.ndarray, np.ndarray, bool] | None:
     """The transforms of m nodes relative to ``render`` (``get`` is NodePath.getTransform
-    or NodePath.getPrevTransform) and :func:`_centers` under them, and whether any is
-    scaled; None where Panda3D asserts (a NaN somewhere in a chain)."""
+    or NodePath.getPrevTransform; ``local`` (m,) the nodes read by their own, children of
+    render: see ContinuousCollision._local) and :func:`_centers` under them, and whether
+    any is scaled; None where Panda3D asserts (a NaN somewhere in a chain)."""
     try:
-        ts = list(map(get, nodepaths, repeat(render)))
+        if local is True:
+            ts = list(map(get, nodepaths))
+        elif local is False:
+            ts = list(map(get, nodepaths, repeat(render)))
+        else:
+            own, far = np.flatnonzero(local).tolist(), np.flatnonzero(~local).tolist()
+            read = np.empty(len(nodepaths), object)
+            read[own] = _objects(list(map(get, [nodepaths[i] for i in own])))
+            read[far] = _objects(list(map(get, [nodepaths[i] for i in far], repeat(render))))
+            ts = read.tolist()
         world, world_radius = _centers(ts, radius, center)
     except AssertionError:
         return None
