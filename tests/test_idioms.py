@@ -399,6 +399,20 @@ def test_a_collider_moved_on_its_target_before_its_first_pass_is_swept(base, ccd
     assert tuple(shot.getPos(render)) == pytest.approx((0, 0, 18.5), abs=1e-5)
 
 
+def test_a_spawn_turned_after_it_was_placed_is_not_swept_around_its_node(base, ccd, recorder):
+    """setH leaves Panda3D's previous transform unturned: a sphere off its node's centre
+    must not be swept from where the unturned node held it."""
+    render = base.render
+    target = node(render, "target", (1.2, 1.2, 0))
+    ccd.add_sphere(target, 0.3, static=True)
+    spawn = render.attachNewNode(CollisionNode("spawn"))
+    spawn.node().addSolid(CollisionSphere(2, 0, 0, 0.5))
+    ccd.add_collision_node(spawn)
+    spawn.setH(90)  # the sphere from world (2, 0, 0) to (0, 2, 0), past the target
+    ccd.step()
+    assert recorder.names() == [] and spawn.getH() == 90 and tuple(spawn.getPos()) == (0, 0, 0)
+
+
 def test_a_spawn_under_a_group_node_is_swept_from_its_exact_previous_position(
     base, ccd, recorder
 ):

@@ -1487,6 +1487,14 @@ class ContinuousCollision:
             # turned, or placed under a parent turned after it was placed, must not be
             # swept from its unscaled, unturned self (see _shift_by_positions).
             fresh = new[rows[swept]] & prev.ok
+            radius0[rows[swept[fresh]]] = now.world_radius[swept[fresh]]
+            if local is not False:
+                # A child of render centred on its node starts at its previous position,
+                # read already: the walk would sum up just that.
+                own = ~row_any(spheres.center[rows[swept]] != 0.0)
+                if local is not True:
+                    own &= local[rows[swept]]
+                fresh &= ~own
             if fresh.any():
                 k = swept[fresh]
                 # From the collision node (a target's moves are its ancestors').
@@ -1494,7 +1502,6 @@ class ContinuousCollision:
                 shift = [_shift_by_positions(nodes[j], render) for j in rows[k].tolist()]
                 with np.errstate(invalid="ignore"):  # a NaN node: skipped just below
                     start[rows[k]] = now.center[k] + np.array(shift)
-                radius0[rows[k]] = now.world_radius[k]
         self._new.clear()
 
         finite = row_all(np.isfinite(end)) & np.isfinite(radius)
