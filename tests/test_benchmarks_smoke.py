@@ -170,6 +170,22 @@ def test_phase_table_times_every_phase_including_the_broad_phase() -> None:
         assert f"| {label} |" in table
 
 
+def test_the_profile_puts_what_the_pass_called_in_its_phases() -> None:
+    # step() runs the pass in _step(): the table must look inside it, or every phase
+    # reads 0 and the whole pass lands in "other".
+    import re
+
+    from benchmarks.profiling import PileUpPasses, profile_plugin
+    from benchmarks.systems import PluginOptions
+
+    passes = PileUpPasses(150, seed=1, plugin=PluginOptions(), walls=True)
+    table = profile_plugin(passes, frames=3, warmup=1).by_phase
+    share = dict(re.findall(r"\| \*\*(\w[\w ]*)\*\* \| \| \| \*\*[^*]+\*\* \| \*\*(\d+)%", table))
+    assert set(share) >= {"read", "solve", "write back", "events", "other"}
+    assert int(share["solve"]) > 0 and int(share["read"]) > 0
+    assert int(share["other"]) < 50
+
+
 def test_geometry_option_runs_only_the_geometry_table(tmp_path: Path) -> None:
     stdout, record = run_benchmarks(
         tmp_path,
