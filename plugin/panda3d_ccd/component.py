@@ -982,7 +982,13 @@ class ContinuousCollision:
         # replace them, so each event still sees the state the handlers before it left.
         by_node, unsent, programs = self._by_node, self._unsent_in, self._patterns.programs
         owner_of = self._owner_of
-        top = self._render.getTop()
+        render = self._render
+        top = render.getTop()
+
+        def in_scene(nodepath: NodePath) -> bool:
+            # A child of render is (the look at its parent costs half the walk to the top).
+            return nodepath.getParent() == render or nodepath.getTop() == top
+
         # Nodes a handler took out of the scene (removeNode(), detachNode()) this pass.
         left: set[NodePath] = set()
         try:
@@ -1010,8 +1016,8 @@ class ContinuousCollision:
                     and owner_of.get(frm) == key[0]
                     and owner_of.get(into) == key[1]
                 ):
-                    if frm.getTop() != top or into.getTop() != top:
-                        left.update(n for n in (frm, into) if n.getTop() != top)
+                    if not (in_scene(frm) and in_scene(into)):
+                        left.update(n for n in (frm, into) if not in_scene(n))
                         continue
                     if kind == "in":
                         unsent.discard(key)
