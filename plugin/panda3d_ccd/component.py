@@ -202,7 +202,8 @@ class _Frame(NamedTuple):
     """What a pass read: (n, 3) start and end centres, (n,) world radii at the start and
     the end (a node's scale may change), (n,) object TransformStates (None for spheres not
     read), (n,) bool the spheres read and finite at both ends, or None for all of them (the
-    usual pass), and whether any radius changed within the frame."""
+    usual pass), whether any radius changed within the frame, and which nodes were read by
+    their own transform (``ContinuousCollision._local``)."""
 
     start: np.ndarray
     end: np.ndarray
@@ -211,6 +212,7 @@ class _Frame(NamedTuple):
     transforms: np.ndarray
     valid: np.ndarray | None
     grew: bool
+    local: bool | np.ndarray
 
 
 class _PlaneFrame(NamedTuple):
@@ -1437,7 +1439,7 @@ class ContinuousCollision:
         if prev is not None:
             spheres.prev_transform = _objects(prev)
         grew = radius0 is not radius1 and bool((radius0 != radius1).any())
-        return _Frame(start, end, radius0, radius1, _objects(transforms), None, grew)
+        return _Frame(start, end, radius0, radius1, _objects(transforms), None, grew, local)
 
     def _read_any(self, spheres: SphereTable) -> _Frame:
         """:meth:`_read_all` of any pass. An inactive sphere (out of the scene) is not
@@ -1524,7 +1526,7 @@ class ContinuousCollision:
         # Read (so finite, or NaN above) and finite where the sweep starts.
         valid = row_all(np.isfinite(end)) & row_all(np.isfinite(start))
         grew = bool((radius0 != radius).any())
-        return _Frame(start, end, radius0, radius, transforms, valid, grew)
+        return _Frame(start, end, radius0, radius, transforms, valid, grew, local)
 
     def _world_plane(self, entry: _Plane) -> tuple[float, float, float, float] | None:
         """(a, b, c, d) of the plane in world space, unit normal; None if not finite."""
@@ -1617,7 +1619,7 @@ class ContinuousCollision:
                 again = np.flatnonzero(isin_sorted(spheres.owner, unique(spheres.owner[order])))
             if valid is not None:
                 again = again[valid[again]]
-            now = self._read_rows(spheres, again, local=self._local(spheres))
+            now = self._read_rows(spheres, again, local=frame.local)
             center = center.copy() if center is p1 else center
             center[again] = now.center
             transform = transform.copy() if transform is frame.transforms else transform
