@@ -36,6 +36,8 @@ _SOLVER = {
     "solve": "solve: broad phase, times of impact, resolution",
     "_sphere_pairs": "(inside solve) broad phase, sphere pairs",
 }
+#: The one-round path's broad phase (its own import of the same function).
+_ONE_ROUND = {"_sphere_pairs": _SOLVER["_sphere_pairs"]}
 #: The obstacle tables' broad phases (in ``_obstacles``, called by solve).
 _OBSTACLES = {
     "_sphere_plane_pairs": "(inside solve) broad phase, sphere-plane pairs",
@@ -221,7 +223,7 @@ def _timing(target: Any, names: dict[str, str], spent: dict[str, float]) -> Iter
 def phase_table(passes: Passes, *, frames: int, warmup: int) -> str:
     """A markdown table of milliseconds per pass in each phase of ``step()``, timed without
     the profiler; ``passes`` is closed."""
-    from panda3d_ccd import _obstacles, _solver
+    from panda3d_ccd import _obstacles, _one_round, _solver
 
     n = len(passes.system.world.nodes)
     spent: dict[str, float] = {}
@@ -230,6 +232,7 @@ def phase_table(passes: Passes, *, frames: int, warmup: int) -> str:
         with (
             _timing(passes.system.ccd, _METHODS, spent),
             _timing(_solver, _SOLVER, spent),
+            _timing(_one_round, _ONE_ROUND, spent),
             _timing(_obstacles, _OBSTACLES, spent),
         ):
             for frame in passes.frames(warmup + frames):

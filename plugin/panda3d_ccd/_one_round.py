@@ -18,9 +18,19 @@ that answer is one round:
   rewound body stays on its straight path; until the first of a pair stops, their paths
   are the ones whose time of impact is known.)
 
-Otherwise it declines, having changed nothing, and the general solver runs: with the
-broad phase's pairs where it got that far (:class:`Declined`), which are the general
-solver's own for such a frame, so that a declined frame does not pay for them twice.
+Where some bodies break that rule, it answers the rest and leaves the general solver
+only those bodies' clusters (:class:`Split`): each body in trouble, and every body the
+broad phase's pairs join it to, directly or through others. Nothing in a cluster is near
+anything outside it, so the two answers do not touch, and together they are the general
+solver's answer on the whole frame (but for the last bits of a contact's approach speed,
+which the general solver may compute on a path it restarted at that very time). A busy
+frame of thousands of bodies has a few such clusters: the general solver's rounds then
+run on tens of rows, not thousands.
+
+Where every body is in one cluster (a pile), or the frame is not one it takes, it
+declines, having changed nothing, and the general solver runs: with the broad phase's
+pairs where it got that far (:class:`Declined`), which are the general solver's own for
+such a frame, so that a declined frame does not pay for them twice.
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ from numpy.typing import NDArray
 from . import _solver
 from ._arrays import row_any as _row_any
 from ._arrays import unique as _unique
-from ._paths import Hits, Paths, concat_hits, empty_hits
+from ._paths import SPHERE, Hits, Paths, concat_hits, empty_hits
 from .broadphase import _sphere_pairs
 
 Float = NDArray[np.float64]
@@ -53,6 +63,35 @@ class Declined(NamedTuple):
 
     pairs: tuple[Int, Int]
     table_pairs: list[tuple[Int, Int]]
+
+
+class Split(NamedTuple):
+    """A frame one round answered but for a few clusters of bodies (``rows``, in order),
+    each a cluster of the broad phase's pairs that nothing outside it is near: ``result``
+    is one round's answer for the rest (the rows' entries stand in), ``known`` the pairs
+    among the rows, numbered as ``rows``, for the general solver to answer them."""
+
+    result: Any  # _solver.PassResult
+    rows: Int
+    known: Declined
+
+    def merge(self, part: Any) -> Any:
+        """The frame's answer: ``result`` with the rows' own, ``part`` (the general
+        solver's answer for the rows alone, numbered as ``rows``)."""
+        rows, result = self.rows, self.result
+        result.end[rows] = part.end
+        result.t_stop[rows] = part.t_stop
+        result.moved[rows] = part.moved
+        hits = part.hits
+        b = hits.b.copy()
+        spheres = hits.kind == SPHERE
+        b[spheres] = rows[b[spheres]]
+        return result._replace(
+            hits=concat_hits([result.hits, hits._replace(a=rows[hits.a], b=b)]),
+            rounds=max(result.rounds, part.rounds),
+            capped=part.capped,
+            squeezed=part.squeezed,
+        )
 
 
 class _Struck(NamedTuple):
@@ -78,7 +117,8 @@ def one_round(
     all_finite: bool = False,
 ) -> Any:
     """The :class:`~panda3d_ccd._solver.PassResult` of a frame of isolated contacts; where
-    the frame needs the general solver (see the module), :class:`Declined` or None.
+    clusters of bodies need the general solver (see the module), :class:`Split`, or where
+    all do, :class:`Declined`; None where it does not apply.
     ``tables``: the obstacle tables (:class:`~panda3d_ccd._obstacles.Planes`,
     :class:`~panda3d_ccd._pieces.Pieces`), each with its rows' ``group``; the caller has
     checked that no sphere grows and none is static (and, with ``all_finite``, that every
@@ -142,6 +182,7 @@ def one_round(
     # without a solid pair: nothing stops.)
     hits: list[Hits] = []
     stopped = _NO_ROWS
+    split: Bool | None = None  # the bodies left to the general solver
     if len(si) or struck:
         first = np.full(n, np.inf)
         if len(si):
@@ -166,12 +207,23 @@ def one_round(
             held[si[sphere_taken]] = held[sj[sphere_taken]] = True
         for o, taken in zip(struck, table_taken):
             held[o.i[taken]] = True
-        if (stops & ~held).any():
-            return Declined(pairs, table_pairs)
+        trouble = stops & ~held
         if len(si):
-            differ = (s_i != s_j) & moving_i & moving_j
-            if differ.any() and _meet_after_stop(paths, radius, si[differ], sj[differ], s):
+            differ = np.flatnonzero((s_i != s_j) & moving_i & moving_j)
+            if len(differ):
+                meet = differ[_meet_after_stop(paths, radius, si[differ], sj[differ], s)]
+                trouble[si[meet]] = trouble[sj[meet]] = True
+        if trouble.any():
+            # Each body in trouble, and everything its cluster of pairs joins it to, is
+            # the general solver's; one round answers the rest.
+            split = _solver._reach(np.flatnonzero(trouble), ci, cj, np.zeros(n, bool))
+            if split.all():
                 return Declined(pairs, table_pairs)
+            stops &= ~split
+            table_taken = [taken & ~split[o.i] for o, taken in zip(struck, table_taken)]
+        if len(si):
+            if split is not None:
+                sphere_taken &= ~split[si]
             if sphere_taken.any():
                 taken = sphere_taken
                 hits.append(_solver._sphere_hits(paths, radius, si[taken], sj[taken], toi[taken]))
@@ -191,6 +243,10 @@ def one_round(
             t_stop[stopped] = t
             paths.restart(stopped, t, at_t, at_t + 0.0)
 
+    if split is not None:
+        if pair_sensor is not None:
+            pair_sensor &= ~split[ci]
+        sensor_rows = [(table, qi[~split[qi]], qk[~split[qi]]) for table, qi, qk in sensor_rows]
     sensor_hits = empty_hits()
     sensor_rows = [rows for rows in sensor_rows if len(rows[1])]
     if pair_sensor is None:
@@ -204,7 +260,7 @@ def one_round(
         )
     end = paths.xe.copy()
     # (Where nothing stopped, every body ends at p1, finite: none moved.)
-    return _solver.PassResult(
+    result = _solver.PassResult(
         end=end,
         t_stop=t_stop,
         moved=_row_any(end != p1) if len(stopped) else np.zeros(n, bool),
@@ -215,6 +271,16 @@ def one_round(
         capped=False,
         one_round=True,
     )
+    if split is None:
+        return result
+    rows = np.flatnonzero(split)
+    number = np.cumsum(split) - 1
+    inside = split[ci]
+    known = Declined(
+        (number[ci[inside]], number[cj[inside]]),
+        [(number[qi[split[qi]]], qk[split[qi]]) for qi, qk in table_pairs],
+    )
+    return Split(result, rows, known)
 
 
 def _pair_toi(p0: Float, p1: Float, radius: Float, i: Int, j: Int) -> Float:
@@ -227,9 +293,9 @@ def _pair_toi(p0: Float, p1: Float, radius: Float, i: Int, j: Int) -> Float:
     return np.where(shallow, np.inf, s)
 
 
-def _meet_after_stop(paths: Paths, radius: Float, i: Int, j: Int, s: Float) -> bool:
-    """Whether any pair (i, j) of moving bodies that stop at different times ``s`` could
-    touch once the first has stopped: the one stopped, the other on its straight path from
+def _meet_after_stop(paths: Paths, radius: Float, i: Int, j: Int, s: Float) -> Bool:
+    """(k,) whether each pair (i, j) of moving bodies that stop at different times ``s``
+    could touch once the first has stopped: the one stopped, the other on its straight path from
     then to the end of the frame (a superset of the rest of its path: it may stop later).
     Before the first stop both are on their straight paths, where their time of impact is
     no earlier than either stop."""
@@ -240,7 +306,7 @@ def _meet_after_stop(paths: Paths, radius: Float, i: Int, j: Int, s: Float) -> b
     s_b, shallow = _solver.straight_pair_toi(
         at_a, at_a, radius[a], paths.at(b, t), paths.xe[b], radius[b], finite_only=True
     )
-    return bool((np.isfinite(s_b) & ~shallow).any())
+    return np.isfinite(s_b) & ~shallow
 
 
 class Backoff:

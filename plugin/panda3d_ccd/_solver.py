@@ -277,13 +277,14 @@ def solve(
         along by it; two kinematic ones, or one and an obstacle, only report.
     one_round_first : bool
         Try :func:`~panda3d_ccd._one_round.one_round` first (the same answer, for frames of
-        isolated contacts, at a tenth of the cost); False: the general solver only.
+        isolated contacts, at a tenth of the cost; in a busy frame, the general solver
+        then answers only the clusters of bodies it leaves); False: the general solver
+        only.
     all_finite : bool
         Every row of p0 and p1 is finite (the caller has checked): not looked at again.
     """
     # float64 throughout (the broad phase's rounding pad assumes it).
     p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
-    n = len(p0)
     if radius0 is not None:
         radius0 = np.asarray(radius0, dtype=np.float64)
         if np.array_equal(radius0, radius):
@@ -301,7 +302,41 @@ def solve(
         )
         if isinstance(quick, PassResult):
             return quick
+        if isinstance(quick, _one_round.Split):
+            # One round answered all but a few clusters of bodies, the general solver the
+            # rest: nothing in a cluster is near anything outside it.
+            rows = quick.rows
+            rest = _general(
+                p0[rows], p1[rows], radius[rows], response[rows],
+                from_mask[rows], into_mask[rows], tables,
+                None if group is None else group[rows], None, None, None, True, quick.known,
+            )  # fmt: skip
+            return quick.merge(rest)
         known = quick
+    return _general(
+        p0, p1, radius, response, from_mask, into_mask, tables,
+        group, radius0, static, kinematic, all_finite, known,
+    )  # fmt: skip
+
+
+def _general(
+    p0: Float,
+    p1: Float,
+    radius: Float,
+    response: NDArray[np.int8],
+    from_mask: NDArray[np.int64],
+    into_mask: NDArray[np.int64],
+    tables: list[Any],
+    group: NDArray[np.int64] | None,
+    radius0: Float | None,
+    static: Bool | None,
+    kinematic: Bool | None,
+    all_finite: bool,
+    known: _one_round.Declined | None,
+) -> PassResult:
+    """:func:`solve`'s general solver, on the obstacle ``tables`` (planes included); with
+    ``known``, the broad phase's pairs one round found (a frame it declined)."""
+    n = len(p0)
     if all_finite:
         finite = np.ones(n, bool)
     else:
