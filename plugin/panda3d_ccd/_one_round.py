@@ -23,9 +23,10 @@ only those bodies' clusters (:class:`Split`): each body in trouble, and every bo
 broad phase's pairs join it to, directly or through others. Nothing in a cluster is near
 anything outside it, so the two answers do not touch, and together they are the general
 solver's answer on the whole frame (but for the last bits of a contact's approach speed,
-which the general solver may compute on a path it restarted at that very time). A busy
-frame of thousands of bodies has a few such clusters: the general solver's rounds then
-run on tens of rows, not thousands.
+which the general solver may compute on a path it restarted at that very time), or a
+better one where the whole frame would reach the general solver's round cap and the
+clusters do not. A busy frame of thousands of bodies has a few such clusters: the
+general solver's rounds then run on tens of rows, not thousands.
 
 Where every body is in one cluster (a pile), or the frame is not one it takes, it
 declines, having changed nothing, and the general solver runs: with the broad phase's
