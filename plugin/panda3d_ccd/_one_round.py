@@ -78,7 +78,8 @@ class Split(NamedTuple):
 
     def merge(self, part: Any) -> Any:
         """The frame's answer: ``result`` with the rows' own, ``part`` (the general
-        solver's answer for the rows alone, numbered as ``rows``)."""
+        solver's answer for the rows alone, numbered as ``rows``), written into
+        ``result``'s arrays (a Split is merged once)."""
         rows, result = self.rows, self.result
         result.end[rows] = part.end
         result.t_stop[rows] = part.t_stop
@@ -247,7 +248,7 @@ def one_round(
     if split is not None:
         if pair_sensor is not None:
             pair_sensor &= ~split[ci]
-        sensor_rows = [(table, qi[~split[qi]], qk[~split[qi]]) for table, qi, qk in sensor_rows]
+        sensor_rows = [(table, *_outside(split, qi, qk)) for table, qi, qk in sensor_rows]
     sensor_hits = empty_hits()
     sensor_rows = [rows for rows in sensor_rows if len(rows[1])]
     if pair_sensor is None:
@@ -277,11 +278,17 @@ def one_round(
     rows = np.flatnonzero(split)
     number = np.cumsum(split) - 1
     inside = split[ci]
-    known = Declined(
-        (number[ci[inside]], number[cj[inside]]),
-        [(number[qi[split[qi]]], qk[split[qi]]) for qi, qk in table_pairs],
-    )
-    return Split(result, rows, known)
+    table_known = []
+    for qi, qk in table_pairs:
+        mine = split[qi]
+        table_known.append((number[qi[mine]], qk[mine]))
+    return Split(result, rows, Declined((number[ci[inside]], number[cj[inside]]), table_known))
+
+
+def _outside(split: Bool, i: Int, k: Int) -> tuple[Int, Int]:
+    """The pairs (body ``i``, row ``k``) whose body is not in ``split``."""
+    keep = ~split[i]
+    return i[keep], k[keep]
 
 
 def _pair_toi(p0: Float, p1: Float, radius: Float, i: Int, j: Int) -> Float:

@@ -86,7 +86,7 @@ class PassResult(NamedTuple):
     rounds: int
     capped: bool  # MAX_ROUNDS reached: everything held at the earliest unresolved contact
     squeezed: int = 0  # bodies squeezed against what carried them, which then won
-    one_round: bool = False  # the pass was _one_round's (a frame of isolated contacts)
+    one_round: bool = False  # _one_round took the pass (whole, or all but some clusters)
 
 
 def _grown_segment_toi(
@@ -305,17 +305,19 @@ def solve(
         if isinstance(quick, _one_round.Split):
             # One round answered all but a few clusters of bodies, the general solver the
             # rest: nothing in a cluster is near anything outside it.
+            # (One round took the frame: nothing grows, none is static or kinematic, every
+            # row is finite.)
             rows = quick.rows
             rest = _general(
-                p0[rows], p1[rows], radius[rows], response[rows],
-                from_mask[rows], into_mask[rows], tables,
-                None if group is None else group[rows], None, None, None, True, quick.known,
+                p0[rows], p1[rows], radius[rows], response[rows], from_mask[rows],
+                into_mask[rows], tables, group=None if group is None else group[rows],
+                all_finite=True, known=quick.known,
             )  # fmt: skip
             return quick.merge(rest)
         known = quick
     return _general(
-        p0, p1, radius, response, from_mask, into_mask, tables,
-        group, radius0, static, kinematic, all_finite, known,
+        p0, p1, radius, response, from_mask, into_mask, tables, group=group, radius0=radius0,
+        static=static, kinematic=kinematic, all_finite=all_finite, known=known,
     )  # fmt: skip
 
 
@@ -327,12 +329,13 @@ def _general(
     from_mask: NDArray[np.int64],
     into_mask: NDArray[np.int64],
     tables: list[Any],
-    group: NDArray[np.int64] | None,
-    radius0: Float | None,
-    static: Bool | None,
-    kinematic: Bool | None,
-    all_finite: bool,
-    known: _one_round.Declined | None,
+    *,
+    group: NDArray[np.int64] | None = None,
+    radius0: Float | None = None,
+    static: Bool | None = None,
+    kinematic: Bool | None = None,
+    all_finite: bool = False,
+    known: _one_round.Declined | None = None,
 ) -> PassResult:
     """:func:`solve`'s general solver, on the obstacle ``tables`` (planes included); with
     ``known``, the broad phase's pairs one round found (a frame it declined)."""
