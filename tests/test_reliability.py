@@ -684,6 +684,48 @@ def test_a_node_removed_from_the_scene_is_dropped(base, ccd, recorder, warnings_
     assert balanced(stream + names(recorder)) == []
 
 
+@pytest.mark.parametrize("removal", ["removeNode", "detachNode"])
+def test_a_body_whose_target_is_removed_is_dropped(base, ccd, recorder, warnings_seen, removal):
+    """removeNode() on the target a body was registered with (target=, as a pusher's
+    addCollider(collider, target)) drops the body, as on its own NodePath: the game
+    deleted the model. detachNode() only takes it out of the scene: inactive, still
+    registered, back where it is once attached again. Either way its pairs close."""
+    render = base.render
+    bullet, _target = _bullet_scene(ccd, render)
+    zone = node(render, "zone")
+    ccd.add_sphere(zone, 3.0, response="sensor")
+    tank = node(render, "tank", (10, 0, 0))
+    hull = collision_node(tank, "hull", CollisionSphere(0, 0, 0, 1.0))
+    ccd.add_collision_node(hull, target=tank)
+    ccd.step()
+    tank.setFluidPos(1, 0, 0)
+    ccd.step()
+    assert sorted(names(recorder)) == ["hull-into-zone", "zone-into-hull"]
+    colliders = ccd.colliders
+    stream = names(recorder)
+    recorder.clear()
+
+    getattr(tank, removal)()
+    t = _fire(bullet, render)
+    contacts = ccd.step()
+    assert sorted(names(recorder)[:2]) == ["hull-out-zone", "zone-out-hull"]
+    assert sorted(names(recorder)[2:]) == ["bullet-into-target", "target-into-bullet"]
+    assert [c.t for c in contacts] == [t, t]
+    assert ccd.colliders == colliders - (removal == "removeNode")
+    stream += names(recorder)
+    recorder.clear()
+    for _ in range(3):
+        ccd.step()
+    assert involving(recorder, "hull") == [] and warnings_seen == []
+    if removal == "detachNode":
+        tank.reparentTo(render)
+        tank.setPos(0, 0, 0)  # back inside the zone: not swept from where it was
+        ccd.step()
+        assert sorted(involving(recorder, "hull")) == ["hull-into-zone", "zone-into-hull"]
+    ccd.destroy()
+    assert balanced(stream + names(recorder)) == []
+
+
 def test_remove_after_remove_node_is_silent_and_balanced(base, ccd, recorder, warnings_seen):
     render = base.render
     zone = node(render, "zone")

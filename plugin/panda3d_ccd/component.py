@@ -343,6 +343,9 @@ class ContinuousCollision:
         self._stepping = False  # a pass is under way (its handlers are running)
         # Node ids outlive remove() for the rest of a frame's events (see _forget).
         self._owner_of: dict[NodePath, int] = {}
+        # The game's NodePath of each body's target (given as target=, not the node
+        # itself): removeNode() on it drops the body, as on the node.
+        self._target_of: dict[NodePath, NodePath] = {}
         self._node_of: dict[int, NodePath] = {}
         self._forgotten: set[int] = set()
         # Nodes registered but not under render at the last pass: not read, no contacts.
@@ -544,6 +547,8 @@ class ContinuousCollision:
                 )
             )
         self._commit(nodepath, handle, owner, entries)
+        if target is not None and target is not handle:
+            self._target_of[nodepath] = target
 
     def _add_rays(
         self,
@@ -663,6 +668,7 @@ class ContinuousCollision:
                 entry.prev_world = self._world_plane(entry)
                 self._state.planes.append(entry)
         self._by_node[nodepath] = entries
+        self._target_of.pop(nodepath, None)  # (add_collision_node sets it again)
         if not all(getattr(e, "static", False) for e in entries):
             self._dynamic[nodepath] = None
         self._owner_of[nodepath] = owner
@@ -782,6 +788,7 @@ class ContinuousCollision:
             # A handler may have registered the node again since: that id stays.
             if self._owner_of.get(nodepath) == owner:
                 del self._owner_of[nodepath]
+                self._target_of.pop(nodepath, None)
 
     def _key(self, contact: Contact) -> tuple[int, int] | None:
         """The (from, into) node key of a contact of this frame, if still known."""
@@ -1214,11 +1221,16 @@ class ContinuousCollision:
         self._statics.index = None
 
     def _drop_removed(self, nodes: Iterable[NodePath] | None = None) -> None:
-        """Nodes whose registered NodePath the game emptied (removeNode()): dropped, as by
-        :meth:`remove`. Only ``nodes`` are looked at, if given."""
-        by_node = self._by_node
+        """Nodes whose registered NodePath, or target, the game emptied (removeNode()):
+        dropped, as by :meth:`remove`. Only ``nodes`` are looked at, if given."""
+        by_node, target_of = self._by_node, self._target_of
         looked = by_node if nodes is None else nodes
-        gone = [nodepath for nodepath in looked if by_node[nodepath][0].handle.isEmpty()]
+        gone = [
+            nodepath
+            for nodepath in looked
+            if by_node[nodepath][0].handle.isEmpty()
+            or (nodepath in target_of and target_of[nodepath].isEmpty())
+        ]
         for nodepath in gone:
             entries = by_node.pop(nodepath, None)
             if entries is None:  # an earlier one's out handler dropped it (remove())
