@@ -375,6 +375,37 @@ def test_where_it_splits_a_frame_solve_gives_the_general_solvers_answer(n, side,
     assert splits >= 6 and rows < (0.6 if level else 0.2) * n * splits
 
 
+@pytest.mark.parametrize("n, side", [(30, 12.4), (300, 16.0)])
+def test_rows_not_finite_leave_the_rest_to_one_round(n, side):
+    """Frames where some rows are not finite (nodes out of the scene, a NaN transform:
+    NaN or inf at the start, the end or both): solve() answers the finite rows as a frame
+    of their own, one round first, and leaves the others NaN and still, with no contact:
+    the general solver's answer on the whole frame (the speed's last bits aside)."""
+    rng = np.random.default_rng(n)
+    taken = 0
+    for k in range(20):
+        frame = random_frame(rng, n, side=side, sensors=0.1, masks=k % 2 == 1)
+        p0, p1, radius, response, from_mask, into_mask, off, plane_mask = frame
+        out = rng.choice(n, max(2, n // 10), replace=False)
+        where = rng.integers(0, 3, len(out))  # at the start, the end, or both
+        p0[out[where != 1], rng.integers(0, 3)] = np.nan
+        p1[out[where != 0], rng.integers(0, 3)] = [np.nan, np.inf, -np.inf][k % 3]
+        args = (p0, p1, radius, response, from_mask, into_mask)
+        planes = dict(
+            plane_normal=WALLS, plane_offset0=off, plane_offset1=off, plane_mask=plane_mask
+        )
+        result = solve(*args, **planes)
+        ref = solve(*args, **planes, one_round_first=False)
+        assert np.isnan(result.end[out]).all() and not result.moved[out].any()
+        assert not np.isin(result.hits.a, out).any()
+        if result.one_round:
+            taken += 1
+            assert_same(result, ref, split=True)
+        else:
+            assert_same_pass(result, ref)
+    assert taken >= 5
+
+
 def test_a_long_line_of_isolated_stops_is_answered_in_full_where_the_general_solver_caps():
     """300 balls side by side (1e-8 apart) run into the wall y = 1.4, each faster than its
     left neighbour, and far away a ball stopped by a wall has another behind it. One round

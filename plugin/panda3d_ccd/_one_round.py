@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 from . import _solver
 from ._arrays import row_any as _row_any
 from ._arrays import unique as _unique
-from ._paths import SPHERE, Hits, Paths, concat_hits, empty_hits
+from ._paths import Hits, Paths, concat_hits, empty_hits, renumbered
 from .broadphase import _sphere_pairs
 
 Float = NDArray[np.float64]
@@ -84,12 +84,8 @@ class Split(NamedTuple):
         result.end[rows] = part.end
         result.t_stop[rows] = part.t_stop
         result.moved[rows] = part.moved
-        hits = part.hits
-        b = hits.b.copy()
-        spheres = hits.kind == SPHERE
-        b[spheres] = rows[b[spheres]]
         return result._replace(
-            hits=concat_hits([result.hits, hits._replace(a=rows[hits.a], b=b)]),
+            hits=concat_hits([result.hits, renumbered(part.hits, rows)]),
             rounds=max(result.rounds, part.rounds),
             capped=part.capped,
             squeezed=part.squeezed,

@@ -128,6 +128,15 @@ def concat_hits(parts: list[Hits]) -> Hits:
     return Hits(*_each_once(lambda col: col[order], merged))
 
 
+def renumbered(hits: Hits, rows: Int) -> Hits:
+    """``hits`` of a pass over some rows of a frame (its bodies numbered 0 to len(rows)),
+    numbered as the frame: body k is row ``rows[k]`` (obstacle rows stay as they are)."""
+    b = hits.b.copy()
+    spheres = hits.kind == SPHERE
+    b[spheres] = rows[b[spheres]]
+    return hits._replace(a=rows[hits.a], b=b)
+
+
 def _each_once(make: Callable[[Any], Float], columns: Iterable[Any]) -> list[Float]:
     """``make`` of each column, made once for columns that are the same arrays: a Hits'
     unset columns are one nan array (nothing writes into a Hits' columns)."""

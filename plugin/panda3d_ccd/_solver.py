@@ -57,6 +57,7 @@ from ._paths import (
     earliest_of,
     empty_hits,
     position,
+    renumbered,
     sensor_at,
     sensor_velocity,
     slop,
@@ -297,6 +298,18 @@ def solve(
     # boxes: no slide, growth, carrying or statics), found once.
     known: _one_round.Declined | None = None
     if one_round_first and radius0 is None and static is None and kinematic is None:
+        if not all_finite:
+            finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
+            if not finite.all():
+                # Rows not finite (nodes out of the scene, a NaN transform) take no part
+                # in the pass: the frame without them is one that one round may take.
+                rows = np.flatnonzero(finite)
+                part = solve(
+                    p0[rows], p1[rows], radius[rows], response[rows], from_mask[rows],
+                    into_mask[rows], obstacles=tables,
+                    group=None if group is None else group[rows], all_finite=True,
+                )  # fmt: skip
+                return _widen(part, rows, len(p0))
         quick = _one_round.one_round(
             p0, p1, radius, response, from_mask, into_mask, tables, group, all_finite
         )
@@ -319,6 +332,21 @@ def solve(
         p0, p1, radius, response, from_mask, into_mask, tables, group=group, radius0=radius0,
         static=static, kinematic=kinematic, all_finite=all_finite, known=known,
     )  # fmt: skip
+
+
+def _widen(part: PassResult, rows: Int, n: int) -> PassResult:
+    """The answer for a frame of ``n`` rows whose rows ``rows`` alone are finite, from
+    ``part``, the answer for those rows: the others end not finite, with no contact (as
+    :func:`_general` leaves them)."""
+    end = np.full((n, 3), np.nan)
+    end[rows] = part.end
+    t_stop = np.ones(n)
+    t_stop[rows] = part.t_stop
+    moved = np.zeros(n, bool)
+    moved[rows] = part.moved
+    return part._replace(
+        end=end, t_stop=t_stop, moved=moved, hits=renumbered(part.hits, rows)
+    )
 
 
 def _general(
