@@ -355,6 +355,7 @@ class ContinuousCollision:
         self._dynamic: dict[NodePath, None] = {}
         # The dynamic nodes that were not children of render at the last scan.
         self._away: list[NodePath] = []
+        self._kept_in_scene: tuple[int, set[NodePath], np.ndarray, list[NodePath]] | None = None
         self._statics = _StaticCache()
         self._pieces = PieceNodes()
         self._rays = RayNodes()
@@ -1301,19 +1302,24 @@ class ContinuousCollision:
         sphere.world_radius = float(world_radius[0])
         sphere.prev_transform = ts
 
-    def _local(self, spheres: SphereTable) -> bool | np.ndarray:
+    def _local(self, spheres: SphereTable, rows: np.ndarray | None = None) -> bool | np.ndarray:
         """(n,) which dynamic spheres are read by their node's own transform: the ``plain``
         ones whose node the last scan found a child of render, whose own transform is its
         transform relative to render (Panda3D's getTransform(render) hands back that same
         transform), read without the walk up the graph that relating two nodes costs.
-        True or False where all rows are alike."""
+        True or False where all rows are alike. With ``rows`` (those of the nodes in the
+        scene), for those rows only."""
         away = self._away
+        plain, owner = spheres.plain, spheres.owner
+        if rows is not None:
+            away = [nodepath for nodepath in away if nodepath not in self._inactive]
+            plain, owner = plain[rows], owner[rows]
         if not away:
-            return True if spheres.all_plain else spheres.plain
+            return True if spheres.all_plain else plain
         if len(away) == len(self._dynamic):
             return False
         owners = np.fromiter(map(self._owner_of.__getitem__, away), np.int64, len(away))
-        return spheres.plain & ~np.isin(spheres.owner, owners)
+        return plain & ~np.isin(owner, owners)
 
     def _read_rows(
         self,
@@ -1384,7 +1390,7 @@ class ContinuousCollision:
         spheres, its ``start`` the last pass's ``prev_center``)."""
         if len(spheres.grouped):
             self._regroup(spheres)
-        if not (self._teleported or self._inactive or self._new or spheres.some_bad):
+        if not (self._teleported or self._new or spheres.some_bad):
             frame = self._read_usual(spheres)
             if frame is not None:
                 return frame
@@ -1422,13 +1428,20 @@ class ContinuousCollision:
             spheres.reshape(center, radius)
 
     def _read_usual(self, spheres: SphereTable) -> _Frame | None:
-        """The usual pass, where no sphere is new, teleported, out of the scene or back
-        from a non-finite transform: each node read in one go, once (with its previous
-        transform, if respected). None, with nothing changed, where one turns out not
+        """The usual pass, where no sphere is new, teleported or back from a non-finite
+        transform: each node in the scene read in one go, once (with its previous
+        transform, if respected); the rows of those out of the scene are NaN, as
+        :meth:`_read_any` leaves them. None, with nothing changed, where one turns out not
         finite after all: :meth:`_read_any` reads again, and warns."""
         render, movers, radius = self._render, spheres.movers, spheres.radius
         center = None if spheres.centred else spheres.center
-        local = self._local(spheres)
+        start, radius0 = spheres.prev_center, spheres.world_radius
+        rows = None
+        if self._inactive:
+            rows, movers = self._in_scene(spheres)
+            radius, start, radius0 = radius[rows], start[rows], radius0[rows]
+            center = None if center is None else center[rows]
+        local = self._local(spheres, rows)
         read = _read(movers, NodePath.getTransform, render, radius, center, local)
         if read is None:
             return None
@@ -1439,19 +1452,49 @@ class ContinuousCollision:
             if read is None:
                 return None
             prev, start, radius0, _scaled = read
-        else:
-            # Where the plugin left each sphere, its radius too: the start of a growth.
-            start, radius0 = spheres.prev_center, spheres.world_radius
+        # (Otherwise where the plugin left each sphere, its radius too: the start of a
+        # growth.)
         if not (np.isfinite(end).all() and np.isfinite(start).all()):
             return None
         for r in (radius1, radius0):
             if r is not radius and not np.isfinite(r).all():
                 return None
-        spheres.world_radius = radius1
-        if prev is not None:
-            spheres.prev_transform = _objects(prev)
         grew = radius0 is not radius1 and bool((radius0 != radius1).any())
-        return _Frame(start, end, radius0, radius1, _objects(transforms), None, grew, local)
+        if rows is None:
+            spheres.world_radius = radius1
+            if prev is not None:
+                spheres.prev_transform = _objects(prev)
+            return _Frame(start, end, radius0, radius1, _objects(transforms), None, grew, local)
+        # Columns this pass changes: copies (see _read_all).
+        spheres.world_radius = _widened(radius1, rows, spheres.world_radius)
+        if prev is not None:
+            spheres.prev_transform = _widened(_objects(prev), rows, spheres.prev_transform)
+        n = len(spheres.uid)
+        nan = np.full((n, 3), np.nan)
+        zero = np.zeros(n)
+        valid = np.zeros(n, bool)
+        valid[rows] = True
+        if not isinstance(local, bool):
+            local = _widened(local, rows, valid)  # (the rows out: never read)
+        return _Frame(
+            _widened(start, rows, nan), _widened(end, rows, nan), _widened(radius0, rows, zero),
+            _widened(radius1, rows, zero), _widened(_objects(transforms), rows, np.full(n, None)),
+            valid, grew, local,
+        )  # fmt: skip
+
+    def _in_scene(self, spheres: SphereTable) -> tuple[np.ndarray, list[NodePath]]:
+        """The rows of the dynamic spheres whose nodes are in the scene, and their nodes
+        read and moved (kept while neither the table nor the nodes out of it change: a
+        pool of nodes detached for a while)."""
+        kept = self._kept_in_scene
+        if kept is not None and kept[0] == spheres.version and kept[1] == self._inactive:
+            return kept[2], kept[3]
+        owners = np.unique(np.fromiter(map(self._owner_of.__getitem__, self._inactive), np.int64))
+        rows = np.flatnonzero(~isin_sorted(spheres.owner, owners))
+        movers = spheres.movers
+        in_scene = [movers[k] for k in rows.tolist()]
+        self._kept_in_scene = (spheres.version, set(self._inactive), rows, in_scene)
+        return rows, in_scene
 
     def _read_any(self, spheres: SphereTable) -> _Frame:
         """:meth:`_read_all` of any pass. An inactive sphere (out of the scene) is not
@@ -2168,6 +2211,13 @@ def _mat4s(matrices: Iterable[Any], m: int) -> np.ndarray:
     pta = PTA_LMatrix4f()
     deque(map(pta.pushBack, matrices), maxlen=0)
     return np.frombuffer(pta, np.float32).reshape(m, 4, 4)
+
+
+def _widened(part: np.ndarray, rows: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    """A copy of ``whole`` with its ``rows`` set to ``part``."""
+    whole = whole.copy()
+    whole[rows] = part
+    return whole
 
 
 def _read(
