@@ -22,6 +22,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.game import AGAIN_PATTERN, Game, end_state, game_scene, time_game  # noqa: E402
 from benchmarks.opcount import OpCounter  # noqa: E402
+from benchmarks.pooled import pooled_times  # noqa: E402
 from benchmarks.systems import PluginOptions, PluginSystem, begin_frame, end_frame  # noqa: E402
 from benchmarks.timing import PLUGIN, TRAVERSER  # noqa: E402
 
@@ -157,3 +158,27 @@ def test_the_default_run_prints_the_game_tables_the_demo_and_the_profile(
     assert record["demo"]["plugin"] > 0 and record["demo"]["traverser"] > 0
     assert "## Profile of the plugin's pass at n=10" in out and "| **solve** |" in out
     assert (tmp_path / "results.md").read_text().strip() in out
+
+
+def test_the_pooled_game_plays_as_the_plain_one_and_is_timed(monkeypatch) -> None:
+    """A pool of detached nodes changes nothing in the game (the benchmark checks every
+    sphere's end position to the bit, and raises otherwise); both copies are timed."""
+    result = pooled_times(20, 3, 40)
+    assert result["plain_ms"] > 0 and result["pooled_ms"] > 0
+    assert result["ratio"] == result["pooled_ms"] / result["plain_ms"]
+    # And the check can fail: a pool that moves a sphere of the game is caught.
+    import benchmarks.pooled as pooled
+
+    real = pooled.GamePasses
+    made = []
+
+    def passes(n, *, seed):
+        made.append(real(n, seed=seed))
+        if len(made) == 2:  # the pooled copy's first sphere starts elsewhere
+            node = made[1].game.world.nodes[0]
+            node.setX(node.getX() + 0.5)
+        return made[-1]
+
+    monkeypatch.setattr(pooled, "GamePasses", passes)
+    with pytest.raises(RuntimeError, match="played differently"):
+        pooled_times(20, 3, 5)
