@@ -310,6 +310,7 @@ def solve(
                     group=None if group is None else group[rows], all_finite=True,
                 )  # fmt: skip
                 return _widen(part, rows, len(p0))
+            all_finite = True  # (looked at once: not again by one round or _general)
         quick = _one_round.one_round(
             p0, p1, radius, response, from_mask, into_mask, tables, group, all_finite
         )

@@ -547,9 +547,7 @@ class ContinuousCollision:
                     sensor=sensor,
                 )
             )
-        self._commit(nodepath, handle, owner, entries)
-        if target is not None and target is not handle:
-            self._target_of[nodepath] = target
+        self._commit(nodepath, handle, owner, entries, target)
 
     def _add_rays(
         self,
@@ -646,11 +644,19 @@ class ContinuousCollision:
             raise ValueError(f"nodepath {nodepath} is already registered")
         return NodePath(nodepath)
 
-    def _commit(self, nodepath: NodePath, handle: NodePath, owner: int, entries: list[Any]) -> None:
-        """Register a node's validated colliders, all at once. A sphere's first pass starts
-        at Panda3D's previous transform, where the game last placed it (setPos), so a spawn
-        placed after registration is not swept from where it was built, while a setFluidPos
-        move in the same frame is; a plane's first pass sweeps nothing."""
+    def _commit(
+        self,
+        nodepath: NodePath,
+        handle: NodePath,
+        owner: int,
+        entries: list[Any],
+        target: NodePath | None = None,
+    ) -> None:
+        """Register a node's validated colliders, all at once (``target``: the game's
+        NodePath given as its target, if any). A sphere's first pass starts at Panda3D's
+        previous transform, where the game last placed it (setPos), so a spawn placed
+        after registration is not swept from where it was built, while a setFluidPos move
+        in the same frame is; a plane's first pass sweeps nothing."""
         for entry in entries:
             entry.handle = handle
             if isinstance(entry, SphereRecord) and entry.static:
@@ -669,7 +675,10 @@ class ContinuousCollision:
                 entry.prev_world = self._world_plane(entry)
                 self._state.planes.append(entry)
         self._by_node[nodepath] = entries
-        self._target_of.pop(nodepath, None)  # (add_collision_node sets it again)
+        if target is None or target is handle:
+            self._target_of.pop(nodepath, None)  # (from an earlier registration)
+        else:
+            self._target_of[nodepath] = target
         if not all(getattr(e, "static", False) for e in entries):
             self._dynamic[nodepath] = None
         self._owner_of[nodepath] = owner
