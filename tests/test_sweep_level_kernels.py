@@ -14,9 +14,10 @@ import re
 
 import numpy as np
 import pytest
-from kernel_cases import shared_edges
+from kernel_cases import shared_edges as shared_edges_pairs
 
 from panda3d_ccd import sweep
+from panda3d_ccd._pieces import shared_edges
 from panda3d_ccd.sweep import sphere_box as box_mod
 from panda3d_ccd.sweep import (
     sphere_box_toi,
@@ -434,13 +435,151 @@ def test_a_path_through_the_edge_two_triangles_share_hits_one_of_them(r):
     # Two triangles on either side of the edge, both facing up (a fold of up to 30
     # degrees), so that a path from above meets their fronts; one-sided, only paths that
     # start in front of both count (from behind, they pass).
-    first, second, c0, c1, front, _behind = shared_edges(np.random.default_rng(4), n, 50.0)
+    first, second, c0, c1, front, _behind = shared_edges_pairs(np.random.default_rng(4), n, 50.0)
     assert front.sum() > n // 2
     for two_sided, rows in ((False, front), (True, np.ones(n, bool))):
         t1 = sphere_triangle_toi(c0, c1, r, *first, two_sided=two_sided)
         t2 = sphere_triangle_toi(c0, c1, r, *second, two_sided=two_sided)
         lost = rows & ~np.isfinite(t1) & ~np.isfinite(t2)
         assert lost.sum() == 0, (two_sided, np.flatnonzero(lost)[:5])
+
+
+def _polygon(rng, sides, radius):
+    """A regular convex polygon of ``sides`` corners (its circumradius ``radius``) in a
+    random plane about a point that is not round, counter-clockwise about the plane's
+    normal: ((sides, 3) corners, centre, in-plane axes u, w, normal)."""
+    normal = rng.normal(size=3)
+    normal /= np.linalg.norm(normal)
+    u = np.cross(normal, rng.normal(size=3))
+    u /= np.linalg.norm(u)
+    w = np.cross(normal, u)
+    centre = rng.uniform(-20, 20, 3)
+    angle = rng.uniform(0, 2 * np.pi) + 2 * np.pi * np.arange(sides) / sides
+    corners = centre + radius * (np.cos(angle)[:, None] * u + np.sin(angle)[:, None] * w)
+    return corners, centre, u, w, normal
+
+
+def _fan(corners):
+    """(n - 2, 3, 3) triangles (p0, p_i, p_i+1) of a convex polygon, as Panda3D fans one."""
+    return np.stack([np.stack([corners[0], corners[i], corners[i + 1]]) for i in
+                     range(1, len(corners) - 1)])  # fmt: skip
+
+
+def _each_triangle(c0, c1, r, tris, across):
+    """(n, t) the kernel's t of every path against every triangle of a surface, with the
+    far corners of their neighbours (``across``, see shared_edges) or without (None)."""
+    n = len(c0)
+    out = []
+    for k, tri in enumerate(tris):
+        far = None if across is None else np.repeat(across[k][None], n, axis=0)
+        rows = [np.repeat(corner[None], n, axis=0) for corner in tri]
+        out.append(tri_mod._sweep(c0, c1, r, *rows, False, far).t)
+    return np.stack(out, axis=1)
+
+
+@pytest.mark.parametrize("sides", [4, 5, 8])
+def test_a_sphere_rising_through_a_fanned_polygon_inside_its_border_never_touches_it(sides):
+    """Spheres crossing a one-sided polygon's plane from behind, or already over it in
+    front and overlapping it, moving away from the plane with any drift along it, every
+    point of the path farther than r inside the polygon's border: the surface's distance is
+    the height, which grows, so no triangle of its fan touches. Half the paths cross a fan
+    diagonal or drift toward one, where the triangle beyond the diagonal is within r (an
+    octagon's fan has obtuse corners, where a triangle's corner region reaches over its
+    neighbour): its neighbour, which holds the path, decides."""
+    rng = np.random.default_rng(sides)
+    radius = 4.0
+    corners, centre, u, w, normal = _polygon(rng, sides, radius)
+    tris = _fan(corners)
+    across = shared_edges(tris)
+    assert np.isfinite(across[:, :, 0]).sum() == 2 * (sides - 3)  # each diagonal, twice
+    n = 4000
+    r = rng.uniform(0.05, 0.6, n)
+    room = radius * np.cos(np.pi / sides) - r  # the path's in-plane points stay this near
+    drift = rng.uniform(0.0, 0.5, n)[:, None] * room[:, None]
+    # Starts: anywhere, or on a diagonal, then drifting toward or across it.
+    spread = np.sqrt(rng.uniform(0, 1, n)) * (room - drift[:, 0])
+    angle = rng.uniform(0, 2 * np.pi, n)
+    flat = spread[:, None] * (np.cos(angle)[:, None] * u + np.sin(angle)[:, None] * w)
+    diagonal = rng.integers(2, sides - 1, n)
+    along = corners[diagonal] - corners[0]
+    on = corners[0] + rng.uniform(0.1, 0.9, (n, 1)) * along - centre
+    near = (np.linalg.norm(on, axis=1) <= (room - drift[:, 0])) & (np.arange(n) % 2 == 0)
+    flat[near] = on[near]
+    way = rng.normal(size=(n, 3))
+    way -= (way @ normal)[:, None] * normal
+    way /= np.linalg.norm(way, axis=1)[:, None]
+    h0 = rng.uniform(-1.0, 1.0, n) * np.where(rng.uniform(0, 1, n) < 0.5, 1.0, r)
+    h1 = h0 + rng.uniform(1e-3, 1.0, n)
+    c0 = centre + flat - 0.5 * drift * way + h0[:, None] * normal
+    c1 = centre + flat + 0.5 * drift * way + h1[:, None] * normal
+    assert np.all(np.linalg.norm(c0 - centre - (c0 - centre) @ normal[:, None] * normal,
+                                 axis=1) <= room + 1e-9)  # fmt: skip
+    got = _each_triangle(c0, c1, r, tris, across)
+    assert np.all(got == INF), np.argwhere(got < INF)[:5]
+    # The paths do reach the cases: alone, a triangle beside them would touch.
+    assert np.isfinite(_each_triangle(c0, c1, r, tris, None)).any(axis=1).sum() > n // 50
+
+
+@pytest.mark.parametrize("fold_only", [False, True])
+def test_a_sphere_pressed_into_a_shared_edge_from_outside_is_stopped_at_once(fold_only):
+    """Two triangles folded (up to 30 degrees either way, or flat) about a shared edge,
+    each knowing the other's far corner: a sphere overlapping the edge from the fronts'
+    side (its centre on the bisector of the fronts' normals, r less a hair from the edge)
+    and pressed into it touches at once. Outside a ridge the centre is beyond both
+    triangles' edge lines: neither may leave it to the other."""
+    rng = np.random.default_rng(11)
+    n = 4000
+    first, second, *_ = shared_edges_pairs(rng, n, 50.0)
+    a, b, c = first
+    d = second[2]
+    if not fold_only:
+        d[: n // 4] = (a + b - c)[: n // 4]  # a flat pair (a parallelogram's halves)
+    up = [np.cross(t[1] - t[0], t[2] - t[0]) for t in (first, (b, a, d))]
+    out = sum(x / np.linalg.norm(x, axis=1)[:, None] for x in up)
+    out /= np.linalg.norm(out, axis=1)[:, None]
+    r = rng.uniform(0.1, 2.0, n)
+    aim = a + rng.uniform(0.05, 0.95, (n, 1)) * (b - a)
+    c0 = aim + (r * (1 - 1e-6))[:, None] * out
+    push = -out + 0.3 * rng.normal(size=(n, 3)) * np.array([[1.0, 1.0, 1.0]])
+    push -= np.minimum((push * out).sum(axis=1), -0.2)[:, None] * 0 + 0.0
+    c1 = c0 + rng.uniform(0.01, 1.0, (n, 1)) * np.where(
+        ((push * out).sum(axis=1) < -0.2)[:, None], push, -out
+    )
+    first_far = np.full((n, 3, 3), np.nan)
+    first_far[:, 0] = d
+    second_far = np.full((n, 3, 3), np.nan)
+    second_far[:, 0] = c
+    t1 = tri_mod._sweep(c0, c1, r, a, b, c, False, first_far).t
+    t2 = tri_mod._sweep(c0, c1, r, b, a, d, False, second_far).t
+    assert np.all(np.minimum(t1, t2) == 0.0), np.flatnonzero(np.minimum(t1, t2) != 0.0)[:5]
+
+
+def test_shared_edges_finds_every_seam_of_a_mesh_and_no_border():
+    """A grid mesh of separate triangles whose shared corners are a few float32 ulps apart
+    (as Panda3D rebuilds them), far from the origin: every inner edge, and no border edge,
+    gets its neighbour's far corner; a neighbour wound the other way shares nothing."""
+    a, b, c = _flat_mesh(40)
+    tris = np.stack([a, b, c], axis=1) + np.array([700.25, -300.5, 41.0])
+    rng = np.random.default_rng(2)
+    ulp = np.spacing(np.abs(tris).astype(np.float32)).astype(np.float64)
+    tris += rng.integers(-3, 4, tris.shape) * ulp
+    across = shared_edges(tris)
+    found = np.isfinite(across[:, :, 0])
+    start, end = tris, tris[:, [1, 2, 0]]
+    mid = 0.5 * (start + end) - np.array([700.25, -300.5, 41.0])
+    border = np.isclose(mid[..., :2, None], [0.0, 40.0], atol=1e-3).any(axis=(-2, -1))
+    assert np.array_equal(found, ~border)
+    # The far corner is the neighbour's: the corner of the triangle across, off the edge.
+    t, e = np.argwhere(found)[17]
+    has = [np.isclose(tris, p, atol=1e-3).all(axis=2).any(axis=1) for p in
+           (start[t, e], end[t, e], across[t, e])]  # fmt: skip
+    (o,) = np.flatnonzero(has[0] & has[1] & has[2])
+    assert o != t
+    # Two neighbours, one of them turned over: their shared edge runs the same way in both.
+    pair = tris[[t, o]]
+    assert np.isfinite(shared_edges(pair)[:, :, 0]).sum() == 2
+    pair[1] = pair[1, [0, 2, 1]]
+    assert not np.isfinite(shared_edges(pair)).any()
 
 
 @pytest.mark.parametrize(

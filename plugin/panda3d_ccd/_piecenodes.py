@@ -206,9 +206,8 @@ class PieceNodes:
         geometry = node.shapes.geometry
         flip = np.linalg.det(lin) < 0  # a mirroring transform turns the winding over
         if TRIANGLE in geometry:
-            a, b, c, two = geometry[TRIANGLE]
-            a, b, c = point(a), point(b), point(c)
-            world[TRIANGLE] = (a, c, b, two) if flip else (a, b, c, two)
+            a, b, c, two, across = geometry[TRIANGLE]
+            world[TRIANGLE] = _wound(point(a), point(b), point(c), two, point(across), flip)
         if CAPSULE in geometry:
             a, b, r = geometry[CAPSULE]
             world[CAPSULE] = _capsules_under(a, b, r, np.sqrt((lin**2).sum(axis=1)), point)
@@ -299,6 +298,17 @@ class PieceNodes:
         return node[rows], solid[rows], part[rows]
 
 
+def _wound(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray, two: np.ndarray, across: np.ndarray, flip: bool
+) -> tuple[np.ndarray, ...]:
+    """Triangle rows (``across`` (t, 3, 3) the far corners of their neighbours, see
+    :func:`~._pieces.shared_edges`), wound back the other way where a mirroring transform
+    turned them over: a, c, b, whose edges a-c, c-b, b-a are the old c-a, b-c, a-b."""
+    if not flip:
+        return (a, b, c, two, across)
+    return (a, c, b, two, across[:, ::-1])
+
+
 def _scaled(kind: int, geometry: tuple[np.ndarray, ...], scale: Any) -> tuple[np.ndarray, ...]:
     """Node-local rows scaled by the node's own scale (its frame is then rigid)."""
     if scale is None or scale == (1.0, 1.0, 1.0):
@@ -306,10 +316,8 @@ def _scaled(kind: int, geometry: tuple[np.ndarray, ...], scale: Any) -> tuple[np
     s = np.array(scale, np.float64)
     big = float(np.abs(s).max())
     if kind == TRIANGLE:
-        a, b, c, two = geometry
-        if np.prod(np.sign(s)) < 0:
-            return (a * s, c * s, b * s, two)
-        return (a * s, b * s, c * s, two)
+        a, b, c, two, across = geometry
+        return _wound(a * s, b * s, c * s, two, across * s, np.prod(np.sign(s)) < 0)
     if kind == BOX:
         lo, hi = geometry[0] * s, geometry[1] * s  # a mirrored axis swaps its bounds
         return (np.minimum(lo, hi), np.maximum(lo, hi))

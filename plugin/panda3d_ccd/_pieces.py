@@ -36,7 +36,7 @@ from ._index import StaticIndex, _padded
 from ._obstacles import Response
 from ._paths import Bool, Float, Hits, Int, Paths, slop, sub_steps, unit
 from ._raygrid import RayGrid
-from ._tolerance import TURN_TOLERANCE
+from ._tolerance import TURN_TOLERANCE, WELD_REL
 from .sweep import sphere_box as _box
 from .sweep import sphere_capsule as _capsule
 from .sweep import sphere_inv_sphere as _inv
@@ -66,11 +66,13 @@ class Kind(NamedTuple):
     point: Callable[..., Sweep] | None = None
 
 
-def _triangle_bounds(a: Float, b: Float, c: Float, two: Bool) -> tuple[Float, Float]:
+def _triangle_bounds(a: Float, b: Float, c: Float, *_flags: NDArray) -> tuple[Float, Float]:
     return np.minimum(np.minimum(a, b), c), np.maximum(np.maximum(a, b), c)
 
 
-def _triangle_closest(p: Float, a: Float, b: Float, c: Float, two: Bool) -> tuple[Float, Float]:
+def _triangle_closest(
+    p: Float, a: Float, b: Float, c: Float, *_flags: NDArray
+) -> tuple[Float, Float]:
     """Closest points of triangles to points p (Ericson, Real-Time Collision Detection
     5.1.5), by regions, all rows at once."""
     ab, ac, ap = b - a, c - a, p - a
@@ -106,6 +108,44 @@ def _triangle_closest(p: Float, a: Float, b: Float, c: Float, two: Bool) -> tupl
         out = np.where(where[:, None], point, out)
     out = np.where(np.isfinite(out), out, a)  # a degenerate triangle: its corner a
     return out, _length(p - out)
+
+
+def shared_edges(corners: np.ndarray) -> np.ndarray:
+    """(t, 3, 3) of triangles (t, 3, 3): for each edge e (a-b, b-c, c-a), the far corner
+    of another of them that has that edge run the other way (a polygon's fan diagonal, a
+    seam of a mesh wound one way, the edge between two faces of a box); NaN where none.
+
+    Corners are matched to ``WELD_REL`` of their own magnitude: Panda3D rebuilds the
+    corners polygons share a few float32 ulps apart (see ``SEAM_REL``). Two grids half a
+    cell apart each match what the other splits across a cell's wall; a seam missed (two
+    rounding misses, one per grid) is only an edge treated as the surface's border."""
+    t = len(corners)
+    across = np.full((t, 3, 3), np.nan)
+    if t < 2:
+        return across
+    # Each corner's cell: its magnitude's power of two, then the grid of that size times
+    # WELD_REL (two copies of a corner differ by a few ulps of the same magnitude), each
+    # coordinate then within 2^15 of 0; one int64 key per cell.
+    power = np.frexp(np.maximum(np.abs(corners).max(axis=2), 1.0))[1]  # (t, 3), <= 1024
+    scaled = corners / (WELD_REL * np.ldexp(1.0, power))[..., None]
+    far = corners[:, [2, 0, 1]].reshape(-1, 3)  # the corner off each edge, edge order
+    for shift in (0.0, 0.5):
+        cell = np.floor(scaled + shift).astype(np.int64) + 2**15
+        key = ((power * 2**16 + cell[..., 0]) * 2**16 + cell[..., 1]) * 2**16 + cell[..., 2]
+        _, ids = np.unique(key.ravel(), return_inverse=True)
+        ids = ids.reshape(t, 3)
+        start, end = ids.ravel(), ids[:, [1, 2, 0]].ravel()
+        count = int(ids.max()) + 1
+        forward = start * count + end
+        order = np.argsort(forward, kind="stable")
+        backward = end * count + start
+        at = np.minimum(np.searchsorted(forward, backward, sorter=order), len(order) - 1)
+        other = order[at]
+        found = (forward[other] == backward) & (start != end)
+        open_ = np.isnan(across.reshape(-1, 3)[:, 0])
+        pick = np.flatnonzero(found & open_)
+        across.reshape(-1, 3)[pick] = far[other[pick]]
+    return across
 
 
 def _box_bounds(lo: Float, hi: Float) -> tuple[Float, Float]:
@@ -152,8 +192,9 @@ KINDS = {
 
 class Pieces:
     """Rows of one kind of piece: ``geometry`` a tuple of (m, ...) arrays in the kernel's
-    argument order after the sphere's (triangles: a, b, c, two_sided; boxes: lo, hi;
-    capsules: a, b, radius; inverse spheres: center, radius), in world coordinates
+    argument order after the sphere's (triangles: a, b, c, two_sided, and the far corners
+    of their neighbours (see :func:`shared_edges`); boxes: lo, hi; capsules: a,
+    b, radius; inverse spheres: center, radius), in world coordinates
     (``frames`` None) or in those of each row's frame (``frame`` (m,) rows of ``frames``).
 
     ``mask`` (m,) into masks, ``group`` (m,) rigid group (never tested against the bodies
@@ -247,7 +288,7 @@ class Pieces:
             data = self.point_data()
             if self.shape != TRIANGLE or data is None or self.frame is not None:
                 return None
-            a, b, c, _two = self.geometry
+            a, b, c = self.geometry[:3]
             self._ray_grid = (RayGrid(a, b, c, data[:, 17]), data.T)
         return self._ray_grid
 
@@ -558,7 +599,7 @@ def _onto_front(c0: Float, c1: Float, geometry: tuple[NDArray, ...]) -> Float:
     the kernel sees it moving away from the face (its distance grows behind it), and the
     next push into the face would pass through. Within the slop it is where it was
     stopped: in front, touching."""
-    a, b, c, two = geometry
+    a, b, c, two = geometry[:4]
     normal = _cross(b - a, c - a)
     size = _length(normal)
     s0 = np.einsum("ij,ij->i", normal, c0 - a)
@@ -586,7 +627,7 @@ def _grown_in_plane(
     about its incentre) with the radius inflated only by the stray along its normal holds
     it too, and keeps a ball resting on the face, and on the seams between its triangles,
     touching rather than inside."""
-    a, b, c, two = geometry
+    a, b, c = geometry[:3]
     cross = _cross(b - a, c - a)
     twice_area = _length(cross)
     sides = _length(c - b), _length(a - c), _length(b - a)
@@ -612,7 +653,7 @@ def _grown_in_plane(
     a, b, c = a.copy(), b.copy(), c.copy()
     for v in (a, b, c):
         v[g] = centre + (v[g] - centre) * factor
-    return (a, b, c, two), r + np.where(grow, normal_dev, dev)
+    return (a, b, c, *geometry[3:]), r + np.where(grow, normal_dev, dev)
 
 
 #: A triangle is grown in its plane (:func:`_grown_in_plane`) only while the growth is at

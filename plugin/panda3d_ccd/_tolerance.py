@@ -36,6 +36,13 @@ SLOP_REL = 1e-6
 #: seam would fall through a mesh; 3e-5 closes them (a graze of 2.4 cm at 800).
 SEAM_REL = 3e-5
 
+#: Corners of two triangles closer than about this fraction of their magnitude (rounded
+#: up to a power of two) are one corner when a level's shared edges are found
+#: (:func:`~._pieces.shared_edges`): a thousand float32 ulps, far above the few by which
+#: Panda3D rebuilds shared corners apart (see ``SEAM_REL``), below the size of any
+#: triangle worth a seam (1 mm at 10 units, 3 cm at 500).
+WELD_REL = 2.0**-14
+
 #: Upper bound on the number of resolution rounds in one pass before the solver gives up,
 #: holds the unresolved colliders where they are safe and warns.
 MAX_ROUNDS = 256

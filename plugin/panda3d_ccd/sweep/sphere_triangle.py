@@ -117,16 +117,28 @@ def _checked(c0, c1, r, a, b, c) -> list[np.ndarray]:
 
 def _toi(c0: Float, c1: Float, r: Float, a: Float, b: Float, c: Float, two: Bool) -> Float:
     t = np.full(len(c0), np.inf)
-    for rows, part in _blocks(c0, c1, r, a, b, c, two, False):
+    for rows, part in _blocks(c0, c1, r, a, b, c, two, None, False):
         t[rows] = part[0]
     return t
 
 
 def _sweep(
-    c0: Float, c1: Float, r: Float, a: Float, b: Float, c: Float, two_sided: ArrayLike = False
+    c0: Float,
+    c1: Float,
+    r: Float,
+    a: Float,
+    b: Float,
+    c: Float,
+    two_sided: ArrayLike = False,
+    across: Float | None = None,
 ) -> Sweep:
     """:func:`sphere_triangle_toi` of rows already checked and broadcast ((k, 3) float64,
-    (k,) float64; ``two_sided`` a bool or (k,) bool), with where and how each touched."""
+    (k,) float64; ``two_sided`` a bool or (k,) bool), with where and how each touched.
+
+    ``across`` (k, 3, 3): for each edge e, the far corner of a neighbour of the same
+    surface that shares it (a polygon's fan diagonal, a seam of a mesh), NaN where none.
+    Where a sphere already within r of the triangle is nearest such an edge from the
+    neighbour's side, the neighbour decides (see :func:`_exact`)."""
     k = len(c0)
     two = np.broadcast_to(np.asarray(two_sided, dtype=bool), (k,))
     t = np.full(k, np.inf)
@@ -134,7 +146,7 @@ def _sweep(
     normal = np.full((k, 3), np.nan)
     feature = np.full(k, -1, dtype=np.int8)
     index = np.full(k, -1, dtype=np.int64)
-    for rows, (tt, pp, nn, ff, ii) in _blocks(c0, c1, r, a, b, c, two, True):
+    for rows, (tt, pp, nn, ff, ii) in _blocks(c0, c1, r, a, b, c, two, across, True):
         t[rows] = tt
         point[rows] = pp.T
         normal[rows] = nn.T
@@ -143,7 +155,9 @@ def _sweep(
     return Sweep(t, point, normal, feature, index)
 
 
-def _point_data(a: Float, b: Float, c: Float, two_sided: ArrayLike = False) -> Float:
+def _point_data(
+    a: Float, b: Float, c: Float, two_sided: ArrayLike = False, _across: Float | None = None
+) -> Float:
     """(m, 18) what :func:`_point_sweep` needs of triangles a, b, c (m, 3), computed once
     per mesh: the plane's normal n = (b - a) x (c - a) and offset -n . a; for each edge
     a-b, b-c, c-a the unit normal in the plane pointing inward, then its offset (the
@@ -355,7 +369,7 @@ def _point_contacts(
     return Sweep(t, point, normal, np.full(h, FACE, np.int8), np.zeros(h, np.int64))
 
 
-def _blocks(c0, c1, r, a, b, c, two, contacts):
+def _blocks(c0, c1, r, a, b, c, two, across, contacts):
     """Yield (rows, results of :func:`_exact`) for the rows that survive the culls, about
     ``_BLOCK`` of them at a time.
 
@@ -381,7 +395,8 @@ def _blocks(c0, c1, r, a, b, c, two, contacts):
             rows, *cols, rb, tb = (
                 np.concatenate(part, axis=-1) if len(batch) > 1 else part[0] for part in zip(*batch)
             )
-            yield rows, _exact(*cols, rb, tb, contacts)
+            far = None if across is None else across.take(rows, axis=0)
+            yield rows, _exact(*cols, rb, tb, far, contacts)
             batch, batched = [], 0
 
 
@@ -512,10 +527,24 @@ def _exact(
     c: Float,
     r: Float,
     two: Bool,
+    across: Float | None,
     contacts: bool = False,
 ) -> tuple:
     """The exact test on (3, k) columns of rows that survived the cull: ``(t,)``, or with
-    ``contacts`` ``(t, point, normal, feature, index)`` with point and normal as columns."""
+    ``contacts`` ``(t, point, normal, feature, index)`` with point and normal as columns.
+
+    A sphere already within r of the triangle where its window opens (at the start, or
+    crossing the plane from behind) touches if it approaches the nearest feature. Where
+    that feature is on an edge shared with a neighbour (``across`` (k, 3, 3) the
+    neighbour's far corner for each edge, NaN where none) and the centre lies beyond that
+    edge's line but on the neighbour's side of it, the neighbour is at least as near (it
+    holds the edge) and decides: the surface's distance is the nearer of the two. Without
+    this, a ball passing up through a one-sided floor from behind, overlapping the diagonal
+    its quad is fanned along while drifting toward it, stops there, half inside. So with a
+    first entry on such an edge or a corner on it: the neighbour was within r first (see
+    :class:`_Neighbours`). Beyond both sides' lines (outside a ridge's edge) both keep it.
+    Of a flat surface's corner, the triangles on either side of each shared edge's line:
+    the one on the centre's side keeps its contact, so a corner is never lost."""
     k = len(r)
     w0 = c0 - a
     v = c1 - c0
@@ -606,9 +635,18 @@ def _exact(
         rates = F.stack([edge.rate, vertex.rate]).reshape(6, -1)
         rate_rest = np.where(which >= 0, rates[which, np.arange(len(rest))], 0.0)
         best.offer_rows(rest, best_rest)
+        shared = None if across is None else _Neighbours(across[rest], a, rest, tri, tol[rest])
+        if shared is not None and shared.any:
+            # The first entry, where it is the neighbour's: the triangle's distance is
+            # convex along the path, so it has no other (a later piece's is no entry).
+            gone = shared.entered(pr, m.v, best.t[rest], best.feature[rest], best.index[rest])
+            best.t[rest[gone]] = np.inf
         closer = near_rest.t < near.t[rest]
         near_rate[rest[closer]] = rate_rest[closer]
         near.offer_rows(rest, near_rest)
+        if shared is not None and shared.any:
+            beyond = shared.at_start(pr, near.t[rest], edge.dist, vertex.dist)
+            near_rate[rest[beyond]] = 0.0  # the neighbour's to decide: not approaching here
 
     inside = near.t <= r
     approaching = (near.t > 0) & (near_rate < -near.t * approach_eps)
@@ -642,6 +680,87 @@ def _exact(
     point = np.where(hit, point + a, np.nan)
     normal = np.where(hit, normal, np.nan)
     return t, point, normal, feature, index
+
+
+class _Neighbours:
+    """The edges some rows of triangles share with a neighbour of their surface, and which
+    points of those rows are the neighbour's to decide.
+
+    A point beyond a shared edge's line, but not beyond the neighbour's line for the same
+    edge (in the neighbour's plane), has the neighbour at least as near as the edge (the
+    neighbour holds it): the surface's distance there is the neighbour's. Touching this
+    triangle's edge, or the corners at its ends, from there is not this triangle's contact.
+    Beyond both lines (outside a ridge) it is both triangles' to decide. "Beyond" is by
+    more than ``tol`` and "not beyond" by no more, so that of two coplanar neighbours,
+    whose lines are one up to rounding, one always decides."""
+
+    def __init__(
+        self, across: Float, a: Float, rows: NDArray, tri: _Triangles, tol: Float
+    ) -> None:
+        # across (q, 3, 3) the far corners (NaN where none); a (3, k) the corners a of all
+        # rows, and the triangles' own data, of which these are ``rows``; all relative to a.
+        q = len(rows)
+        self.shared = np.isfinite(across[:, :, 0]).T  # (3, q)
+        self.any = bool(self.shared.any())
+        if not self.any:
+            return
+        base = F.take(a, rows)
+        self.starts = [F.take(start, rows) for start in tri.starts]
+        self.inward = [F.take(inward, rows) for inward in tri.inward]
+        self.toward = []
+        self.out, self.slack = [], []
+        for e in range(3):
+            # The neighbour's side: toward its far corner, square to the edge.
+            run = F.take(tri.edges[e], rows)
+            far = np.nan_to_num(across[:, e].T - base) - self.starts[e]
+            toward = far * F.dot(run, run) - run * F.dot(far, run)
+            self.toward.append(toward)
+            self.out.append(-tol * F.norm(self.inward[e]))
+            self.slack.append(-tol * F.norm(toward))
+        self.q = q
+
+    def beyond(self, p: Float) -> Bool:
+        """(3, q): per edge, whether the points p (3, q) are the neighbour's to decide."""
+        out = np.zeros((3, self.q), bool)
+        for e in range(3):
+            if self.shared[e].any():
+                w = p - self.starts[e]
+                out[e] = (
+                    self.shared[e]
+                    & (F.dot(w, self.inward[e]) < self.out[e])
+                    & (F.dot(w, self.toward[e]) >= self.slack[e])
+                )
+        return out
+
+    def entered(
+        self, p: Float, v: Float, t: Float, feature: NDArray, index: NDArray
+    ) -> Bool:
+        """(q,) whether first entries (at ``t`` (q,) from the centres p (3, q) moving by v
+        (3, q), on pieces ``feature``, ``index``) are the neighbour's: on a shared edge, or
+        at a corner on one, with the centre then beyond it on the neighbour's side."""
+        at = p + np.where(np.isfinite(t), t, 0.0) * v
+        side = self.beyond(at)
+        cols = np.arange(self.q)
+        own = side[np.clip(index, 0, 2), cols]
+        before = side[(np.clip(index, 0, 2) + 2) % 3, cols]
+        return np.isfinite(t) & (
+            ((feature == EDGE) & own) | ((feature == VERTEX) & (own | before))
+        )
+
+    def at_start(self, p: Float, nearest: Float, edge_dist: Float, vertex_dist: Float) -> Bool:
+        """(q,) whether the nearest point of the triangle to p (3, q), at distance
+        ``nearest``, is on a shared edge (within it or at either end) whose neighbour
+        decides p; ``edge_dist`` and ``vertex_dist`` the pieces' distances, stacked."""
+        q = self.q
+        edges = edge_dist.reshape(3, q)
+        corners = vertex_dist.reshape(3, q)
+        side = self.beyond(p)
+        out = np.zeros(q, bool)
+        for e in range(3):
+            on = (edges[e] <= nearest) | (corners[e] <= nearest)
+            on |= corners[(e + 1) % 3] <= nearest
+            out |= side[e] & on
+        return out
 
 
 def _face_time(
