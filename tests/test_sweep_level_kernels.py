@@ -469,11 +469,12 @@ def _each_triangle(c0, c1, r, tris, across):
     """(n, t) the kernel's t of every path against every triangle of a surface, with the
     far corners of their neighbours (``across``, see shared_edges) or without (None)."""
     n = len(c0)
+    sides = None if across is None else tri_mod.neighbour_sides(*tris.transpose(1, 0, 2), 0, across)
     out = []
     for k, tri in enumerate(tris):
-        far = None if across is None else np.repeat(across[k][None], n, axis=0)
+        near = None if sides is None else np.repeat(sides[k][None], n, axis=0)
         rows = [np.repeat(corner[None], n, axis=0) for corner in tri]
-        out.append(tri_mod._sweep(c0, c1, r, *rows, False, far).t)
+        out.append(tri_mod._sweep(c0, c1, r, *rows, False, near).t)
     return np.stack(out, axis=1)
 
 
@@ -549,8 +550,10 @@ def test_a_sphere_pressed_into_a_shared_edge_from_outside_is_stopped_at_once(fol
     first_far[:, 0] = d
     second_far = np.full((n, 3, 3), np.nan)
     second_far[:, 0] = c
-    t1 = tri_mod._sweep(c0, c1, r, a, b, c, False, first_far).t
-    t2 = tri_mod._sweep(c0, c1, r, b, a, d, False, second_far).t
+    first_sides = tri_mod.neighbour_sides(a, b, c, 0, first_far)
+    second_sides = tri_mod.neighbour_sides(b, a, d, 0, second_far)
+    t1 = tri_mod._sweep(c0, c1, r, a, b, c, False, first_sides).t
+    t2 = tri_mod._sweep(c0, c1, r, b, a, d, False, second_sides).t
     assert np.all(np.minimum(t1, t2) == 0.0), np.flatnonzero(np.minimum(t1, t2) != 0.0)[:5]
 
 

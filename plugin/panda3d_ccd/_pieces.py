@@ -193,7 +193,8 @@ KINDS = {
 class Pieces:
     """Rows of one kind of piece: ``geometry`` a tuple of (m, ...) arrays in the kernel's
     argument order after the sphere's (triangles: a, b, c, two_sided, and the far corners
-    of their neighbours (see :func:`shared_edges`); boxes: lo, hi; capsules: a,
+    of their neighbours (see :func:`shared_edges`), kept as the sides those lie on (see
+    :func:`~.sweep.sphere_triangle.neighbour_sides`); boxes: lo, hi; capsules: a,
     b, radius; inverse spheres: center, radius), in world coordinates
     (``frames`` None) or in those of each row's frame (``frame`` (m,) rows of ``frames``).
 
@@ -218,6 +219,9 @@ class Pieces:
         self.kind = kind if code is None else code
         self.shape = kind
         self.spec = KINDS[kind]
+        if kind == TRIANGLE and len(geometry) > 4:
+            # The neighbours' far corners as the sides they lie on, once per table.
+            geometry = (*geometry[:4], _tri.neighbour_sides(*geometry))
         self.geometry = geometry
         self.mask = mask
         self.group = group

@@ -130,15 +130,16 @@ def _sweep(
     b: Float,
     c: Float,
     two_sided: ArrayLike = False,
-    across: Float | None = None,
+    sides: Float | None = None,
 ) -> Sweep:
     """:func:`sphere_triangle_toi` of rows already checked and broadcast ((k, 3) float64,
     (k,) float64; ``two_sided`` a bool or (k,) bool), with where and how each touched.
 
-    ``across`` (k, 3, 3): for each edge e, the far corner of a neighbour of the same
-    surface that shares it (a polygon's fan diagonal, a seam of a mesh), NaN where none.
-    Where a sphere already within r of the triangle is nearest such an edge from the
-    neighbour's side, the neighbour decides (see :func:`_exact`)."""
+    ``sides`` (k, 3, 3): for each edge e shared with a neighbour of the same surface (a
+    polygon's fan diagonal, a seam of a mesh), the side the neighbour lies on (see
+    :func:`neighbour_sides`), NaN where none. Where a sphere already within r of the
+    triangle is nearest such an edge from the neighbour's side, the neighbour decides (see
+    :func:`_exact`)."""
     k = len(c0)
     two = np.broadcast_to(np.asarray(two_sided, dtype=bool), (k,))
     t = np.full(k, np.inf)
@@ -146,7 +147,7 @@ def _sweep(
     normal = np.full((k, 3), np.nan)
     feature = np.full(k, -1, dtype=np.int8)
     index = np.full(k, -1, dtype=np.int64)
-    for rows, (tt, pp, nn, ff, ii) in _blocks(c0, c1, r, a, b, c, two, across, True):
+    for rows, (tt, pp, nn, ff, ii) in _blocks(c0, c1, r, a, b, c, two, sides, True):
         t[rows] = tt
         point[rows] = pp.T
         normal[rows] = nn.T
@@ -155,8 +156,24 @@ def _sweep(
     return Sweep(t, point, normal, feature, index)
 
 
+def neighbour_sides(a: Float, b: Float, c: Float, _two: ArrayLike, across: Float) -> Float:
+    """(m, 3, 3) of triangles a, b, c (m, 3) whose neighbours' far corners are ``across``
+    (m, 3, 3), NaN where an edge has none: for each edge (a-b, b-c, c-a), the unit vector
+    square to it toward that corner (in the neighbour's plane: the side it lies on); NaN
+    where none. Made once per table, for the kernel's ``sides``."""
+    out = np.full(across.shape, np.nan)
+    for e, (p, q) in enumerate(((a, b), (b, c), (c, a))):
+        run = q - p
+        far = across[:, e] - p
+        with np.errstate(invalid="ignore", divide="ignore"):
+            toward = far - run * ((far * run).sum(axis=1) / (run * run).sum(axis=1))[:, None]
+            size = np.sqrt((toward * toward).sum(axis=1))
+            out[:, e] = np.where((size > 0)[:, None], toward / size[:, None], np.nan)
+    return out
+
+
 def _point_data(
-    a: Float, b: Float, c: Float, two_sided: ArrayLike = False, _across: Float | None = None
+    a: Float, b: Float, c: Float, two_sided: ArrayLike = False, _sides: Float | None = None
 ) -> Float:
     """(m, 18) what :func:`_point_sweep` needs of triangles a, b, c (m, 3), computed once
     per mesh: the plane's normal n = (b - a) x (c - a) and offset -n . a; for each edge
@@ -369,7 +386,7 @@ def _point_contacts(
     return Sweep(t, point, normal, np.full(h, FACE, np.int8), np.zeros(h, np.int64))
 
 
-def _blocks(c0, c1, r, a, b, c, two, across, contacts):
+def _blocks(c0, c1, r, a, b, c, two, sides, contacts):
     """Yield (rows, results of :func:`_exact`) for the rows that survive the culls, about
     ``_BLOCK`` of them at a time.
 
@@ -395,8 +412,8 @@ def _blocks(c0, c1, r, a, b, c, two, across, contacts):
             rows, *cols, rb, tb = (
                 np.concatenate(part, axis=-1) if len(batch) > 1 else part[0] for part in zip(*batch)
             )
-            far = None if across is None else across.take(rows, axis=0)
-            yield rows, _exact(*cols, rb, tb, far, contacts)
+            near = None if sides is None else sides.take(rows, axis=0)
+            yield rows, _exact(*cols, rb, tb, near, contacts)
             batch, batched = [], 0
 
 
@@ -527,7 +544,7 @@ def _exact(
     c: Float,
     r: Float,
     two: Bool,
-    across: Float | None,
+    sides: Float | None,
     contacts: bool = False,
 ) -> tuple:
     """The exact test on (3, k) columns of rows that survived the cull: ``(t,)``, or with
@@ -535,8 +552,8 @@ def _exact(
 
     A sphere already within r of the triangle where its window opens (at the start, or
     crossing the plane from behind) touches if it approaches the nearest feature. Where
-    that feature is on an edge shared with a neighbour (``across`` (k, 3, 3) the
-    neighbour's far corner for each edge, NaN where none) and the centre lies beyond that
+    that feature is on an edge shared with a neighbour (``sides`` (k, 3, 3) the side of
+    each edge the neighbour lies on, NaN where none) and the centre lies beyond that
     edge's line but on the neighbour's side of it, the neighbour is at least as near (it
     holds the edge) and decides: the surface's distance is the nearer of the two. Without
     this, a ball passing up through a one-sided floor from behind, overlapping the diagonal
@@ -635,18 +652,14 @@ def _exact(
         rates = F.stack([edge.rate, vertex.rate]).reshape(6, -1)
         rate_rest = np.where(which >= 0, rates[which, np.arange(len(rest))], 0.0)
         best.offer_rows(rest, best_rest)
-        shared = None if across is None else _Neighbours(across[rest], a, rest, tri, tol[rest])
-        if shared is not None and shared.any:
-            # The first entry, where it is the neighbour's: the triangle's distance is
-            # convex along the path, so it has no other (a later piece's is no entry).
-            gone = shared.entered(pr, m.v, best.t[rest], best.feature[rest], best.index[rest])
-            best.t[rest[gone]] = np.inf
         closer = near_rest.t < near.t[rest]
         near_rate[rest[closer]] = rate_rest[closer]
         near.offer_rows(rest, near_rest)
-        if shared is not None and shared.any:
-            beyond = shared.at_start(pr, near.t[rest], edge.dist, vertex.dist)
-            near_rate[rest[beyond]] = 0.0  # the neighbour's to decide: not approaching here
+        if sides is not None:
+            _leave_to_neighbours(
+                sides, rest, tri, tol, pr, m.v, best, near, near_rate, r, approach_eps,
+                edge.dist, vertex.dist,
+            )  # fmt: skip
 
     inside = near.t <= r
     approaching = (near.t > 0) & (near_rate < -near.t * approach_eps)
@@ -682,6 +695,55 @@ def _exact(
     return t, point, normal, feature, index
 
 
+def _leave_to_neighbours(
+    sides: Float,
+    rest: NDArray,
+    tri: _Triangles,
+    tol: Float,
+    p: Float,
+    v: Float,
+    best: F.Best,
+    near: F.Best,
+    near_rate: Float,
+    r: Float,
+    approach_eps: Float,
+    edge_dist: Float,
+    vertex_dist: Float,
+) -> None:
+    """Of the ``rest`` rows (their centres p (3, q) where the window opens, moving by v),
+    leave to the neighbours what is theirs (see :class:`_Neighbours`): a first entry in
+    ``best`` becomes inf, a start within r of the nearest feature in ``near`` is no longer
+    approaching (``near_rate`` 0). Only rows that would touch, and on a shared edge or a
+    corner on one, are looked at: most have none."""
+    q = len(rest)
+    cols = np.arange(q)
+    has = np.isfinite(sides[rest, :, 0]).T  # (3, q) edges shared
+    # Pieces 0-2 the edges, 3-5 the corners (corner j is on edges j and j - 1).
+    on_shared = np.concatenate([has, has | has[[2, 0, 1]]])
+    t, feature, index = best.t[rest], best.feature[rest], best.index[rest]
+    piece = np.where(feature == EDGE, index, index + 3).clip(0, 5)
+    entry = np.isfinite(t) & (feature != FACE) & on_shared[piece, cols]
+    nearest = near.t[rest]
+    start = (nearest <= r[rest]) & (nearest > 0) & has.any(axis=0)
+    start &= near_rate[rest] < -nearest * approach_eps[rest]
+    look = np.flatnonzero(entry | start)
+    if not len(look):
+        return
+    rows = rest[look]
+    neighbours = _Neighbours(sides[rows], rows, tri, tol[rows])
+    p, v = p[:, look], v[:, look]
+    entry, start = entry[look], start[look]
+    if entry.any():
+        # The first entry, where it is the neighbour's: the triangle's distance is convex
+        # along the path, so it has no other (a later piece's is no entry).
+        gone = entry & neighbours.entered(p, v, t[look], feature[look], index[look])
+        best.t[rows[gone]] = np.inf
+    if start.any():
+        edges, corners = edge_dist.reshape(3, q)[:, look], vertex_dist.reshape(3, q)[:, look]
+        beyond = start & neighbours.at_start(p, nearest[look], edges, corners)
+        near_rate[rows[beyond]] = 0.0  # the neighbour's to decide: not approaching here
+
+
 class _Neighbours:
     """The edges some rows of triangles share with a neighbour of their surface, and which
     points of those rows are the neighbour's to decide.
@@ -694,30 +756,15 @@ class _Neighbours:
     more than ``tol`` and "not beyond" by no more, so that of two coplanar neighbours,
     whose lines are one up to rounding, one always decides."""
 
-    def __init__(
-        self, across: Float, a: Float, rows: NDArray, tri: _Triangles, tol: Float
-    ) -> None:
-        # across (q, 3, 3) the far corners (NaN where none); a (3, k) the corners a of all
-        # rows, and the triangles' own data, of which these are ``rows``; all relative to a.
-        q = len(rows)
-        self.shared = np.isfinite(across[:, :, 0]).T  # (3, q)
-        self.any = bool(self.shared.any())
-        if not self.any:
-            return
-        base = F.take(a, rows)
+    def __init__(self, sides: Float, rows: NDArray, tri: _Triangles, tol: Float) -> None:
+        # sides (q, 3, 3) the neighbours' sides (unit, NaN where none) of ``rows`` of tri.
+        self.q = len(rows)
+        self.shared = np.isfinite(sides[:, :, 0]).T  # (3, q)
+        self.toward = [np.nan_to_num(sides[:, e].T) for e in range(3)]
         self.starts = [F.take(start, rows) for start in tri.starts]
         self.inward = [F.take(inward, rows) for inward in tri.inward]
-        self.toward = []
-        self.out, self.slack = [], []
-        for e in range(3):
-            # The neighbour's side: toward its far corner, square to the edge.
-            run = F.take(tri.edges[e], rows)
-            far = np.nan_to_num(across[:, e].T - base) - self.starts[e]
-            toward = far * F.dot(run, run) - run * F.dot(far, run)
-            self.toward.append(toward)
-            self.out.append(-tol * F.norm(self.inward[e]))
-            self.slack.append(-tol * F.norm(toward))
-        self.q = q
+        self.out = [F.take(slack, rows) for slack in tri.slack]  # -tol |inward|
+        self.slack = -tol
 
     def beyond(self, p: Float) -> Bool:
         """(3, q): per edge, whether the points p (3, q) are the neighbour's to decide."""
@@ -728,7 +775,7 @@ class _Neighbours:
                 out[e] = (
                     self.shared[e]
                     & (F.dot(w, self.inward[e]) < self.out[e])
-                    & (F.dot(w, self.toward[e]) >= self.slack[e])
+                    & (F.dot(w, self.toward[e]) >= self.slack)
                 )
         return out
 
@@ -747,15 +794,12 @@ class _Neighbours:
             ((feature == EDGE) & own) | ((feature == VERTEX) & (own | before))
         )
 
-    def at_start(self, p: Float, nearest: Float, edge_dist: Float, vertex_dist: Float) -> Bool:
+    def at_start(self, p: Float, nearest: Float, edges: Float, corners: Float) -> Bool:
         """(q,) whether the nearest point of the triangle to p (3, q), at distance
         ``nearest``, is on a shared edge (within it or at either end) whose neighbour
-        decides p; ``edge_dist`` and ``vertex_dist`` the pieces' distances, stacked."""
-        q = self.q
-        edges = edge_dist.reshape(3, q)
-        corners = vertex_dist.reshape(3, q)
+        decides p; ``edges`` and ``corners`` (3, q) the pieces' distances."""
         side = self.beyond(p)
-        out = np.zeros(q, bool)
+        out = np.zeros(self.q, bool)
         for e in range(3):
             on = (edges[e] <= nearest) | (corners[e] <= nearest)
             on |= corners[(e + 1) % 3] <= nearest
