@@ -521,6 +521,30 @@ def test_a_sphere_rising_through_a_fanned_polygon_inside_its_border_never_touche
     assert np.isfinite(_each_triangle(c0, c1, r, tris, None)).any(axis=1).sum() > n // 50
 
 
+def test_a_sphere_rising_through_a_mesh_past_its_shared_corners_never_touches_it():
+    """Spheres rising through a flat mesh of separate triangles from behind, or over it
+    and overlapping it, drifting past the corners six triangles share, every point of the
+    path farther than r inside its border: no triangle touches (a first entry at a shared
+    corner from a neighbour's side is the neighbour's, on either edge at the corner)."""
+    rng = np.random.default_rng(5)
+    a, b, c = _flat_mesh(4)
+    tris = np.stack([a, b, c], axis=1)
+    across = shared_edges(tris)
+    n = 3000
+    r = rng.uniform(0.05, 0.5, n)
+    corner = rng.integers(1, 4, (n, 2)).astype(float)
+    start = corner + rng.uniform(-0.3, 0.3, (n, 2))
+    drift = rng.normal(size=(n, 2))
+    drift *= (rng.uniform(0.0, 0.4, n) / np.linalg.norm(drift, axis=1))[:, None]
+    h0 = rng.uniform(-1.0, 1.0, n) * np.where(rng.uniform(0, 1, n) < 0.5, 1.0, r)
+    h1 = h0 + rng.uniform(1e-3, 1.0, n)
+    c0 = np.column_stack([start - 0.5 * drift, h0])
+    c1 = np.column_stack([start + 0.5 * drift, h1])
+    got = _each_triangle(c0, c1, r, tris, across)
+    assert np.all(got == INF), np.argwhere(got < INF)[:5]
+    assert np.isfinite(_each_triangle(c0, c1, r, tris, None)).any(axis=1).sum() > n // 50
+
+
 @pytest.mark.parametrize("fold_only", [False, True])
 def test_a_sphere_pressed_into_a_shared_edge_from_outside_is_stopped_at_once(fold_only):
     """Two triangles folded (up to 30 degrees either way, or flat) about a shared edge,

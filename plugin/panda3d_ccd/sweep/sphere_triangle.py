@@ -713,34 +713,38 @@ def _leave_to_neighbours(
     """Of the ``rest`` rows (their centres p (3, q) where the window opens, moving by v),
     leave to the neighbours what is theirs (see :class:`_Neighbours`): a first entry in
     ``best`` becomes inf, a start within r of the nearest feature in ``near`` is no longer
-    approaching (``near_rate`` 0). Only rows that would touch, and on a shared edge or a
-    corner on one, are looked at: most have none."""
+    approaching (``near_rate`` 0). Only rows that would touch by an edge or a corner are
+    looked at."""
     q = len(rest)
-    cols = np.arange(q)
-    has = np.isfinite(sides[rest, :, 0]).T  # (3, q) edges shared
-    # Pieces 0-2 the edges, 3-5 the corners (corner j is on edges j and j - 1).
-    on_shared = np.concatenate([has, has | has[[2, 0, 1]]])
-    t, feature, index = best.t[rest], best.feature[rest], best.index[rest]
-    piece = np.where(feature == EDGE, index, index + 3).clip(0, 5)
-    entry = np.isfinite(t) & (feature != FACE) & on_shared[piece, cols]
+    feature = best.feature[rest]
+    entry = feature > FACE  # a first entry on an edge or a corner (-1: none)
     nearest = near.t[rest]
-    start = (nearest <= r[rest]) & (nearest > 0) & has.any(axis=0)
+    start = (nearest <= r[rest]) & (nearest > 0)
     start &= near_rate[rest] < -nearest * approach_eps[rest]
     look = np.flatnonzero(entry | start)
     if not len(look):
         return
     rows = rest[look]
-    neighbours = _Neighbours(sides[rows], rows, tri, tol[rows])
-    p, v = p[:, look], v[:, look]
-    entry, start = entry[look], start[look]
+    entry, start = entry[look] & ~start[look], start[look]
+    t, index = best.t[rows], best.index[rows]
+    # Where the centre is when it touches: at the entry, or where the window opens.
+    at = p[:, look] + np.where(entry, t, 0.0) * v[:, look]
+    side = _Neighbours(sides[rows], rows, tri, tol[rows]).beyond(at)  # (3, l)
     if entry.any():
         # The first entry, where it is the neighbour's: the triangle's distance is convex
-        # along the path, so it has no other (a later piece's is no entry).
-        gone = entry & neighbours.entered(p, v, t[look], feature[look], index[look])
+        # along the path, so it has no other (a later piece's is no entry). Corner j is on
+        # edges j and j - 1.
+        cols = np.arange(len(look))
+        own = side[index.clip(0, 2), cols]
+        before = side[(index.clip(0, 2) + 2) % 3, cols]
+        gone = entry & (own | ((feature[look] == VERTEX) & before))
         best.t[rows[gone]] = np.inf
     if start.any():
+        # The nearest point on a shared edge: within it, or at either of its ends.
         edges, corners = edge_dist.reshape(3, q)[:, look], vertex_dist.reshape(3, q)[:, look]
-        beyond = start & neighbours.at_start(p, nearest[look], edges, corners)
+        least = nearest[look]
+        on = (edges <= least) | (corners <= least) | (corners[[1, 2, 0]] <= least)
+        beyond = start & (side & on).any(axis=0)
         near_rate[rows[beyond]] = 0.0  # the neighbour's to decide: not approaching here
 
 
@@ -754,57 +758,26 @@ class _Neighbours:
     triangle's edge, or the corners at its ends, from there is not this triangle's contact.
     Beyond both lines (outside a ridge) it is both triangles' to decide. "Beyond" is by
     more than ``tol`` and "not beyond" by no more, so that of two coplanar neighbours,
-    whose lines are one up to rounding, one always decides."""
+    whose lines are one up to rounding, one always decides. The three edges are tested in
+    one go, stacked (see F.stack)."""
 
     def __init__(self, sides: Float, rows: NDArray, tri: _Triangles, tol: Float) -> None:
         # sides (q, 3, 3) the neighbours' sides (unit, NaN where none) of ``rows`` of tri.
         self.q = len(rows)
-        self.shared = np.isfinite(sides[:, :, 0]).T  # (3, q)
-        self.toward = [np.nan_to_num(sides[:, e].T) for e in range(3)]
-        self.starts = [F.take(start, rows) for start in tri.starts]
-        self.inward = [F.take(inward, rows) for inward in tri.inward]
-        self.out = [F.take(slack, rows) for slack in tri.slack]  # -tol |inward|
-        self.slack = -tol
+        stacked = sides.transpose(2, 1, 0).reshape(3, -1)  # (3, 3 q), edge after edge
+        self.shared = np.isfinite(stacked[0])
+        self.toward = np.nan_to_num(stacked)
+        self.starts = F.stack([F.take(start, rows) for start in tri.starts])
+        self.inward = F.stack([F.take(inward, rows) for inward in tri.inward])
+        self.out = F.stack([F.take(slack, rows) for slack in tri.slack])  # -tol |inward|
+        self.slack = -F.stack([tol] * 3)
 
     def beyond(self, p: Float) -> Bool:
         """(3, q): per edge, whether the points p (3, q) are the neighbour's to decide."""
-        out = np.zeros((3, self.q), bool)
-        for e in range(3):
-            if self.shared[e].any():
-                w = p - self.starts[e]
-                out[e] = (
-                    self.shared[e]
-                    & (F.dot(w, self.inward[e]) < self.out[e])
-                    & (F.dot(w, self.toward[e]) >= self.slack)
-                )
-        return out
-
-    def entered(
-        self, p: Float, v: Float, t: Float, feature: NDArray, index: NDArray
-    ) -> Bool:
-        """(q,) whether first entries (at ``t`` (q,) from the centres p (3, q) moving by v
-        (3, q), on pieces ``feature``, ``index``) are the neighbour's: on a shared edge, or
-        at a corner on one, with the centre then beyond it on the neighbour's side."""
-        at = p + np.where(np.isfinite(t), t, 0.0) * v
-        side = self.beyond(at)
-        cols = np.arange(self.q)
-        own = side[np.clip(index, 0, 2), cols]
-        before = side[(np.clip(index, 0, 2) + 2) % 3, cols]
-        return np.isfinite(t) & (
-            ((feature == EDGE) & own) | ((feature == VERTEX) & (own | before))
-        )
-
-    def at_start(self, p: Float, nearest: Float, edges: Float, corners: Float) -> Bool:
-        """(q,) whether the nearest point of the triangle to p (3, q), at distance
-        ``nearest``, is on a shared edge (within it or at either end) whose neighbour
-        decides p; ``edges`` and ``corners`` (3, q) the pieces' distances."""
-        side = self.beyond(p)
-        out = np.zeros(self.q, bool)
-        for e in range(3):
-            on = (edges[e] <= nearest) | (corners[e] <= nearest)
-            on |= corners[(e + 1) % 3] <= nearest
-            out |= side[e] & on
-        return out
+        w = F.stack([p] * 3) - self.starts
+        out = self.shared & (F.dot(w, self.inward) < self.out)
+        out &= F.dot(w, self.toward) >= self.slack
+        return out.reshape(3, self.q)
 
 
 def _face_time(
