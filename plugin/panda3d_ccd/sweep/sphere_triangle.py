@@ -412,8 +412,8 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts):
             rows, *cols, rb, tb = (
                 np.concatenate(part, axis=-1) if len(batch) > 1 else part[0] for part in zip(*batch)
             )
-            near = None if sides is None else sides.take(rows, axis=0)
-            yield rows, _exact(*cols, rb, tb, near, contacts)
+            beside = None if sides is None else sides.take(rows, axis=0)
+            yield rows, _exact(*cols, rb, tb, beside, contacts)
             batch, batched = [], 0
 
 
