@@ -12,6 +12,7 @@ import doctest
 import math
 import re
 
+import level_oracle
 import numpy as np
 import pytest
 from kernel_cases import shared_edges as shared_edges_pairs
@@ -465,7 +466,7 @@ def _fan(corners):
                      range(1, len(corners) - 1)])  # fmt: skip
 
 
-def _each_triangle(c0, c1, r, tris, across):
+def _each_triangle(c0, c1, r, tris, across, two_sided=False):
     """(n, t) the kernel's t of every path against every triangle of a surface, with the
     far corners of their neighbours (``across``, see shared_edges) or without (None)."""
     n = len(c0)
@@ -474,7 +475,7 @@ def _each_triangle(c0, c1, r, tris, across):
     for k, tri in enumerate(tris):
         near = None if sides is None else np.repeat(sides[k][None], n, axis=0)
         rows = [np.repeat(corner[None], n, axis=0) for corner in tri]
-        out.append(tri_mod._sweep(c0, c1, r, *rows, False, near).t)
+        out.append(tri_mod._sweep(c0, c1, r, *rows, two_sided, near).t)
     return np.stack(out, axis=1)
 
 
@@ -543,6 +544,87 @@ def test_a_sphere_rising_through_a_mesh_past_its_shared_corners_never_touches_it
     got = _each_triangle(c0, c1, r, tris, across)
     assert np.all(got == INF), np.argwhere(got < INF)[:5]
     assert np.isfinite(_each_triangle(c0, c1, r, tris, None)).any(axis=1).sum() > n // 50
+
+
+# A floor and a slope of 5 degrees up from it along x = 0, and a floor with a short bevel
+# of 30 degrees: concave creases. Found by an adversarial search when a shared edge was
+# left to the neighbour whatever the neighbour did. (id, triangles, edges shared (each
+# counted from both sides), r, c0, c1)
+SLOPE = [[(-15.0, -2.0, 0.0), (0.0, -2.0, 0.0), (0.0, 2.0, 0.0)],
+         [(-15.0, -2.0, 0.0), (0.0, 2.0, 0.0), (-15.0, 2.0, 0.0)],
+         [(0.0, -2.0, 0.0), (2.988584094275237, -2.0, 0.2614672282429745),
+          (2.988584094275237, 2.0, 0.2614672282429745)],
+         [(0.0, -2.0, 0.0), (2.988584094275237, 2.0, 0.2614672282429745), (0.0, 2.0, 0.0)]]
+BEVEL = [[(-2.0, -2.0, 0.0), (0.0, -2.0, 0.0), (0.0, 2.0, 0.0)],
+         [(-2.0, -2.0, 0.0), (0.0, 2.0, 0.0), (-2.0, 2.0, 0.0)],
+         [(0.0, -2.0, 0.0), (0.2598076211353316, -2.0, 0.15), (0.2598076211353316, 2.0, 0.15)],
+         [(0.0, -2.0, 0.0), (0.2598076211353316, 2.0, 0.15), (0.0, 2.0, 0.0)]]
+PIT = [[(0.0, 0.0, 0.0), (1.130622938634737, 0.8879696675983553, 0.44856997321499403),
+        (-0.7553270831885308, 0.961733443817696, 0.6483905919119004)],
+       [(0.0, 0.0, 0.0), (-0.7553270831885308, 0.961733443817696, 0.6483905919119004),
+        (-0.5294667149064655, -0.4158330481138201, 0.7682153889434484)],
+       [(0.0, 0.0, 0.0), (-0.5294667149064655, -0.4158330481138201, 0.7682153889434484),
+        (0.6545081414364686, -0.8333639596414419, 0.01601256850457411)],
+       [(0.0, 0.0, 0.0), (0.6545081414364686, -0.8333639596414419, 0.01601256850457411),
+        (1.130622938634737, 0.8879696675983553, 0.44856997321499403)]]
+CREASES = [
+    # Overlapping the slope by 0.005 r and sliding down it into the crease: the slope,
+    # within r and not approached, decides nothing; the floor is approached once the
+    # centre is over it, and the sphere would go on through it.
+    ("slope, slid down into the crease", SLOPE, 6, 1.0,
+     (0.2121384453936038, 0.0, 1.0173604474255842),
+     (-12.549307150982266, 0.0, -0.09912137246012875)),
+    ("slope, one frame of 2 r", SLOPE, 6, 1.0, (0.2121384453936038, 0.0, 1.0173604474255842),
+     (-1.7802509507898874, 0.0, 0.8430489619302679)),
+    # Behind the bevel (it counts for nothing there), onto the floor's edge.
+    ("bevel, under it onto the floor", BEVEL, 6, 0.5, (1.0, 0.0, 0.1), (-1.5, 0.0, -0.05)),
+    ("bevel, past its end onto the floor", BEVEL, 6, 0.5, (1.5, 0.0, 1.2), (-0.3, 0.0, -0.6)),
+    # A pit of four triangles round a corner: behind one wall, rising away from the next
+    # but sideways into its shared edge, 0.3 r deep: an entry, never left to a wall the
+    # centre is behind.
+    ("pit, into a wall's edge from behind the next", PIT, 8, 0.4189601145315559,
+     (0.2326811105955882, 0.928432623132676, 0.1600873834111955),
+     (0.1673231172916611, -0.01912800144915916, 0.5104009643476335)),
+]  # fmt: skip
+
+
+def _first_approach(c0, c1, r, tris, two_sided, samples=200_001):
+    """The first sampled t at which the surface's distance (each triangle counted where the
+    centre is in front of it, or always if two-sided) is at most r and falling: from the
+    distances alone (tests/level_oracle.py), not the kernel."""
+    t = np.linspace(0.0, 1.0, samples)
+    centres = c0 + t[:, None] * (c1 - c0)
+    d = np.full(samples, np.inf)
+    for tri in np.asarray(tris, np.float64):
+        corners = (np.repeat(x[None], samples, axis=0) for x in tri)
+        dist, height, _edge = level_oracle.triangle_distance(centres, *corners)
+        d = np.minimum(d, dist if two_sided else np.where(height >= 0.0, dist, np.inf))
+    falling = (d[:-1] <= r) & (d[1:] < d[:-1] - 1e-12 * r)  # not the rounding
+    return t[np.argmax(falling)] if falling.any() else np.inf
+
+
+@pytest.mark.parametrize("two_sided", [False, True], ids=["one-sided", "two-sided"])
+@pytest.mark.parametrize(
+    "tris, shared, r, c0, c1", [row[1:] for row in CREASES], ids=[row[0] for row in CREASES]
+)
+def test_a_shared_edge_is_left_to_the_neighbour_only_while_it_decides(
+    tris, shared, r, c0, c1, two_sided
+):
+    """At a concave crease a neighbour nearer than the shared edge decides only while the
+    centre is on its side and it counts: with the neighbours known, the surface is touched
+    no later than its distance (densely sampled) first falls within r, and no earlier than
+    its triangles alone touch. (Sliding down the slope, the floor is touched once the
+    centre is back over it and nears it, a little before the slope's distance, 0.005 r
+    within r, is undercut.)"""
+    corners = np.asarray(tris, np.float64)
+    across = shared_edges(corners)
+    assert np.isfinite(across[:, :, 0]).sum() == shared
+    c0, c1, r = np.array([c0]), np.array([c1]), np.array([r])
+    got = _each_triangle(c0, c1, r, corners, across, two_sided).min()
+    alone = _each_triangle(c0, c1, r, corners, None, two_sided).min()
+    want = _first_approach(c0[0], c1[0], r[0], corners, two_sided)
+    assert np.isfinite(want)
+    assert alone <= got <= want + 1e-5
 
 
 @pytest.mark.parametrize("fold_only", [False, True])

@@ -632,6 +632,7 @@ def _exact(
     # from farther than r is the first contact (before it the centre is farther than r from
     # the plane, so from everything), and a point within r over the face is nearest to it.
     rest = np.flatnonzero(np.where(beyond, ~np.isfinite(best.t), ~on_face))
+    late = rest[:0]  # rows whose contact is not at the start after all
     if len(rest):
         m = motion.take(rest)
         rr = r[rest]
@@ -656,12 +657,13 @@ def _exact(
         near_rate[rest[closer]] = rate_rest[closer]
         near.offer_rows(rest, near_rest)
         if sides is not None:
-            _leave_to_neighbours(
-                sides, rest, tri, tol, pr, m.v, best, near, near_rate, r, approach_eps,
+            late = _leave_to_neighbours(
+                sides, rest, tri, two, dn > approach_eps, pr, m, best, near, near_rate, r,
                 edge.dist, vertex.dist,
             )  # fmt: skip
 
     inside = near.t <= r
+    inside[late] = False  # their contact is later (see _leave_to_neighbours)
     approaching = (near.t > 0) & (near_rate < -near.t * approach_eps)
     t = np.where(inside, np.where(approaching, t_lo, np.inf), t_lo + best.t)
     t[closed] = np.inf
@@ -699,41 +701,49 @@ def _leave_to_neighbours(
     sides: Float,
     rest: NDArray,
     tri: _Triangles,
-    tol: Float,
+    two: Bool,
+    away: Bool,
     p: Float,
-    v: Float,
+    m: F.Motion,
     best: F.Best,
     near: F.Best,
     near_rate: Float,
     r: Float,
-    approach_eps: Float,
     edge_dist: Float,
     vertex_dist: Float,
-) -> None:
-    """Of the ``rest`` rows (their centres p (3, q) where the window opens, moving by v),
-    leave to the neighbours what is theirs (see :class:`_Neighbours`): a first entry in
+) -> NDArray:
+    """Of the ``rest`` rows (their centres p (3, q) where the window opens, their motion
+    m; ``two`` and ``away`` (k,): two-sided, moving away from the plane), leave to the
+    neighbours what is theirs (see :class:`_Neighbours`): a first entry in
     ``best`` becomes inf, a start within r of the nearest feature in ``near`` is no longer
-    approaching (``near_rate`` 0). Only rows that would touch by an edge or a corner are
-    looked at."""
+    approaching (``near_rate`` 0). Where the centre then comes back over this triangle's
+    side of the edge within r of it and approaching it, that is the contact, as a late
+    entry in ``best``: returns those rows (of all k) whose start was so moved. Only rows
+    that would touch by an edge or a corner are looked at."""
     q = len(rest)
     feature = best.feature[rest]
     entry = feature > FACE  # a first entry on an edge or a corner (-1: none)
     nearest = near.t[rest]
     start = (nearest <= r[rest]) & (nearest > 0)
-    start &= near_rate[rest] < -nearest * approach_eps[rest]
+    start &= near_rate[rest] < -nearest * m.approach_eps
     look = np.flatnonzero(entry | start)
     if not len(look):
-        return
+        return look
     rows = rest[look]
     entry, start = entry[look] & ~start[look], start[look]
-    t, index = best.t[rows], best.index[rows]
+    t, index = np.where(entry, best.t[rows], 0.0), best.index[rows]
+    v = m.v[:, look]
     # Where the centre is when it touches: at the entry, or where the window opens.
-    at = p[:, look] + np.where(entry, t, 0.0) * v[:, look]
-    side = _Neighbours(sides[rows], rows, tri, tol[rows]).beyond(at)  # (3, l)
+    at = p[:, look] + t * v
+    # Behind a one-sided neighbour, it counts for nothing; but a start may be left to it
+    # there while the centre moves away from this plane (a ball passing up through a
+    # curved surface from behind, past a corner of this triangle), an entry never.
+    behind = two[rows] | (away[rows] & start)
+    neighbours = _Neighbours(sides[rows], rows, tri, m.tol[look], behind)
+    side = neighbours.beyond(at)  # (3, l)
+    gone = np.zeros(len(look), bool)
     if entry.any():
-        # The first entry, where it is the neighbour's: the triangle's distance is convex
-        # along the path, so it has no other (a later piece's is no entry). Corner j is on
-        # edges j and j - 1.
+        # The first entry, where it is the neighbour's. Corner j is on edges j and j - 1.
         cols = np.arange(len(look))
         own = side[index.clip(0, 2), cols]
         before = side[(index.clip(0, 2) + 2) % 3, cols]
@@ -746,6 +756,47 @@ def _leave_to_neighbours(
         on = (edges <= least) | (corners <= least) | (corners[[1, 2, 0]] <= least)
         beyond = start & (side & on).any(axis=0)
         near_rate[rows[beyond]] = 0.0  # the neighbour's to decide: not approaching here
+        gone |= beyond
+    if not gone.any():
+        return look[:0]
+    # Coming back over this side of every edge it was beyond: the neighbour, nearer,
+    # decided only while the centre was on its side (at a concave crease this triangle's
+    # distance can then go on falling below the neighbour's).
+    # Back over it, the centre may be over another neighbour: that one's, till it is back
+    # from there too (a straight path is back over an edge's line once and for all).
+    g = np.flatnonzero(gone)
+    across = side[:, g]
+    for _ in range(3):
+        later, edge = neighbours.back(at[:, g], v[:, g], across, g)
+        c = at[:, g] + np.where(np.isfinite(later), later, 0.0) * v[:, g]
+        more = neighbours.beyond(c, g) & ~across & np.isfinite(later)
+        if not more.any():
+            break
+        across |= more
+    when = t[g] + later
+    dist, rate = _nearest_rate(c, v[:, g], tri, rows[g])
+    eps = m.approach_eps[look[g]]
+    hit = (when <= m.t_hi[look[g]]) & (dist <= r[rows[g]]) & (rate < -dist * eps)
+    late = rows[g[hit]]
+    best.t[late] = when[hit]
+    best.feature[late] = EDGE
+    best.index[late] = edge[hit]
+    return late[start[g[hit]]]
+
+
+def _nearest_rate(c: Float, v: Float, tri: _Triangles, rows: NDArray) -> tuple[Float, Float]:
+    """(n,) distance from points c (3, n) (relative to corner a of ``rows`` of tri, on
+    the boundary of the face's prism or outside it) to the triangle, over its edges, and
+    that distance times its rate of change along v (3, n)."""
+    n = len(rows)
+    starts = F.stack([F.take(start, rows) for start in tri.starts])
+    runs = F.stack([F.take(run, rows) for run in tri.edges])
+    cc = F.stack([c] * 3)
+    on, _u = F.closest_on_segment(cc, starts, runs)
+    gap = cc - on
+    dist, which = F.earliest(F.norm(gap), 3)
+    pick = which.clip(0, 2) * n + np.arange(n)
+    return dist, F.dot(F.take(gap, pick), v)
 
 
 class _Neighbours:
@@ -761,7 +812,9 @@ class _Neighbours:
     whose lines are one up to rounding, one always decides. The three edges are tested in
     one go, stacked (see F.stack)."""
 
-    def __init__(self, sides: Float, rows: NDArray, tri: _Triangles, tol: Float) -> None:
+    def __init__(
+        self, sides: Float, rows: NDArray, tri: _Triangles, tol: Float, behind: Bool
+    ) -> None:
         # sides (q, 3, 3) the neighbours' sides (unit, NaN where none) of ``rows`` of tri.
         self.q = len(rows)
         stacked = sides.transpose(2, 1, 0).reshape(3, -1)  # (3, 3 q), edge after edge
@@ -771,13 +824,45 @@ class _Neighbours:
         self.inward = F.stack([F.take(inward, rows) for inward in tri.inward])
         self.out = F.stack([F.take(slack, rows) for slack in tri.slack])  # -tol |inward|
         self.slack = -F.stack([tol] * 3)
+        # The neighbour's front (one-sided, as this triangle): it counts only there, but
+        # for rows that may leave it to a neighbour they are behind (``behind`` (q,), see
+        # _leave_to_neighbours). Its normal is its side vector across the edge run back:
+        # toward x run.
+        runs = F.stack([F.take(run, rows) for run in tri.edges])
+        self.front = F.cross(self.toward, runs)
+        self.front_slack = self.slack * F.norm(runs)
+        self.two = F.stack([behind] * 3)
 
-    def beyond(self, p: Float) -> Bool:
-        """(3, q): per edge, whether the points p (3, q) are the neighbour's to decide."""
-        w = F.stack([p] * 3) - self.starts
-        out = self.shared & (F.dot(w, self.inward) < self.out)
-        out &= F.dot(w, self.toward) >= self.slack
-        return out.reshape(3, self.q)
+    def beyond(self, p: Float, rows: NDArray | None = None) -> Bool:
+        """(3, n): per edge, whether the points p (3, n) (of ``rows``, indices into this
+        object's; default all) are the neighbour's to decide: beyond this triangle's line,
+        not beyond the neighbour's, and where the neighbour counts (in front of it), or
+        behind it where that may be left to it (see ``behind``)."""
+        n = self.q if rows is None else len(rows)
+        if rows is None:
+            pick = slice(None)
+        else:
+            pick = np.concatenate([rows + e * self.q for e in range(3)])
+        w = F.stack([p] * 3) - self.starts[:, pick]
+        out = self.shared[pick] & (F.dot(w, self.inward[:, pick]) < self.out[pick])
+        out &= F.dot(w, self.toward[:, pick]) >= self.slack[pick]
+        out &= self.two[pick] | (F.dot(w, self.front[:, pick]) >= self.front_slack[pick])
+        return out.reshape(3, n)
+
+    def back(self, p: Float, v: Float, side: Bool, rows: NDArray) -> tuple[Float, NDArray]:
+        """(n,) how long after points p (3, n) of ``rows`` (indices into this object's)
+        moving by v the centre is back on this triangle's side of every edge it is the
+        neighbour's across (``side`` (3, n)); inf if it never is. And (n,) the last such
+        edge."""
+        n = len(rows)
+        pick = np.concatenate([rows + e * self.q for e in range(3)])
+        inward = F.take(self.inward, pick)
+        height = F.dot(F.stack([p] * 3) - F.take(self.starts, pick), inward)
+        rate = F.dot(F.stack([v] * 3), inward)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wait = np.where(rate > 0, np.maximum(-height / rate, 0.0), np.inf)
+        wait = np.where(side.reshape(-1), wait, 0.0).reshape(3, n)
+        return wait.max(axis=0), wait.argmax(axis=0)
 
 
 def _face_time(
