@@ -726,7 +726,8 @@ def _leave_to_neighbours(
     nearest = near.t[rest]
     start = (nearest <= r[rest]) & (nearest > 0)
     start &= near_rate[rest] < -nearest * m.approach_eps
-    look = np.flatnonzero(entry | start)
+    has = np.isfinite(sides[rest, :, 0]).any(axis=1)  # any edge shared
+    look = np.flatnonzero((entry | start) & has)
     if not len(look):
         return look
     rows = rest[look]
@@ -768,15 +769,19 @@ def _leave_to_neighbours(
     across = side[:, g]
     for _ in range(3):
         later, edge = neighbours.back(at[:, g], v[:, g], across, g)
-        c = at[:, g] + np.where(np.isfinite(later), later, 0.0) * v[:, g]
-        more = neighbours.beyond(c, g) & ~across & np.isfinite(later)
+        back = np.isfinite(later) & (t[g] + later <= m.t_hi[look[g]])
+        if not back.any():
+            return look[:0]
+        g, later, edge, across = g[back], later[back], edge[back], across[:, back]
+        c = at[:, g] + later * v[:, g]
+        more = neighbours.beyond(c, g) & ~across
         if not more.any():
             break
         across |= more
     when = t[g] + later
     dist, rate = _nearest_rate(c, v[:, g], tri, rows[g])
     eps = m.approach_eps[look[g]]
-    hit = (when <= m.t_hi[look[g]]) & (dist <= r[rows[g]]) & (rate < -dist * eps)
+    hit = (dist <= r[rows[g]]) & (rate < -dist * eps)
     late = rows[g[hit]]
     best.t[late] = when[hit]
     best.feature[late] = EDGE
