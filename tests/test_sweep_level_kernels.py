@@ -514,8 +514,10 @@ def test_a_sphere_rising_through_a_fanned_polygon_inside_its_border_never_touche
     h1 = h0 + rng.uniform(1e-3, 1.0, n)
     c0 = centre + flat - 0.5 * drift * way + h0[:, None] * normal
     c1 = centre + flat + 0.5 * drift * way + h1[:, None] * normal
-    assert np.all(np.linalg.norm(c0 - centre - (c0 - centre) @ normal[:, None] * normal,
-                                 axis=1) <= room + 1e-9)  # fmt: skip
+    for end in (c0, c1):  # both ends inside, so the whole path (the polygon is convex)
+        offset = end - centre
+        assert np.all(np.linalg.norm(offset - (offset @ normal)[:, None] * normal, axis=1)
+                      <= room + 1e-9)  # fmt: skip
     got = _each_triangle(c0, c1, r, tris, across)
     assert np.all(got == INF), np.argwhere(got < INF)[:5]
     # The paths do reach the cases: alone, a triangle beside them would touch.
@@ -541,6 +543,8 @@ def test_a_sphere_rising_through_a_mesh_past_its_shared_corners_never_touches_it
     h1 = h0 + rng.uniform(1e-3, 1.0, n)
     c0 = np.column_stack([start - 0.5 * drift, h0])
     c1 = np.column_stack([start + 0.5 * drift, h1])
+    for end in (c0, c1):  # at least r inside the border [0, 4]^2
+        assert np.all(np.minimum(end[:, :2], 4.0 - end[:, :2]).min(axis=1) >= r)
     got = _each_triangle(c0, c1, r, tris, across)
     assert np.all(got == INF), np.argwhere(got < INF)[:5]
     assert np.isfinite(_each_triangle(c0, c1, r, tris, None)).any(axis=1).sum() > n // 50
@@ -647,11 +651,10 @@ def test_a_sphere_pressed_into_a_shared_edge_from_outside_is_stopped_at_once(fol
     r = rng.uniform(0.1, 2.0, n)
     aim = a + rng.uniform(0.05, 0.95, (n, 1)) * (b - a)
     c0 = aim + (r * (1 - 1e-6))[:, None] * out
-    push = -out + 0.3 * rng.normal(size=(n, 3)) * np.array([[1.0, 1.0, 1.0]])
-    push -= np.minimum((push * out).sum(axis=1), -0.2)[:, None] * 0 + 0.0
-    c1 = c0 + rng.uniform(0.01, 1.0, (n, 1)) * np.where(
-        ((push * out).sum(axis=1) < -0.2)[:, None], push, -out
-    )
+    # Pressed in: toward the edge, with a random slant where it still moves in.
+    push = -out + 0.3 * rng.normal(size=(n, 3))
+    push = np.where(((push * out).sum(axis=1) < -0.2)[:, None], push, -out)
+    c1 = c0 + rng.uniform(0.01, 1.0, (n, 1)) * push
     first_far = np.full((n, 3, 3), np.nan)
     first_far[:, 0] = d
     second_far = np.full((n, 3, 3), np.nan)
@@ -678,12 +681,14 @@ def test_shared_edges_finds_every_seam_of_a_mesh_and_no_border():
     mid = 0.5 * (start + end) - np.array([700.25, -300.5, 41.0])
     border = np.isclose(mid[..., :2, None], [0.0, 40.0], atol=1e-3).any(axis=(-2, -1))
     assert np.array_equal(found, ~border)
-    # The far corner is the neighbour's: the corner of the triangle across, off the edge.
-    t, e = np.argwhere(found)[17]
-    has = [np.isclose(tris, p, atol=1e-3).all(axis=2).any(axis=1) for p in
-           (start[t, e], end[t, e], across[t, e])]  # fmt: skip
-    (o,) = np.flatnonzero(has[0] & has[1] & has[2])
-    assert o != t
+    # Every far corner is the neighbour's: with the edge's ends, another triangle's corners.
+    def key(*points):
+        return frozenset(tuple(np.round(q, 3)) for q in points)
+
+    triangle = {key(*tri): i for i, tri in enumerate(tris)}
+    for t, e in np.argwhere(found):
+        o = triangle.get(key(start[t, e], end[t, e], across[t, e]))
+        assert o is not None and o != t, (t, e)
     # Two neighbours, one of them turned over: their shared edge runs the same way in both.
     pair = tris[[t, o]]
     assert np.isfinite(shared_edges(pair)[:, :, 0]).sum() == 2

@@ -762,9 +762,9 @@ def _leave_to_neighbours(
         return look[:0]
     # Coming back over this side of every edge it was beyond: the neighbour, nearer,
     # decided only while the centre was on its side (at a concave crease this triangle's
-    # distance can then go on falling below the neighbour's).
-    # Back over it, the centre may be over another neighbour: that one's, till it is back
-    # from there too (a straight path is back over an edge's line once and for all).
+    # distance can then go on falling below the neighbour's). Back over one edge, the
+    # centre may be over another neighbour: that one's, till it is back from there too (a
+    # straight path is back over an edge's line once and for all).
     g = np.flatnonzero(gone)
     across = side[:, g]
     for _ in range(3):
@@ -844,15 +844,16 @@ class _Neighbours:
         not beyond the neighbour's, and where the neighbour counts (in front of it), or
         behind it where that may be left to it (see ``behind``)."""
         n = self.q if rows is None else len(rows)
-        if rows is None:
-            pick = slice(None)
-        else:
-            pick = np.concatenate([rows + e * self.q for e in range(3)])
+        pick = slice(None) if rows is None else self._stacked(rows)
         w = F.stack([p] * 3) - self.starts[:, pick]
         out = self.shared[pick] & (F.dot(w, self.inward[:, pick]) < self.out[pick])
         out &= F.dot(w, self.toward[:, pick]) >= self.slack[pick]
         out &= self.two[pick] | (F.dot(w, self.front[:, pick]) >= self.front_slack[pick])
         return out.reshape(3, n)
+
+    def _stacked(self, rows: NDArray) -> NDArray:
+        """Where ``rows`` are in this object's stacked columns, edge after edge."""
+        return np.concatenate([rows + e * self.q for e in range(3)])
 
     def back(self, p: Float, v: Float, side: Bool, rows: NDArray) -> tuple[Float, NDArray]:
         """(n,) how long after points p (3, n) of ``rows`` (indices into this object's)
@@ -860,7 +861,7 @@ class _Neighbours:
         neighbour's across (``side`` (3, n)); inf if it never is. And (n,) the last such
         edge."""
         n = len(rows)
-        pick = np.concatenate([rows + e * self.q for e in range(3)])
+        pick = self._stacked(rows)
         inward = F.take(self.inward, pick)
         height = F.dot(F.stack([p] * 3) - F.take(self.starts, pick), inward)
         rate = F.dot(F.stack([v] * 3), inward)
