@@ -779,7 +779,7 @@ def _leave_to_neighbours(
             break
         across |= more
     when = t[g] + later
-    dist, rate = _nearest_rate(c, v[:, g], tri, rows[g])
+    dist, rate = neighbours.nearest_rate(c, v[:, g], g)
     eps = m.approach_eps[look[g]]
     hit = (dist <= r[rows[g]]) & (rate < -dist * eps)
     late = rows[g[hit]]
@@ -787,21 +787,6 @@ def _leave_to_neighbours(
     best.feature[late] = EDGE
     best.index[late] = edge[hit]
     return late[start[g[hit]]]
-
-
-def _nearest_rate(c: Float, v: Float, tri: _Triangles, rows: NDArray) -> tuple[Float, Float]:
-    """(n,) distance from points c (3, n) (relative to corner a of ``rows`` of tri, on
-    the boundary of the face's prism or outside it) to the triangle, over its edges, and
-    that distance times its rate of change along v (3, n)."""
-    n = len(rows)
-    starts = F.stack([F.take(start, rows) for start in tri.starts])
-    runs = F.stack([F.take(run, rows) for run in tri.edges])
-    cc = F.stack([c] * 3)
-    on, _u = F.closest_on_segment(cc, starts, runs)
-    gap = cc - on
-    dist, which = F.earliest(F.norm(gap), 3)
-    pick = which.clip(0, 2) * n + np.arange(n)
-    return dist, F.dot(F.take(gap, pick), v)
 
 
 class _Neighbours:
@@ -824,7 +809,7 @@ class _Neighbours:
         self.q = len(rows)
         stacked = sides.transpose(2, 1, 0).reshape(3, -1)  # (3, 3 q), edge after edge
         self.shared = np.isfinite(stacked[0])
-        self.toward = np.nan_to_num(stacked)
+        self.toward = np.where(self.shared, stacked, 0.0)
         self.starts = F.stack([F.take(start, rows) for start in tri.starts])
         self.inward = F.stack([F.take(inward, rows) for inward in tri.inward])
         self.out = F.stack([F.take(slack, rows) for slack in tri.slack])  # -tol |inward|
@@ -833,9 +818,9 @@ class _Neighbours:
         # for rows that may leave it to a neighbour they are behind (``behind`` (q,), see
         # _leave_to_neighbours). Its normal is its side vector across the edge run back:
         # toward x run.
-        runs = F.stack([F.take(run, rows) for run in tri.edges])
-        self.front = F.cross(self.toward, runs)
-        self.front_slack = self.slack * F.norm(runs)
+        self.runs = F.stack([F.take(run, rows) for run in tri.edges])
+        self.front = F.cross(self.toward, self.runs)
+        self.front_slack = self.slack * F.norm(self.runs)
         self.two = F.stack([behind] * 3)
 
     def beyond(self, p: Float, rows: NDArray | None = None) -> Bool:
@@ -854,6 +839,18 @@ class _Neighbours:
     def _stacked(self, rows: NDArray) -> NDArray:
         """Where ``rows`` are in this object's stacked columns, edge after edge."""
         return np.concatenate([rows + e * self.q for e in range(3)])
+
+    def nearest_rate(self, c: Float, v: Float, rows: NDArray) -> tuple[Float, Float]:
+        """(n,) distance from points c (3, n) of ``rows`` (indices into this object's;
+        relative to corner a, on the boundary of the face's prism or outside it) to the
+        triangle, over its edges, and that distance times its rate of change along v."""
+        n = len(rows)
+        pick = self._stacked(rows)
+        cc = F.stack([c] * 3)
+        on, _u = F.closest_on_segment(cc, F.take(self.starts, pick), F.take(self.runs, pick))
+        gap = cc - on
+        dist, which = F.earliest(F.norm(gap), 3)
+        return dist, F.dot(F.take(gap, which.clip(0, 2) * n + np.arange(n)), v)
 
     def back(self, p: Float, v: Float, side: Bool, rows: NDArray) -> tuple[Float, NDArray]:
         """(n,) how long after points p (3, n) of ``rows`` (indices into this object's)
