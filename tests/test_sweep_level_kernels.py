@@ -666,6 +666,26 @@ def test_a_sphere_pressed_into_a_shared_edge_from_outside_is_stopped_at_once(fol
     assert np.all(np.minimum(t1, t2) == 0.0), np.flatnonzero(np.minimum(t1, t2) != 0.0)[:5]
 
 
+@pytest.mark.parametrize("size", [1.0, 8.0])
+def test_shared_edges_finds_the_seams_of_a_mesh_built_on_powers_of_two(size):
+    """A grid mesh whose corners are round (0 to 20 cells of ``size``, so on 1, 2, 4 ... 128),
+    each copy of a corner a float32 ulp below, at, or above it (as Panda3D rebuilds them):
+    a copy just below a power of two is of another magnitude than one at it, and every
+    inner edge still gets its neighbour's far corner, and no border edge one."""
+    cells = 20
+    a, b, c = _flat_mesh(cells)
+    tris = (np.stack([a, b, c], axis=1) * size).astype(np.float32)
+    rng = np.random.default_rng(3)
+    way = rng.choice(np.array([-np.inf, 0.0, np.inf], np.float32), tris.shape)
+    tris = np.where(way == 0, tris, np.nextafter(tris, way)).astype(np.float64)
+    whole = np.round(np.abs(tris))
+    assert ((whole >= 1) & (np.abs(tris) < np.ldexp(1.0, np.frexp(whole)[1] - 1))).any()
+    found = np.isfinite(shared_edges(tris)[:, :, 0])
+    mid = 0.5 * (tris + tris[:, [1, 2, 0]]) / size
+    border = np.isclose(mid[..., :2, None], [0.0, cells], atol=1e-3).any(axis=(-2, -1))
+    assert np.array_equal(found, ~border), (found != ~border).sum()
+
+
 def test_shared_edges_finds_every_seam_of_a_mesh_and_no_border():
     """A grid mesh of separate triangles whose shared corners are a few float32 ulps apart
     (as Panda3D rebuilds them), far from the origin: every inner edge, and no border edge,

@@ -118,18 +118,22 @@ def shared_edges(corners: np.ndarray) -> np.ndarray:
     Corners are matched to ``WELD_REL`` of their own magnitude: Panda3D rebuilds the
     corners polygons share a few float32 ulps apart (see ``SEAM_REL``). Two grids half a
     cell apart each match what the other splits across a cell's wall; a seam missed (two
-    rounding misses, one per grid) is only an edge treated as the surface's border."""
+    rounding misses, one per grid) is only an edge treated as the surface's border.
+    The second grid also sizes its cells half an octave off the first: copies of a corner
+    at a power of two (8.0 and 7.9999995, common in levels built on round numbers) take
+    cells of two sizes in the first grid, and one in the second."""
     t = len(corners)
     across = np.full((t, 3, 3), np.nan)
     if t < 2:
         return across
-    # Each corner's cell: its magnitude's power of two, then the grid of that size times
-    # WELD_REL (two copies of a corner differ by a few ulps of the same magnitude), each
-    # coordinate then within 2^15 of 0; one int64 key per cell.
-    power = np.frexp(np.maximum(np.abs(corners).max(axis=2), 1.0))[1]  # (t, 3), <= 1024
-    scaled = corners / (WELD_REL * np.ldexp(1.0, power))[..., None]
+    magnitude = np.abs(corners).max(axis=2)  # (t, 3)
     far = corners[:, [2, 0, 1]].reshape(-1, 3)  # the corner off each edge, edge order
-    for shift in (0.0, 0.5):
+    for shift, octave in ((0.0, 1.0), (0.5, np.sqrt(2.0))):
+        # Each corner's cell: its magnitude's power of two, then the grid of that size
+        # times WELD_REL (two copies of a corner differ by a few ulps of the same
+        # magnitude), each coordinate then within 2^15 of 0; one int64 key per cell.
+        power = np.frexp(np.maximum(magnitude * octave, 1.0))[1]  # (t, 3), <= 1025
+        scaled = corners / (WELD_REL * np.ldexp(1.0, power))[..., None]
         cell = np.floor(scaled + shift).astype(np.int64) + 2**15
         key = ((power * 2**16 + cell[..., 0]) * 2**16 + cell[..., 1]) * 2**16 + cell[..., 2]
         _, ids = np.unique(key.ravel(), return_inverse=True)
