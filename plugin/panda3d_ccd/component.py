@@ -365,6 +365,10 @@ class ContinuousCollision:
         self._plane_frame: _PlaneFrame | None = None
         #: (spheres.version, the planes' owners, whether no sphere shares a node with one).
         self._owners: tuple[int, np.ndarray, bool] | None = None
+        # Per spheres.version: the bodies' distinct movers (numbered), each row's among them
+        # (-1: not a body), each mover's first body's owner, and whether some mover moves
+        # two registered nodes' bodies (see _carried).
+        self._movers: tuple[int, dict[NodePath, int], np.ndarray, np.ndarray, bool] | None = None
         self._bodies: _Bodies | None = None
         self._debug: Any = None
         # Whether this pass lets the solver try its one-round path first (see Backoff).
@@ -897,6 +901,10 @@ class ContinuousCollision:
             finally:
                 self._held = None
 
+        # Bodies carried by another body (on its target, or below its node) move with it.
+        carried = self._carried(spheres)
+        owners = spheres.owner if carried is None else carried[0]
+
         # The dynamic spheres, then the static ones near them: statics never move.
         def rows(dynamic: np.ndarray, static: np.ndarray) -> np.ndarray:
             return np.concatenate([dynamic, static[near]]) if len(near) else dynamic
@@ -914,7 +922,9 @@ class ContinuousCollision:
             response,
             rows(spheres.from_mask, statics.from_mask),
             rows(spheres.into_mask, statics.into_mask),
-            group=self._groups(spheres, planes, tables, near, rows(spheres.owner, statics.owner)),
+            group=self._groups(
+                spheres, planes, tables, near, carried, rows(owners, statics.owner)
+            ),
             radius0=radius0,
             static=np.arange(len(p0)) >= len(frame.start) if len(near) else None,
             # (The planes first, as the solver puts planes given as arrays.)
@@ -939,7 +949,7 @@ class ContinuousCollision:
         self.squeezed = result.squeezed
 
         _collect["Write back"].start()
-        self._write_back(spheres, frame, result)
+        self._write_back(spheres, frame, result, carried)
         _collect["Write back"].stop()
         left_out = {self._owner_of[n] for n in self._inactive | self._statics.inactive
                     if n in self._owner_of}  # fmt: skip
@@ -1070,19 +1080,78 @@ class ContinuousCollision:
         planes: _PlaneFrame,
         tables: list[Any],
         near: np.ndarray,
+        carried: tuple[np.ndarray, np.ndarray] | None,
         owners: np.ndarray,
     ) -> np.ndarray | None:
-        """The solver's rigid groups, ``owners`` (each sphere's node); None where no node
-        has two spheres, nor a sphere and a plane (no static sphere near, no piece): the
-        same pass, without a group test per pair. Looked at again when spheres come or go
-        or the planes change."""
-        if len(near) or tables or not spheres.one_per_owner:
+        """The solver's rigid groups, ``owners`` (each sphere's node, or the body carrying
+        it: see :meth:`_carried`); None where no node has two spheres, nor a sphere and a
+        plane (no static sphere near, no piece, no body carried): the same pass, without a
+        group test per pair. Looked at again when spheres come or go or the planes
+        change."""
+        if carried is not None or len(near) or tables or not spheres.one_per_owner:
             return owners
         known = self._owners
         if known is None or known[0] != spheres.version or known[1] is not planes.group:
             apart = set(planes.group.tolist()).isdisjoint(spheres.owner.tolist())
             known = self._owners = (spheres.version, planes.group, apart)
         return None if known[2] else owners
+
+    def _carried(self, spheres: SphereTable) -> tuple[np.ndarray, np.ndarray] | None:
+        """Bodies that carry others: (n,) each dynamic sphere's rigid group (its node's
+        owner, or the owner of the body carrying it) and (n,) whether the plugin writes its
+        node (the carrier's own rows, one node a group); None where no body carries another.
+
+        A body (rewind or slide) is carried where the node the plugin moves for it (its
+        target, or its own node) is another body's too, or lies below another body's: the
+        colliders of one model given one target, as ``CollisionHandlerPusher.addCollider
+        (collider, target)`` takes them, or a turret registered on its tank. It moves as
+        one rigid body with the topmost body carrying it: no contact between them, the
+        group's earliest contact stops (or deflects) them all, and only the carrier's node
+        is written; a carried node keeps its place on it. The hierarchy is looked at each
+        pass, from the bodies whose node is not a child of render (only those can be
+        below another's)."""
+        if not self._away:
+            return None
+        known = self._movers
+        if known is None or known[0] != spheres.version:
+            response = spheres.response
+            body = np.flatnonzero((response == _solver.REWIND) | (response == _solver.SLIDE))
+            movers = spheres.movers
+            slot: dict[NodePath, int] = {}
+            for k in body.tolist():
+                slot.setdefault(movers[k], len(slot))
+            which = np.full(len(movers), -1, np.int64)
+            which[body] = [slot[movers[k]] for k in body.tolist()]
+            # Each mover's first body's owner; whether some mover moves two bodies' nodes.
+            _, first = np.unique(which[body], return_index=True)
+            owner = spheres.owner[body[first]]
+            shared = len(unique(spheres.owner[body])) > len(slot)
+            known = self._movers = (spheres.version, slot, which, owner, shared)
+        _version, slot, which, owner, shared = known
+        # A body is carried from below only if its node is not a child of render: from
+        # those bodies' movers, a walk up to render finds the topmost body mover above.
+        away = [self._owner_of[nodepath] for nodepath in self._away if nodepath in self._owner_of]
+        below = which[np.isin(spheres.owner, away) & (which >= 0)]
+        root = np.arange(len(slot))
+        if len(below):
+            movers = list(slot)
+            render = self._render
+            for i in unique(below).tolist():
+                parent = movers[i].getParent()
+                while not parent.isEmpty() and parent != render:
+                    above = slot.get(parent)
+                    if above is not None:
+                        root[i] = above
+                    parent = parent.getParent()
+        elif not shared:
+            return None
+        body = which >= 0
+        group = np.where(body, owner[root[which]], spheres.owner)
+        if np.array_equal(group, spheres.owner):
+            return None
+        # The carrier's rows: those whose mover is the group's topmost one.
+        lead = ~body | (root[which] == which)
+        return group, lead
 
     def _near_statics(self, spheres: SphereTable, frame: _Frame, movers: list[Any]) -> np.ndarray:
         """Rows of the static spheres this pass's solver could pair with the dynamic ones
@@ -1659,15 +1728,32 @@ class ContinuousCollision:
         last = self._plane_frame = _PlaneFrame(live, normal, off0, off1, mask, group, key, table)
         return last
 
-    def _write_back(self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult) -> None:
-        """Move the nodes the solver moved; record where every sphere is left (in new
-        columns: see :meth:`_read_all`)."""
+    def _write_back(
+        self,
+        spheres: SphereTable,
+        frame: _Frame,
+        result: _solver.PassResult,
+        carried: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
+        """Move the nodes the solver moved (of a group carried by a body, the carrier's
+        alone: see :meth:`_carried`); record where every sphere is left (in new columns:
+        see :meth:`_read_all`)."""
         p1 = frame.end
         n = len(p1)  # the dynamic spheres; the static ones after them never move
         moved = result.moved[:n]
         if frame.grew:
             # A body stopped while its scale changed is rewound in scale too, moved or not.
             moved = moved | ((result.t_stop[:n] < 1.0) & (frame.radius0 != frame.radius))
+        if carried is not None:
+            # A group moved by any of its spheres is written through its carrier's rows,
+            # one a group (the carried nodes go with it).
+            group, lead = carried
+            moved = lead & np.isin(group, group[moved])
+            moved &= np.isfinite(frame.end).all(axis=1)
+            rows = np.flatnonzero(moved)
+            _, first = np.unique(group[rows], return_index=True)
+            moved = np.zeros(n, bool)
+            moved[rows[first]] = True
         moved = np.flatnonzero(moved)
         # Every sphere read is left where it was read, but those of the nodes written.
         center, transform, valid = p1, frame.transforms, frame.valid
@@ -1679,7 +1765,9 @@ class ContinuousCollision:
             # Spheres of a node just written are read again (Panda3D keeps float32, so
             # where a node ended up is not exactly result.end).
             again = order
-            if not spheres.one_per_owner:
+            if carried is not None:
+                again = np.flatnonzero(np.isin(carried[0], carried[0][order]))
+            elif not spheres.one_per_owner:
                 again = np.flatnonzero(isin_sorted(spheres.owner, unique(spheres.owner[order])))
             if valid is not None:
                 again = again[valid[again]]
