@@ -366,9 +366,9 @@ class ContinuousCollision:
         #: (spheres.version, the planes' owners, whether no sphere shares a node with one).
         self._owners: tuple[int, np.ndarray, bool] | None = None
         # Per spheres.version: the bodies' distinct movers (numbered), each row's among them
-        # (-1: not a body), each mover's first body's owner, and whether some mover moves
-        # two registered nodes' bodies (see _carried).
-        self._movers: tuple[int, dict[NodePath, int], np.ndarray, np.ndarray, bool] | None = None
+        # (-1: not a body), each body node's, each mover's first body's owner, and whether
+        # some mover moves two registered nodes' bodies (see _carried).
+        self._movers: tuple[Any, ...] | None = None
         self._bodies: _Bodies | None = None
         self._debug: Any = None
         # Whether this pass lets the solver try its one-round path first (see Backoff).
@@ -1116,33 +1116,41 @@ class ContinuousCollision:
         if known is None or known[0] != spheres.version:
             response = spheres.response
             body = np.flatnonzero((response == _solver.REWIND) | (response == _solver.SLIDE))
-            movers = spheres.movers
+            movers, nodes = spheres.movers, spheres.nodepath
             slot: dict[NodePath, int] = {}
             for k in body.tolist():
                 slot.setdefault(movers[k], len(slot))
             which = np.full(len(movers), -1, np.int64)
             which[body] = [slot[movers[k]] for k in body.tolist()]
+            mover_of = {nodes[k]: slot[movers[k]] for k in body.tolist()}  # by body node
             # Each mover's first body's owner; whether some mover moves two bodies' nodes.
             _, first = np.unique(which[body], return_index=True)
             owner = spheres.owner[body[first]]
             shared = len(unique(spheres.owner[body])) > len(slot)
-            known = self._movers = (spheres.version, slot, which, owner, shared)
-        _version, slot, which, owner, shared = known
+            known = self._movers = (spheres.version, slot, which, mover_of, owner, shared)
+        _version, slot, which, mover_of, owner, shared = known
         # A body is carried from below only if its node is not a child of render: from
         # those bodies' movers, a walk up to render finds the topmost body mover above.
-        away = [self._owner_of[nodepath] for nodepath in self._away if nodepath in self._owner_of]
-        below = which[np.isin(spheres.owner, away) & (which >= 0)]
+        below = {mover_of[nodepath] for nodepath in self._away if nodepath in mover_of}
         root = np.arange(len(slot))
-        if len(below):
+        if below:
             movers = list(slot)
-            render = self._render
-            for i in unique(below).tolist():
-                parent = movers[i].getParent()
-                while not parent.isEmpty() and parent != render:
-                    above = slot.get(parent)
-                    if above is not None:
-                        root[i] = above
-                    parent = parent.getParent()
+            # Per node passed, the topmost body mover at or above it (-1: none): bodies
+            # under one parent (a level's root) walk up from it once.
+            top: dict[NodePath, int] = {self._render: -1}
+            for i in below:
+                chain = []
+                node = movers[i].getParent()
+                while node not in top and not node.isEmpty():
+                    chain.append(node)
+                    node = node.getParent()
+                above = top.get(node, -1)
+                for node in reversed(chain):
+                    if above < 0:
+                        above = slot.get(node, -1)
+                    top[node] = above
+                if above >= 0:
+                    root[i] = above
         elif not shared:
             return None
         body = which >= 0
