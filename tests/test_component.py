@@ -1384,6 +1384,17 @@ def test_a_sliding_node_with_several_solids_stays_out_of_the_walls(base, ccd):
     ]
 
 
+def tank_with_turret(ccd, render, turret_first=False):
+    """A tank body (r 1 at the origin) and a turret body (r 0.5) on it at local (0, 0, 3),
+    registered in either order, and the first pass made."""
+    tank = node(render, "tank")
+    turret = node(tank, "turret", (0, 0, 3))
+    for nodepath, radius in [(tank, 1.0), (turret, 0.5)][:: -1 if turret_first else 1]:
+        ccd.add_sphere(nodepath, radius)
+    ccd.step()
+    return tank, turret
+
+
 @pytest.mark.parametrize("turret_first", [False, True])
 def test_a_registered_child_is_stopped_by_its_parents_contact_alone(
     base, ccd, recorder, turret_first
@@ -1392,11 +1403,7 @@ def test_a_registered_child_is_stopped_by_its_parents_contact_alone(
     # there, and the turret is written through its tank, whichever was registered first.
     render = base.render
     wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
-    tank = node(render, "tank")
-    turret = node(tank, "turret", (0, 0, 3))
-    for nodepath, radius in [(tank, 1.0), (turret, 0.5)][:: -1 if turret_first else 1]:
-        ccd.add_sphere(nodepath, radius)
-    ccd.step()
+    tank, turret = tank_with_turret(ccd, render, turret_first)
     tank.setX(10)
     turret.setPosHpr(0, 1, 3, 30, 0, 0)  # the game moves it on its tank: that is kept
     contacts = ccd.step()
@@ -1410,11 +1417,7 @@ def test_a_registered_childs_contact_stops_its_parent(base, ccd, recorder):
     render = base.render
     post = node(render, "post", (6, 0, 3))
     ccd.add_sphere(post, 0.5, static=True)  # only the turret's height meets it
-    tank = node(render, "tank")
-    ccd.add_sphere(tank, 1.0)
-    turret = node(tank, "turret", (0, 0, 3))
-    ccd.add_sphere(turret, 0.5)
-    ccd.step()
+    tank, turret = tank_with_turret(ccd, render)
     tank.setX(10)
     contacts = ccd.step()
     assert_vec(pos(tank, render), (5, 0, 0))  # the turret 1 from the post's centre
@@ -1478,15 +1481,14 @@ def test_a_body_reparented_under_another_is_carried_from_then_on(base, ccd, reco
 def test_a_carrier_removed_leaves_its_carried_body_on_its_own(base, ccd, recorder):
     render = base.render
     wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
-    tank = node(render, "tank")
-    ccd.add_sphere(tank, 1.0)
-    turret = node(tank, "turret", (0, 0, 3))
-    ccd.add_sphere(turret, 0.5)
-    ccd.step()
+    tank, turret = tank_with_turret(ccd, render)
     ccd.remove(tank)
     tank.setX(10)
-    ccd.step()
+    contacts = ccd.step()
     assert_vec(pos(turret, render), (4.5, 0, 3))
+    assert_vec(turret.getPos(), (-5.5, 0, 3))  # written on its own, off its mount
+    assert [(c.from_np.getName(), c.t) for c in contacts] == [("turret", pytest.approx(0.45))]
+    assert recorder.names() == ["turret-into-wall"]
 
 
 def test_no_collision_between_the_solids_of_one_node(base, ccd, recorder):
