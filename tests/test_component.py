@@ -1491,6 +1491,100 @@ def test_a_carrier_removed_leaves_its_carried_body_on_its_own(base, ccd, recorde
     assert recorder.names() == ["turret-into-wall"]
 
 
+def player_with_pickup_radius(ccd, render, response, on_target=False):
+    """A player node with a body (CollisionNode "player-c", r 1, from bit 1) registered
+    with ``target=player``, and a trigger radius below it (CollisionNode "pickup-radius",
+    an intangible r 1.5, from bits 1 and 2), registered as a sensor of its own (or with
+    ``target=player`` too); the first pass made."""
+    player = node(render, "player")
+    body = player.attachNewNode(CollisionNode("player-c"))
+    body.node().addSolid(CollisionSphere(0, 0, 0, 1))
+    body.node().setFromCollideMask(BitMask32.bit(1))
+    ccd.add_collision_node(body, target=player, response=response)
+    radius = player.attachNewNode(CollisionNode("pickup-radius"))
+    radius.node().addSolid(CollisionSphere(0, 0, 0, 1.5))
+    radius.node().modifySolid(0).setTangible(False)
+    radius.node().setFromCollideMask(BitMask32.bit(1) | BitMask32.bit(2))
+    ccd.add_collision_node(radius, target=player if on_target else None)
+    ccd.step()
+    return player
+
+
+def pickup(ccd, render, name, at, kind):
+    """A static trigger of r 0.2 at ``at``: an intangible CollisionBox, or a sensor sphere."""
+    if kind == "box":
+        np_ = render.attachNewNode(CollisionNode(name))
+        np_.node().addSolid(CollisionBox(LPoint3(*at), 0.2, 0.2, 0.2))
+        np_.node().modifySolid(0).setTangible(False)
+        ccd.add_collision_node(np_, static=True)
+    else:
+        np_ = node(render, name, at)
+        ccd.add_sphere(np_, 0.2, response="sensor", static=True)
+    return np_
+
+
+@pytest.mark.parametrize("on_target", [False, True], ids=["below", "on its target"])
+@pytest.mark.parametrize("kind", ["box", "sphere"])
+def test_a_sensor_on_a_stopped_body_reports_only_where_the_body_went(
+    base, ccd, recorder, kind, on_target
+):
+    # The player stops at x 4 (t 0.4): its pickup radius reaches x 5.5, never the pickup
+    # at x 8 nor the line at x 6 it would have crossed on its own straight path (at t 0.63
+    # and 0.45), nor the player it rides on.
+    render = base.render
+    stop = node(render, "wall")
+    ccd.add_plane(stop, LPlane(LVector3(-1, 0, 0), LPoint3(5, 0, 0)), into_mask=BitMask32.bit(1))
+    line = node(render, "line")
+    ccd.add_plane(line, LPlane(LVector3(-1, 0, 0), LPoint3(6, 0, 0)), into_mask=BitMask32.bit(2))
+    pickup(ccd, render, "near", (3.5, 0, 0), kind)
+    pickup(ccd, render, "far", (8, 0, 0), kind)
+    player = player_with_pickup_radius(ccd, render, "rewind", on_target)
+    player.setX(10)
+    contacts = ccd.step()
+    assert_vec(pos(player, render), (4, 0, 0))
+    found = [(c.from_np.getName(), c.into_np.getName(), round(c.t, 6)) for c in contacts]
+    assert [f for f in found if f[0] != "near"] == [
+        ("pickup-radius", "near", 0.18), ("player-c", "near", 0.23),
+        ("pickup-radius", "wall", 0.35), ("player-c", "wall", 0.4),
+    ]  # fmt: skip
+    # The next pass, standing still: the pickup radius is still in the same two, with
+    # nothing new and nothing out (the body at rest against the wall is out of it).
+    sent = recorder.names()
+    recorder.clear()
+    again = ccd.step()
+    assert sorted((c.from_np.getName(), c.into_np.getName()) for c in again) == sorted(
+        [("pickup-radius", "near"), ("player-c", "near"), ("pickup-radius", "wall")]
+        + [("near", "pickup-radius"), ("near", "player-c")] * (kind == "sphere")
+    )
+    assert [n for n in recorder.names() if "pickup-radius" in n and "-again-" not in n] == []
+    assert [n for n in sent + recorder.names() if "far" in n or "line" in n] == []
+
+
+@pytest.mark.parametrize("kind", ["box", "sphere"])
+def test_a_sensor_on_a_sliding_body_goes_round_the_bend_with_it(base, ccd, recorder, kind):
+    # The player slides along the wall at x 5 from t 0.4 on, up to y 10: its pickup radius
+    # takes the pickup at (4, 8) on the way (y 6.3, t 0.63), not the one at (8, 8) on its
+    # own straight path.
+    render = base.render
+    stop = node(render, "wall")
+    ccd.add_plane(stop, LPlane(LVector3(-1, 0, 0), LPoint3(5, 0, 0)), into_mask=BitMask32.bit(1))
+    pickup(ccd, render, "bent", (4, 8, 0), kind)
+    pickup(ccd, render, "straight", (8, 8, 0), kind)
+    player = player_with_pickup_radius(ccd, render, "slide")
+    player.setPos(10, 10, 0)
+    contacts = ccd.step()
+    assert_vec(pos(player, render), (4, 10, 0))
+    found = [(c.from_np.getName(), c.into_np.getName(), round(c.t, 6)) for c in contacts]
+    assert [f for f in found if f[0] != "bent"] == [
+        ("pickup-radius", "wall", 0.35), ("player-c", "wall", 0.4),
+        ("pickup-radius", "bent", 0.63), ("player-c", "bent", 0.68),
+    ]  # fmt: skip
+    entry = next(c for c in contacts if c.from_np.getName() == "pickup-radius" and c.t > 0.6)
+    assert_vec(entry.getSurfacePoint(render), (4, 7.8, 0))  # the box's face, the sphere's side
+    assert_vec(entry.from_pos, (4, 6.3, 0))  # on the bend, where the player then was
+    assert "pickup-radius-into-straight" not in recorder.names()
+
+
 def test_no_collision_between_the_solids_of_one_node(base, ccd, recorder):
     render = base.render
     body = render.attachNewNode(CollisionNode("body"))

@@ -38,8 +38,7 @@ from ._paths import (
     Int,
     Paths,
     earliest_of,
-    sensor_at,
-    sensor_velocity,
+    pick,
     slop_of,
     sub_steps,
 )
@@ -188,32 +187,50 @@ class Planes:
         return hits, Response(hits.normal, -hits.normal * left[:, None])
 
     def sensor_hits(self, paths: Paths, i: Int, k: Int) -> Hits:
-        off0, off1 = self.off0, self.off1
-        nrm = self.normal[k]
-        c0 = paths.xs[i]
-        c1 = paths.xe[i] + nrm * (off1[k] - off0[k])[:, None]
-        radius = paths.radius_at(i, np.zeros(len(i)))
+        """Overlap intervals of bodies i with planes k over every segment of the bodies'
+        paths (a sensor carried by a body goes where its carrier goes)."""
+        segs = paths.segments()
+        item, seg = segs.of(i)
+        lo, hi = segs.t0[seg], segs.t1[seg]
+        live = hi > lo  # (a segment of no time: stopped exactly at the end)
+        item, seg, lo, hi = item[live], seg[live], lo[live], hi[live]
+        ii, kk = i[item], k[item]
+        off0, off1 = self.off0[kk], self.off1[kk]
+        nrm = self.normal[kk]
+        # In the plane's frame at the start: a plane that moves moves the body instead,
+        # and a radius that grows brings its centre nearer.
+        c0 = segs.x0[seg] + nrm * (_plane_offset_at(off0, off1, lo) - off0)[:, None]
+        c1 = segs.x1[seg] + nrm * (_plane_offset_at(off0, off1, hi) - off0)[:, None]
+        radius = paths.radius_at(ii, lo)
         if paths.grow is not None:
-            c1 -= nrm * paths.growth_left(i, np.zeros(len(i)))[:, None]
-        enter, leave = sphere_plane_overlap(c0, c1, radius, nrm, off0[k])
+            c1 -= nrm * (paths.radius_at(ii, hi) - radius)[:, None]
+        enter, leave = sphere_plane_overlap(c0, c1, radius, nrm, off0)
         hit = np.isfinite(enter)
-        i, k, nrm, enter, leave = i[hit], k[hit], nrm[hit], enter[hit], leave[hit]
-        t_exit = np.where(leave >= 1.0, np.nan, leave)
+        item, seg, lo, hi, ii, kk = item[hit], seg[hit], lo[hit], hi[hit], ii[hit], kk[hit]
+        t_in = lo + enter[hit] * (hi - lo)
+        t_out = lo + leave[hit] * (hi - lo)
+        # (Both in item order: row by row, one pair's entry and exit, and its normal.)
+        first, last = pick(item, t_in), pick(item, -t_out)
+        a, b, nrm = ii[first], kk[first], self.normal[kk[first]]
+        t_enter = t_in[first]
+        t_exit = np.where(t_out[last] >= 1.0, np.nan, t_out[last])
 
-        def geometry(t: Float) -> tuple[Float, Float]:
-            pa = sensor_at(paths, i, t)
-            dist = np.einsum("ij,ij->i", nrm, pa) + _plane_offset_at(off0[k], off1[k], t)
+        def geometry(rows: Int, t: Float) -> tuple[Float, Float]:
+            pa, row = segs.at(seg[rows], t), kk[rows]
+            dist = np.einsum("ij,ij->i", nrm, pa) + _plane_offset_at(
+                self.off0[row], self.off1[row], t
+            )
             return pa, pa - nrm * dist[:, None]
 
-        pa, point = geometry(enter)
-        xa, xpoint = geometry(np.where(np.isnan(t_exit), 1.0, t_exit))
-        v = sensor_velocity(paths, i)
-        speed = -(np.einsum("ij,ij->i", v, nrm) + off1[k] - off0[k])
+        pa, point = geometry(first, t_enter)
+        xa, xpoint = geometry(last, np.where(np.isnan(t_exit), 1.0, t_exit))
+        v = segs.velocity(seg[first])
+        speed = -(np.einsum("ij,ij->i", v, nrm) + self.off1[b] - self.off0[b])
         if paths.grow is not None:
-            speed += paths.growth_rate(i, enter)
+            speed += paths.growth_rate(a, t_enter)
         speed = np.maximum(speed, 0.0)
         exit = (t_exit, xpoint, nrm.copy(), xa, None)
-        return Hits.of(i, k, PLANE, enter, point, nrm.copy(), speed, pa, sensor=True, exit=exit)
+        return Hits.of(a, b, PLANE, t_enter, point, nrm.copy(), speed, pa, sensor=True, exit=exit)
 
 
 def _plane_offset_at(off0: Float, off1: Float, t: Float) -> Float:

@@ -365,13 +365,59 @@ class Paths:
         self.rows[idx, 6] = t
         self.begun = True
 
-    def segments(self) -> tuple[Int, Float, Float, Float, Float]:
+    def segments(self) -> Segments:
         """All segments (finished and current), sorted by body then start time."""
         n = len(self.xs)
         parts = [*self.log, (np.arange(n), self.ts, np.ones(n), self.xs, self.xe)]
         body, t0, t1, x0, x1 = (np.concatenate(col) for col in zip(*parts))
         order = np.lexsort((t0, body))
-        return body[order], t0[order], t1[order], x0[order], x1[order]
+        body = body[order]
+        start = np.searchsorted(body, np.arange(n))
+        count = np.diff(np.append(start, len(body)))
+        return Segments(body, t0[order], t1[order], x0[order], x1[order], start, count)
+
+
+class Segments(NamedTuple):
+    """Every segment of a pass's paths, finished and current, sorted by body then start
+    time: what the tests made once at the end of a pass (sensors) go along. A sensor has
+    one, from 0 to 1, unless it is carried by a body (one rigid group): then it has its
+    carrier's."""
+
+    body: Int  # (s,)
+    t0: Float  # (s,) start and end times
+    t1: Float
+    x0: Float  # (s, 3) positions at t0 and t1 (a rider's: the chord)
+    x1: Float
+    start: Int  # (n,) each body's first segment
+    count: Int  # (n,) and how many it has
+
+    def of(self, idx: Int) -> tuple[Int, Int]:
+        """For bodies ``idx`` (k,), one row per segment of each: (index into idx, segment)."""
+        reps = self.count[idx]
+        item = np.repeat(np.arange(len(idx)), reps)
+        offset = np.arange(len(item)) - np.repeat(np.cumsum(reps) - reps, reps)
+        return item, self.start[idx][item] + offset
+
+    def at(self, seg: Int, t: Float) -> Float:
+        """(k, 3) positions on segments ``seg`` at times ``t`` within them."""
+        t0, span = self.t0[seg], self.t1[seg] - self.t0[seg]
+        frac = np.divide(t - t0, span, out=np.zeros_like(span), where=span > 0)
+        return self.x0[seg] + frac[:, None] * (self.x1[seg] - self.x0[seg])
+
+    def velocity(self, seg: Int) -> Float:
+        """(k, 3) velocities on segments ``seg``, units per frame."""
+        span = self.t1[seg] - self.t0[seg]
+        inv = np.divide(1.0, span, out=np.zeros_like(span), where=span > 0)
+        return (self.x1[seg] - self.x0[seg]) * inv[:, None]
+
+
+def pick(item: Int, key: Float) -> Int:
+    """Row index of the smallest key per item (the first entry, or with -key the last exit,
+    of a pair over its segments)."""
+    order = np.lexsort((key, item))
+    first = np.ones(len(order), bool)
+    first[1:] = item[order][1:] != item[order][:-1]
+    return order[first]
 
 
 def sub_steps(start: Float, stray: Float, allowed: Float) -> tuple[Int, Float, Float]:
@@ -439,12 +485,3 @@ def slop(*points: Float) -> Float:
 def slop_of(scale: Float) -> Float:
     """:func:`slop` of points whose largest coordinate magnitudes are ``scale`` (k,)."""
     return SLOP_REL * np.maximum(1.0, scale)
-
-
-def sensor_at(paths: Paths, idx: Int, t: Float) -> Float:
-    """Position of never-deflected bodies (sensors) at any time in the frame."""
-    return paths.xs[idx] + t[:, None] * (paths.xe[idx] - paths.xs[idx])
-
-
-def sensor_velocity(paths: Paths, idx: Int) -> Float:
-    return paths.xe[idx] - paths.xs[idx]

@@ -34,7 +34,7 @@ from ._arrays import length as _length
 from ._frames import Frames
 from ._index import StaticIndex, _padded
 from ._obstacles import Response
-from ._paths import Bool, Float, Hits, Int, Paths, slop, sub_steps, unit
+from ._paths import Bool, Float, Hits, Int, Paths, pick, slop, sub_steps, unit
 from ._raygrid import RayGrid
 from ._tolerance import TURN_TOLERANCE, WELD_REL
 from .sweep import sphere_box as _box
@@ -546,12 +546,9 @@ class Pieces:
         """Overlap intervals of bodies i with rows k over every segment of the bodies'
         final paths, both sides of a triangle alike (a trigger volume crossed in one frame:
         in, then out)."""
-        body, t0, t1, x0, x1 = paths.segments()
-        start = np.searchsorted(body, np.arange(len(paths.xs)))
-        count = np.diff(np.append(start, len(body)))
-        reps = count[i]
-        item = np.repeat(np.arange(len(i)), reps)
-        seg = start[i][item] + (np.arange(len(item)) - np.repeat(np.cumsum(reps) - reps, reps))
+        segs = paths.segments()
+        t0, t1, x0, x1 = segs.t0, segs.t1, segs.x0, segs.x1
+        item, seg = segs.of(i)
         ii, kk = i[item], k[item]
         lo, hi = t0[seg], t1[seg]
         c0 = self._local(ii, kk, lo, x0[seg])
@@ -573,16 +570,14 @@ class Pieces:
         item, ii, kk, lo, hi = item[hit], ii[hit], kk[hit], lo[hit], hi[hit]
         t_in = lo + enter[hit] * (hi - lo)
         t_out = lo + leave[hit] * (hi - lo)
-        first, last = _pick(item, t_in), _pick(item, -t_out)
+        first, last = pick(item, t_in), pick(item, -t_out)
         a, b = ii[first], kk[first]
         t_enter = t_in[first]
         t_exit = np.where(t_out[last] >= 1.0, np.nan, t_out[last])
         geometry = [g[hit] for g in geometry]
 
         def at(rows: Int, t: Float) -> tuple[Float, Float, Float]:
-            s = seg[hit][rows]
-            frac = np.divide(t - t0[s], t1[s] - t0[s], out=np.zeros_like(t), where=t1[s] > t0[s])
-            pa = x0[s] + frac[:, None] * (x1[s] - x0[s])
+            pa = segs.at(seg[hit][rows], t)
             local = self._local(ii[rows], kk[rows], t, pa)
             near, _dist = closest(local, *(g[rows] for g in geometry))
             nrm = unit(local - near, np.broadcast_to([0.0, 0.0, 1.0], local.shape))
@@ -593,7 +588,7 @@ class Pieces:
 
         pa, point, nrm = at(first, t_enter)
         xa, xpoint, xn = at(last, np.where(np.isnan(t_exit), 1.0, t_exit))
-        speed = np.maximum(-np.einsum("ij,ij->i", paths.xe[a] - paths.xs[a], nrm), 0.0)
+        speed = np.maximum(-np.einsum("ij,ij->i", segs.velocity(seg[hit][first]), nrm), 0.0)
         exit = (t_exit, xpoint, xn, xa, None)
         return Hits.of(a, b, self.kind, t_enter, point, nrm, speed, pa, sensor=True, exit=exit)
 
@@ -680,11 +675,3 @@ _BOTH_AT_ONCE = 1024
 
 
 _NONE = (np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)))
-
-
-def _pick(item: Int, key: Float) -> Int:
-    """Row index of the smallest key per item."""
-    order = np.lexsort((key, item))
-    first = np.ones(len(order), bool)
-    first[1:] = item[order][1:] != item[order][:-1]
-    return order[first]

@@ -56,10 +56,9 @@ from ._paths import (
     concat_hits,
     earliest_of,
     empty_hits,
+    pick,
     position,
     renumbered,
-    sensor_at,
-    sensor_velocity,
     slop,
     sub_steps,
     unit,
@@ -384,7 +383,9 @@ def _general(
     moving = rigid.spread_any(
         _row_any(p0 != p1) if radius0 is None else _row_any(p0 != p1) | (radius0 != radius)
     )
-    size, own, reach = _reaches(p0, p1, radius, radius0, slide, rigid)
+    # Every member of a slide's group bends with it (a sensor or a rewound body it carries).
+    bends = rigid.spread_any(slide)
+    size, own, reach = _reaches(p0, p1, radius, radius0, bends, rigid)
     carry = carry_margin(own, kin & finite, tables)
     # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
     # the broad phase keeps them; solids drop them below: they cannot start a contact.
@@ -399,7 +400,7 @@ def _general(
     found = [
         table.candidates(p0, p1, size, from_mask, everyone, straight)
         if _extendable(table)
-        else table.candidates(p0, p1, size + reach + carry, from_mask, everyone, ~slide)
+        else table.candidates(p0, p1, size + reach + carry, from_mask, everyone, ~bends)
         for table in tables
     ] if known is None else known.table_pairs  # fmt: skip
     # Carried: bodies that something moving by itself may carry (near a moving obstacle
@@ -416,7 +417,7 @@ def _general(
         margin = np.where(grown, carry, 0.0)
         if known is None:
             ci, cj = _sphere_pairs(
-                p0, p1, size + reach + margin, from_mask, into_mask, everyone, ~slide
+                p0, p1, size + reach + margin, from_mask, into_mask, everyone, ~bends
             )
         else:  # (nothing is carried: the loop ends after this turn)
             ci, cj = known.pairs
@@ -454,8 +455,8 @@ def _general(
     # (The pass's frames of kinematic pieces: one for every table that has any.)
     paths.frames = next((o.frames for o in tables if getattr(o, "frames", None) is not None), None)
     # Carried bodies leave their straight paths, as slides do.
-    bent = slide | carried
-    bound_reach = np.where(bent, reach + np.where(carried & ~slide, own, 0.0), own)
+    bent = bends | carried
+    bound_reach = np.where(bent, reach + np.where(carried & ~bends, own, 0.0), own)
     bound_reach = np.where(finite, bound_reach, 0.0)
     pairs = _PairSet(paths, size, bent, bound_reach, ci[pair_solid], cj[pair_solid])
     struck = [
@@ -580,10 +581,11 @@ def _general(
 
 
 def _reaches(
-    p0: Float, p1: Float, radius: Float, radius0: Float | None, slide: Bool, rigid: _Rigid
+    p0: Float, p1: Float, radius: Float, radius0: Float | None, bends: Bool, rigid: _Rigid
 ) -> tuple[Float, Float, Float]:
     """(n,) each sphere's size (a growing one boxed at its largest), the length of its own
-    motion, and its reach beyond its straight path (slides only)."""
+    motion, and its reach beyond its straight path (``bends``: the members of slides'
+    groups only)."""
     # A deflected path stays within |p1 - p0| of p0 (each slide only removes motion), so
     # slides get that margin in every broad phase: every pair a slide can ever reach is
     # known before the first round, which the batching relies on (a round takes a contact
@@ -599,7 +601,7 @@ def _reaches(
         # A growing slide is also pushed off what it touches, by at most its growth at
         # each of its deflections (and the first contact): that much further it may go.
         own = own + (MAX_SLIDES + 1) * np.maximum(radius - radius0, 0.0)
-    reach = np.where(slide, rigid.spread_max(np.where(slide & np.isfinite(own), own, 0.0)), 0.0)
+    reach = np.where(bends, rigid.spread_max(np.where(bends & np.isfinite(own), own, 0.0)), 0.0)
     return size, own, reach
 
 
@@ -627,11 +629,12 @@ def broad_phase_spheres(
     with the same three), and hands only those over."""
     p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
     finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
-    slide = (response == SLIDE) & finite
+    rigid = _Rigid(len(p0), group)
+    bends = rigid.spread_any((response == SLIDE) & finite)
     if radius0 is not None:
         radius0 = np.asarray(radius0, dtype=np.float64)
-    size, _own, reach = _reaches(p0, p1, radius, radius0, slide, _Rigid(len(p0), group))
-    return size, reach, ~slide
+    size, _own, reach = _reaches(p0, p1, radius, radius0, bends, rigid)
+    return size, reach, ~bends
 
 
 class _ObstaclePairs:
@@ -1356,93 +1359,60 @@ def _sensor_hits(
     (table, i, k)."""
     parts = []
     if len(ei):
-        body, t0, t1, x0, x1 = paths.segments()
-        start = np.searchsorted(body, np.arange(len(paths.xs)))
-        count = np.diff(np.append(start, len(body)))
-        # Put the sensor on side a when only one side is a sensor: it has a single segment.
+        # The sensor on side a where only one side is one (the side its events are from).
         swap = solid[ei]
-        a = np.where(swap, ej, ei)
-        b = np.where(swap, ei, ej)
-        parts.append(_sensor_sphere_rows(paths, radius, a, b, body, t0, t1, x0, x1, start, count))
+        a, b = np.where(swap, ej, ei), np.where(swap, ei, ej)
+        parts.append(_sensor_sphere_rows(paths, radius, a, b))
     for table, i, k in obstacles:
         if len(i):
             parts.append(table.sensor_hits(paths, i, k))
     return concat_hits(parts)
 
 
-def _expand(owner: Int, start: Int, count: Int) -> tuple[Int, Int]:
-    """For each item with owner o, one row per segment of o: (item index, segment index)."""
-    reps = count[owner]
-    item = np.repeat(np.arange(len(owner)), reps)
-    offset = np.arange(len(item)) - np.repeat(np.cumsum(reps) - reps, reps)
-    return item, start[owner][item] + offset
-
-
-def _sensor_sphere_rows(
-    paths: Paths,
-    radius: Float,
-    a: Int,
-    b: Int,
-    body: Int,
-    t0: Float,
-    t1: Float,
-    x0: Float,
-    x1: Float,
-    start: Int,
-    count: Int,
-) -> Hits:
-    """a: sensor spheres (one linear segment each); b: any sphere, all of its segments."""
-    item, seg = _expand(b, start, count)
-    ia = a[item]
-    ib = b[item]
-    lo, hi = t0[seg], t1[seg]
+def _sensor_sphere_rows(paths: Paths, radius: Float, a: Int, b: Int) -> Hits:
+    """Sphere pairs (a, b) of which one or both are sensors, over every pair of their
+    segments that share time: a sensor has one segment, or its carrier's."""
+    segs = paths.segments()
+    item, sb = segs.of(b)
+    each, sa = segs.of(a[item])
+    item, sb = item[each], sb[each]
+    lo = np.maximum(segs.t0[sa], segs.t0[sb])
+    hi = np.minimum(segs.t1[sa], segs.t1[sb])
+    # (A segment of no time, stopped exactly at the end, is the end of the one before.)
+    live = hi > lo
+    item, sa, sb, lo, hi = item[live], sa[live], sb[live], lo[live], hi[live]
+    ia, ib = a[item], b[item]
     span = hi - lo
-    a_lo = sensor_at(paths, ia, lo)
-    a_hi = sensor_at(paths, ia, hi)
+    a_lo, a_hi, b_lo, b_hi = segs.at(sa, lo), segs.at(sa, hi), segs.at(sb, lo), segs.at(sb, hi)
     if paths.grow is None:
-        enter, leave = sphere_sphere_overlap(a_lo, a_hi, radius[ia], x0[seg], x1[seg], radius[ib])
+        enter, leave = sphere_sphere_overlap(a_lo, a_hi, radius[ia], b_lo, b_hi, radius[ib])
     else:  # both radii as one, linear on each segment (a stop is a segment's end)
         r_lo = paths.radius_at(ia, lo) + paths.radius_at(ib, lo)
         r_hi = paths.radius_at(ia, hi) + paths.radius_at(ib, hi)
         zero = np.zeros(len(ia))
-        enter, leave = sphere_sphere_overlap(
-            a_lo, a_hi, r_lo, x0[seg], x1[seg], zero, ra1=r_hi, rb1=zero
-        )
-    hit = (span > 0) & np.isfinite(enter)
-    # A zero-length final segment (stopped exactly at t = 1) still overlaps at its instant.
-    item, seg, ia, ib = item[hit], seg[hit], ia[hit], ib[hit]
+        enter, leave = sphere_sphere_overlap(a_lo, a_hi, r_lo, b_lo, b_hi, zero, ra1=r_hi, rb1=zero)
+    hit = np.isfinite(enter)
+    item, sa, sb, ia, ib = item[hit], sa[hit], sb[hit], ia[hit], ib[hit]
     t_in = lo[hit] + enter[hit] * span[hit]
     t_out = lo[hit] + leave[hit] * span[hit]
     if len(item) == 0:
         return empty_hits()
-    first = _pick(item, t_in)
-    last = _pick(item, -t_out)
+    # (Both in item order: row by row, one pair's entry and exit.)
+    first = pick(item, t_in)
+    last = pick(item, -t_out)
     t_enter = t_in[first]
     t_exit = np.where(t_out[last] >= 1.0, np.nan, t_out[last])
 
     def geometry(rows: Int, t: Float) -> tuple[Float, Float, Float, Float]:
-        s = seg[rows]
-        frac = np.divide(t - t0[s], t1[s] - t0[s], out=np.zeros_like(t), where=t1[s] > t0[s])
-        pb = x0[s] + frac[:, None] * (x1[s] - x0[s])
-        pa = sensor_at(paths, ia[rows], t)
+        pa, pb = segs.at(sa[rows], t), segs.at(sb[rows], t)
         normal = unit(pa - pb, np.broadcast_to([0.0, 0.0, 1.0], pa.shape))
         return pa, pb, normal, pb + normal * paths.radius_at(ib[rows], t)[:, None]
 
     pa, pb, nrm, point = geometry(first, t_enter)
     xa, xb, xn, xpoint = geometry(last, np.where(np.isnan(t_exit), 1.0, t_exit))
-    rel = sensor_velocity(paths, ia[first]) - (x1[seg[first]] - x0[seg[first]]) / np.maximum(
-        (t1[seg[first]] - t0[seg[first]])[:, None], 1e-300
-    )
+    rel = segs.velocity(sa[first]) - segs.velocity(sb[first])
     speed = np.maximum(-np.einsum("ij,ij->i", rel, nrm), 0.0)
     exit = (t_exit, xpoint, xn, xa, xb)
     return Hits.of(
         ia[first], ib[first], SPHERE, t_enter, point, nrm, speed, pa, pb, sensor=True, exit=exit
     )
-
-
-def _pick(item: Int, key: Float) -> Int:
-    """Row index of the smallest key per item (items sorted ascending)."""
-    order = np.lexsort((key, item))
-    first = np.ones(len(order), bool)
-    first[1:] = item[order][1:] != item[order][:-1]
-    return order[first]

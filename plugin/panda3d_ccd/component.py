@@ -1101,15 +1101,16 @@ class ContinuousCollision:
         owner, or the owner of the body carrying it) and (n,) whether the plugin writes its
         node (the carrier's own rows, one node a group); None where no body carries another.
 
-        A body (rewind or slide) is carried where the node the plugin moves for it (its
-        target, or its own node) is another body's too, or lies below another body's: the
+        A body (rewind or slide) or a sensor is carried where the node the plugin moves
+        for it (its target, or its own node) is a body's too, or lies below a body's: the
         colliders of one model given one target, as ``CollisionHandlerPusher.addCollider
-        (collider, target)`` takes them, or a turret registered on its tank. It moves as
-        one rigid body with the topmost body carrying it: no contact between them, the
-        group's earliest contact stops (or deflects) them all, and only the carrier's node
-        is written; a carried node keeps its place on it. The hierarchy is looked at each
-        pass, from the bodies whose node is not a child of render (only those can be
-        below another's)."""
+        (collider, target)`` takes them, a turret registered on its tank, a pickup radius
+        on the player. It moves as one rigid body with the topmost body carrying it: no
+        contact between them, the group's earliest contact stops (or deflects) them all, a
+        sensor goes along the path its carrier takes, and only the carrier's node is
+        written; a carried node keeps its place on it. The hierarchy is looked at each
+        pass, from the nodes that are not children of render (only those can be below
+        another's)."""
         if not self._away:
             return None
         known = self._movers
@@ -1127,20 +1128,32 @@ class ContinuousCollision:
             _, first = np.unique(which[body], return_index=True)
             owner = spheres.owner[body[first]]
             shared = len(unique(spheres.owner[body])) > len(slot)
-            known = self._movers = (spheres.version, slot, which, mover_of, owner, shared)
-        _version, slot, which, mover_of, owner, shared = known
+            # Sensors on a body's mover (its target) go with it; the others' movers are
+            # looked up from (by sensor node), where they are not children of render.
+            sensor = np.flatnonzero(response == _solver.SENSOR)
+            which[sensor] = [slot.get(movers[k], -1) for k in sensor.tolist()]
+            shared = shared or bool(np.any(which[sensor] >= 0))
+            look = {nodes[k]: movers[k] for k in sensor.tolist() if which[k] < 0}
+            is_sensor = np.zeros(len(movers), bool)
+            is_sensor[sensor] = True
+            known = (spheres.version, slot, which, mover_of, owner, shared, look, is_sensor)
+            self._movers = known
+        _version, slot, which, mover_of, owner, shared, look, is_sensor = known
+        if not slot:
+            return None  # no body to carry anything
         # A body is carried from below only if its node is not a child of render: from
-        # those bodies' movers, a walk up to render finds the topmost body mover above.
+        # those bodies' movers (and those sensors'), a walk up to render finds the topmost
+        # body mover above.
         below = {mover_of[nodepath] for nodepath in self._away if nodepath in mover_of}
+        sensors = [(nodepath, look[nodepath]) for nodepath in self._away if nodepath in look]
         root = np.arange(len(slot))
-        if below:
-            movers = list(slot)
+        if below or sensors:
             # Per node passed, the topmost body mover at or above it (-1: none): bodies
             # under one parent (a level's root) walk up from it once.
             top: dict[NodePath, int] = {self._render: -1}
-            for i in below:
+
+            def topmost(node: NodePath) -> int:
                 chain = []
-                node = movers[i].getParent()
                 while node not in top and not node.isEmpty():
                     chain.append(node)
                     node = node.getParent()
@@ -1149,16 +1162,27 @@ class ContinuousCollision:
                     if above < 0:
                         above = slot.get(node, -1)
                     top[node] = above
+                return above
+
+            movers = list(slot)
+            for i in below:
+                above = topmost(movers[i].getParent())
                 if above >= 0:
                     root[i] = above
+            found = {nodepath: topmost(mover) for nodepath, mover in sensors}
+            if any(above >= 0 for above in found.values()):
+                which = which.copy()
+                nodes = spheres.nodepath
+                rows = np.flatnonzero(is_sensor & (which < 0))
+                which[rows] = [found.get(nodes[k], -1) for k in rows.tolist()]
         elif not shared:
             return None
-        body = which >= 0
-        group = np.where(body, owner[root[which]], spheres.owner)
+        carried = which >= 0
+        group = np.where(carried, owner[root[which]], spheres.owner)
         if np.array_equal(group, spheres.owner):
             return None
-        # The carrier's rows: those whose mover is the group's topmost one.
-        lead = ~body | (root[which] == which)
+        # The carrier's rows: the bodies whose mover is the group's topmost one.
+        lead = ~carried | ((root[which] == which) & ~is_sensor)
         return group, lead
 
     def _near_statics(self, spheres: SphereTable, frame: _Frame, movers: list[Any]) -> np.ndarray:
