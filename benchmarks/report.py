@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .correctness import CorrectnessRow
-from .game import GameResult
+from .game import SWEEP_FLOOR, GameResult
 from .memory import MemoryResult
 from .opcount import PHASE_ORDER
 from .timing import BULLET, FLOOR, PLUGIN, SYSTEMS, TRAVERSER, SizeResult
@@ -75,9 +75,10 @@ def game_table(results: Sequence[GameResult]) -> str:
     """The game scene: time per frame (medians), the ratios and the plugin's numpy
     operations per pass (median, and the fewest and most of a pass)."""
     lines = [
-        "| colliders | plugin ms | traverser ms | traverser/plugin | floor ms | plugin/floor "
+        "| colliders | plugin ms | traverser ms | traverser/plugin | sweep floor ms "
+        "| traverser/sweep floor | floor ms | plugin/floor "
         "| numpy ops per pass (fewest to most) | plugin us per op |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         plugin = r.ms.get(PLUGIN)
@@ -88,7 +89,8 @@ def game_table(results: Sequence[GameResult]) -> str:
             per = "-" if plugin is None else f"{1e3 * plugin / middle:.2f}"
         lines.append(
             f"| {r.n:,} | {_cell(r, PLUGIN)} | {_cell(r, TRAVERSER)} "
-            f"| {_ratio(r.ms.get(TRAVERSER), plugin)} | {_cell(r, FLOOR)} "
+            f"| {_ratio(r.ms.get(TRAVERSER), plugin)} | {_cell(r, SWEEP_FLOOR)} "
+            f"| {_ratio(r.ms.get(TRAVERSER), r.ms.get(SWEEP_FLOOR))} | {_cell(r, FLOOR)} "
             f"| {_ratio(plugin, r.ms.get(FLOOR))} | {ops} | {per} |"
         )
     return "\n".join(lines)

@@ -20,7 +20,16 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.game import AGAIN_PATTERN, Game, end_state, game_scene, time_game  # noqa: E402
+from benchmarks.game import (  # noqa: E402
+    AGAIN_PATTERN,
+    SWEEP_FLOOR,
+    Game,
+    SweepFloor,
+    end_state,
+    first_contacts,
+    game_scene,
+    time_game,
+)
 from benchmarks.opcount import OpCounter  # noqa: E402
 from benchmarks.pooled import pooled_times  # noqa: E402
 from benchmarks.systems import PluginOptions, PluginSystem, begin_frame, end_frame  # noqa: E402
@@ -60,7 +69,7 @@ def test_every_bounce_keeps_the_speed_and_the_spheres_do_bounce(kind: str) -> No
 
 def test_the_timed_game_reports_every_system_and_a_bouncing_scene() -> None:
     result = time_game(12, seed=2, frames=25, warmup=1, limit_s=3.0)
-    assert set(result.ms) == {"panda3d-ccd", "CollisionTraverser", "floor"}
+    assert set(result.ms) == {"panda3d-ccd", "CollisionTraverser", "floor", SWEEP_FLOOR}
     assert all(ms is not None and ms > 0 for ms in result.ms.values())
     stats = result.stats
     assert stats["panda3d-ccd frames"] == stats["CollisionTraverser frames"] == 25
@@ -71,6 +80,69 @@ def test_the_timed_game_reports_every_system_and_a_bouncing_scene() -> None:
     # quiet pass of 12 spheres in the walls: some 90 operations).
     assert len(result.ops) == 25 and min(result.ops) > 50
     assert result.ops_by["phase"]["read"] > 0 and result.ops_by["phase"]["solve"] > 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_sweep_floor_finds_each_spheres_first_contact_by_the_exact_kernels(seed) -> None:
+    # Spheres apart in a box, moving up to 3 units: each one's first time of contact with a
+    # wall or another sphere, by the plugin's exact kernels over every pair.
+    from panda3d_ccd.sweep import sphere_plane_toi, sphere_sphere_toi
+
+    rng = np.random.default_rng(seed)
+    radius, side, n = 0.45, 8.0, 40
+    p0 = np.zeros((0, 3))
+    while len(p0) < n:  # apart from each other and from the walls
+        p = rng.uniform(radius, side - radius, 3)
+        if np.all(np.linalg.norm(p0 - p, axis=1) > 2 * radius):
+            p0 = np.vstack([p0, p])
+    p1 = p0 + rng.uniform(-3, 3, (n, 3))
+    walls = [((1, 0, 0), 0.0), ((-1, 0, 0), side), ((0, 1, 0), 0.0), ((0, -1, 0), side),
+             ((0, 0, 1), 0.0), ((0, 0, -1), side)]  # fmt: skip
+    normal = np.array([w[0] for w in walls], np.float64)
+    offset = np.array([w[1] for w in walls], np.float64)
+    i, j = np.triu_indices(n, 1)
+    t, by_wall, what = first_contacts(p0, p1, radius, normal, offset, i, j)
+
+    expected = np.ones(n)
+    for w in range(6):
+        tw = sphere_plane_toi(p0, p1, radius, normal[w], offset[w])
+        expected = np.fmin(expected, tw)
+    tij = sphere_sphere_toi(p0[i], p1[i], radius, p0[j], p1[j], radius)
+    for a, b, tt in zip(i, j, tij):
+        expected[a], expected[b] = np.fmin(expected[a], tt), np.fmin(expected[b], tt)
+    assert np.count_nonzero(expected < 1) >= n // 2  # the frames hold many contacts
+    assert t == pytest.approx(expected, abs=1e-9)
+    # What stopped each: the wall or the sphere met at that time.
+    stopped = np.flatnonzero(t < 1)
+    for k in stopped:
+        if by_wall[k]:
+            assert sphere_plane_toi(p0[k], p1[k], radius, normal[what[k]], offset[what[k]]) == (
+                pytest.approx(t[k], abs=1e-9)
+            )
+        else:
+            o = what[k]
+            assert sphere_sphere_toi(p0[k], p1[k], radius, p0[o], p1[o], radius) == (
+                pytest.approx(t[k], abs=1e-9)
+            )
+
+
+def test_the_sweep_floor_plays_the_game_and_writes_where_it_stopped() -> None:
+    floor = SweepFloor(game_scene(30, seed=3))
+    try:
+        stops = 0
+        for _ in range(40):
+            begin_frame()
+            floor.move()
+            floor.run()
+            moved, _by_wall, _what = floor.stopped
+            stops += len(moved)
+            read = np.array([tuple(node.getPos()) for node in floor.world.nodes])
+            assert read == pytest.approx(floor.last, abs=1e-4)  # the stopped ones written
+            floor.bounce()
+            end_frame()
+        assert stops > 0 and floor.contacts == stops
+    finally:
+        floor.close()
 
 
 def _snippet(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -149,9 +221,13 @@ def test_the_default_run_prints_the_game_tables_the_demo_and_the_profile(
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     record = json.loads((tmp_path / "results.json").read_text())
-    assert "| colliders | plugin ms | traverser ms | traverser/plugin | floor ms " in out
+    assert (
+        "| colliders | plugin ms | traverser ms | traverser/plugin | sweep floor ms "
+        "| traverser/sweep floor | floor ms " in out
+    )
     assert [row["n"] for row in record["timing"]] == [10, 30]
     for row in record["timing"]:
+        assert row["ms"]["sweep floor"] > 0
         assert len(row["ops"]) == 6 and min(row["ops"]) > 0
         assert f"| {row['n']} | {row['side']:.1f} | panda3d-ccd | 6 |" in out
     assert "| colliders | read | solve | write back | events | other | all |" in out
