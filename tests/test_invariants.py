@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from panda3d.core import (
     BitMask32,
@@ -684,6 +684,84 @@ def test_two_bodies_first_contact_is_exact_and_never_missed(
                 assert np.array_equal(end, P1)
             elif resp == "rewind":
                 assert tuple(end) == pytest.approx(tuple(P0 + first * (P1 - P0)), abs=tol)
+    finally:
+        ccd.destroy()
+        root.removeNode()
+
+
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    wall_angle=st.floats(0.0, 2 * np.pi),
+    wall_distance=st.floats(2.0, 6.0),
+    move_angle=st.floats(0.0, 2 * np.pi),
+    move_length=st.floats(3.0, 12.0),
+    offset=st.tuples(*[st.floats(-0.5, 0.5)] * 3),
+    coin_at=st.floats(0.0, 1.0),
+    coin_off=st.tuples(st.floats(-3, 3), st.floats(-3, 3), st.floats(-1, 1)),
+)
+def test_a_carried_sensor_reports_what_its_carriers_path_meets(
+    base, response, wall_angle, wall_distance, move_angle, move_length, offset, coin_at, coin_off
+):
+    """A player (r 1, at the origin) moves in the plane z = 0, perhaps into a wall, which
+    stops it (rewind) or turns it along it (slide); a pickup radius (a sensor of r 1.5 at
+    ``offset`` below it) must report a coin (a static sensor of r 0.3, near a point of the
+    player's path) exactly when the player's real path brings it there: the oracle is that
+    path, worked out by hand, and densely sampled."""
+    normal = np.array([np.cos(wall_angle), np.sin(wall_angle), 0.0])  # toward the player
+    s = np.linspace(0.0, 1.0, 20001)
+
+    def path_to(p1: np.ndarray) -> tuple[np.ndarray, float]:
+        """The player's path, sampled at s: straight to the wall, then stopped or along
+        it; and when it meets the wall."""
+        into = normal @ p1
+        t_c = (wall_distance - 1.0) / -into if into < 0 else np.inf
+        path = s[:, None] * p1
+        if t_c <= 1.0:
+            after = s > t_c
+            along = p1 - into * normal if response == "slide" else np.zeros(3)
+            path[after] = t_c * p1 + (s[after] - t_c)[:, None] * along
+        return path, t_c
+
+    aim = move_length * np.array([np.cos(move_angle), np.sin(move_angle), 0.0])
+    coin = path_to(aim)[0][int(coin_at * (len(s) - 1))] + np.array(coin_off)
+    render = base.render
+    root = render.attachNewNode("scene")
+    ccd = ContinuousCollision(base)
+    try:
+        wall = root.attachNewNode("wall")
+        plane = LPlane(LVector3(*normal), LPoint3(*(-wall_distance * normal)))
+        ccd.add_plane(wall, plane, into_mask=BitMask32.bit(1))
+        player = root.attachNewNode("player")
+        ccd.add_sphere(player, 1.0, response=response, from_mask=BitMask32.bit(1), into_mask=0)
+        radius = player.attachNewNode("pickup-radius")
+        radius.setPos(*offset)
+        ccd.add_sphere(radius, 1.5, response="sensor", from_mask=BitMask32.bit(2), into_mask=0)
+        coin_np = root.attachNewNode("coin")
+        coin_np.setPos(*coin)
+        ccd.add_sphere(
+            coin_np, 0.3, response="sensor", static=True, from_mask=0, into_mask=BitMask32.bit(2)
+        )
+        ccd.step()
+        o, c = np.array(radius.getPos()), np.array(coin_np.getPos())
+        player.setPos(*aim)
+        path, t_c = path_to(np.array(player.getPos()))
+        gap = np.linalg.norm(path + o - c, axis=1) - 1.8
+        assume(gap[0] > 1e-3 and abs(gap.min()) > 1e-3)  # no start inside, no graze
+        contacts = ccd.step()
+        assert np.array(player.getPos()) == pytest.approx(path[-1], abs=1e-4)
+        found = [c.t for c in contacts if c.from_np == radius and c.into_np == coin_np]
+        inside = np.flatnonzero(gap < 0)
+        event("the wall met" if t_c <= 1.0 else "no wall")
+        event("the coin met" if len(inside) else "no coin")
+        if len(inside) == 0:
+            assert found == []
+        else:
+            k = inside[0]
+            # (Within the sampling, and the float32 rounding of the nodes' positions.)
+            assert len(found) == 1 and s[k - 1] - 1e-6 <= found[0] <= s[k] + 1e-6
     finally:
         ccd.destroy()
         root.removeNode()
