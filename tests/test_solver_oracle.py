@@ -136,6 +136,11 @@ def test_rigid_groups_match_the_serial_solver(seed):
     p1 = p0 + v[group]
     body_response = rng.choice([REWIND, SENSOR], size=len(centres), p=[0.85, 0.15])
     response = body_response[group].astype(np.int8)
+    # Sensors carried by a body: members after a group's first are sensors now and then
+    # (a pickup radius on the player), tested along the group's path.
+    first = np.zeros(len(group), bool)
+    first[np.r_[0, np.cumsum(size)[:-1]]] = True
+    response[~first & (rng.random(len(group)) < 0.3)] = SENSOR
     shrink = rng.uniform(-2.0, 2.0)
     kwargs = walls(BOX + 1.0, BOX + 1.0 - shrink)
     kwargs["group"] = group
@@ -144,6 +149,14 @@ def test_rigid_groups_match_the_serial_solver(seed):
     # A group's members stop at one time.
     for g in np.unique(group):
         assert np.unique(batched.t_stop[group == g]).size == 1
+    # A carried sensor is where its group is at each of its hits: on its own straight path
+    # as far as the group went, and still from there on.
+    h = batched.hits
+    carried = ~first & (response == SENSOR) & (body_response[group] == REWIND)
+    rows = np.flatnonzero(h.sensor & carried[h.a])
+    a = h.a[rows]
+    t = np.minimum(h.t[rows], batched.t_stop[a])
+    np.testing.assert_allclose(h.pos_a[rows], p0[a] + t[:, None] * (p1 - p0)[a], atol=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(8))
