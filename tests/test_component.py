@@ -1491,6 +1491,31 @@ def test_a_carrier_removed_leaves_its_carried_body_on_its_own(base, ccd, recorde
     assert recorder.names() == ["turret-into-wall"]
 
 
+@pytest.mark.parametrize("static", [False, True], ids=["post", "static post"])
+def test_a_rewound_body_carried_by_a_slide_meets_what_the_bend_takes_it_to(
+    base, ccd, recorder, static
+):
+    # The tank slides along the wall from t 0.4, up to y 10; its turret (rewind) goes with
+    # it and meets the post at (4, 8.6, 3) at t 0.76, far off its own straight path. With
+    # over 128 bodies the broad phase cuts straight paths into pieces: the turret's must be
+    # boxed as its slide's (it was not, and the turret passed through the post).
+    render = base.render
+    wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
+    for i in range(200):
+        ccd.add_sphere(node(render, f"idle{i}", (100 + 3 * (i % 20), 100 + 3 * (i // 20), 0)), 0.5)
+    ccd.add_sphere(node(render, "post", (4, 8.6, 3)), 0.5, static=static)
+    tank = node(render, "tank")
+    ccd.add_sphere(tank, 1.0, response="slide")
+    turret = node(tank, "turret", (0, 0, 3))
+    ccd.add_sphere(turret, 0.5, response="rewind")
+    ccd.step()
+    tank.setPos(10, 10, 0)
+    contacts = ccd.step()
+    assert_vec(pos(tank, render), (4, 7.6, 0))
+    found = sorted((c.from_np.getName(), c.into_np.getName(), round(c.t, 6)) for c in contacts)
+    assert found == [("post", "turret", 0.76), ("tank", "wall", 0.4), ("turret", "post", 0.76)]
+
+
 def player_with_pickup_radius(ccd, render, response, on_target=False):
     """A player node with a body (CollisionNode "player-c", r 1, from bit 1) registered
     with ``target=player``, and a trigger radius below it (CollisionNode "pickup-radius",
