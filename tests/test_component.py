@@ -1585,6 +1585,87 @@ def test_a_sensor_on_a_stopped_body_reports_only_where_the_body_went(
     assert [n for n in sent + recorder.names() if "far" in n or "line" in n] == []
 
 
+def test_a_sensor_below_a_body_is_carried_whatever_its_target(base, ccd, recorder):
+    # The body is registered on its own node (the plugin moves that), the sensor below it
+    # with the player above both as its target: the sensor still goes where the body goes.
+    render = base.render
+    wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
+    pickup(ccd, render, "far", (8, 0, 0), "sphere")
+    player = node(render, "player")
+    body = player.attachNewNode(CollisionNode("player-c"))
+    body.node().addSolid(CollisionSphere(0, 0, 0, 1))
+    ccd.add_collision_node(body, response="rewind")
+    radius = body.attachNewNode(CollisionNode("pickup-radius"))
+    radius.node().addSolid(CollisionSphere(0, 0, 0, 1.5))
+    radius.node().modifySolid(0).setTangible(False)
+    ccd.add_collision_node(radius, target=player)
+    ccd.step()
+    player.setX(10)
+    contacts = ccd.step()
+    assert_vec(pos(body, render), (4, 0, 0))
+    assert sorted((c.from_np.getName(), c.into_np.getName(), round(c.t, 6)) for c in contacts) == [
+        ("pickup-radius", "wall", 0.35), ("player-c", "wall", 0.4),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+def test_a_carried_sensor_turning_with_its_still_carrier_never_moves_it(
+    base, ccd, recorder, response
+):
+    # The player turns in place (its body's centre stays put) with a sensor 3 in front of
+    # it; a ball runs into the player at t 0.75. A body that does not move is not moved by
+    # a contact, whatever its sensor does: the turn the game made stays whole.
+    render = base.render
+    player = node(render, "player")
+    body = player.attachNewNode(CollisionNode("player-c"))
+    body.node().addSolid(CollisionSphere(0, 0, 0, 1))
+    ccd.add_collision_node(body, target=player, response=response)
+    interact = player.attachNewNode(CollisionNode("interact"))
+    interact.setY(3)
+    interact.node().addSolid(CollisionSphere(0, 0, 0, 0.5))
+    interact.node().modifySolid(0).setTangible(False)
+    ccd.add_collision_node(interact)
+    ball = node(render, "ball", (-6, 0, 0))
+    ccd.add_sphere(ball, 0.5, response="rewind")
+    ccd.step()
+    player.setH(90)
+    ball.setX(0)
+    contacts = ccd.step()
+    assert player.getH() == pytest.approx(90) and pos(player, render) == (0, 0, 0)
+    assert_vec(pos(ball, render), (-1.5, 0, 0))
+    assert ("player-c", "ball", pytest.approx(0.75)) in [
+        (c.from_np.getName(), c.into_np.getName(), c.t) for c in contacts
+    ]
+
+
+@pytest.mark.parametrize("response", ["sensor", "rewind"])
+def test_what_a_slide_carries_meets_a_static_on_its_bend_among_many_statics(
+    base, ccd, recorder, response
+):
+    # Over 256 static spheres are found through the static index: it must box what a slide
+    # carries as the slide (a sensor, or a rewound body, 16 above the player), not as its
+    # own straight path cut into pieces. The coin at (4, 8, 16) is on the bend (t 0.63).
+    render = base.render
+    ccd.add_plane(node(render, "wall"), LPlane(LVector3(-1, 0, 0), LPoint3(5, 0, 0)),
+                  into_mask=BitMask32.bit(1))  # fmt: skip
+    for i in range(300):
+        far = node(render, f"far{i}", (200 + 3 * (i % 20), 200 + 3 * (i // 20), 0))
+        ccd.add_sphere(far, 0.2, response="sensor", static=True)
+    coin = node(render, "coin", (4, 8, 16))
+    ccd.add_sphere(coin, 0.2, response=response, static=True, into_mask=BitMask32.bit(2))
+    player = node(render, "player")
+    ccd.add_sphere(player, 1.0, response="slide", from_mask=BitMask32.bit(1))
+    top = node(player, "top", (0, 0, 16))
+    ccd.add_sphere(top, 1.5, response=response, from_mask=BitMask32.bit(2), into_mask=0)
+    ccd.step()
+    player.setPos(10, 10, 0)
+    contacts = ccd.step()
+    assert [(c.from_np.getName(), round(c.t, 6)) for c in contacts if c.into_np == coin] == [
+        ("top", 0.63)
+    ]
+    assert_vec(pos(player, render), (4, 10, 0) if response == "sensor" else (4, 6.3, 0))
+
+
 @pytest.mark.parametrize("kind", ["box", "sphere"])
 def test_a_sensor_on_a_sliding_body_goes_round_the_bend_with_it(base, ccd, recorder, kind):
     # The player slides along the wall at x 5 from t 0.4 on, up to y 10: its pickup radius

@@ -379,10 +379,11 @@ def _general(
     kin = (response == KINEMATIC) if kinematic is None else kinematic
     rigid = _Rigid(n, group)
     # A rigid group moves as one: a member whose own path is still is carried when a slide
-    # group is deflected (a group turning about it), so stillness is the group's.
-    moving = rigid.spread_any(
-        _row_any(p0 != p1) if radius0 is None else _row_any(p0 != p1) | (radius0 != radius)
-    )
+    # group is deflected (a group turning about it), so stillness is the group's, that of
+    # its solids: a sensor it carries (an offset one turning with a player turning in
+    # place) never makes it move.
+    own = _row_any(p0 != p1) if radius0 is None else _row_any(p0 != p1) | (radius0 != radius)
+    moving = rigid.spread_any(own & solid) | own
     # Every member of a slide's group bends with it (a sensor or a rewound body it carries).
     bends = rigid.spread_any(slide)
     size, own, reach = _reaches(p0, p1, radius, radius0, bends, rigid)
@@ -468,7 +469,7 @@ def _general(
             o.extendable(size, from_mask, everyone & finite)
     # Still: never changed by a contact (kinematic, or at rest with nothing near that moves
     # by itself and could carry it).
-    still = (~rigid.spread_any(~paths.stationary()) & ~carried) | kin
+    still = (~rigid.spread_any(~paths.stationary() & solid) & ~carried) | kin
     slides = np.zeros(n, np.int64)
     pend_s = np.flatnonzero(np.isfinite(pairs.toi))
     first = np.full(n, np.inf)
@@ -551,7 +552,7 @@ def _general(
         )
         # _respond changes whole groups: a group is still once every member is.
         moves = np.zeros(n, bool)
-        moves[changed] = ~paths.stationary_of(changed)
+        moves[changed] = ~paths.stationary_of(changed) & solid[changed]
         still[changed] = ~rigid.spread_any(moves)[changed] & ~carried[changed]
         dirty_s = pairs.pairs_of(changed)
         pairs.retest(dirty_s)

@@ -355,6 +355,7 @@ class ContinuousCollision:
         self._dynamic: dict[NodePath, None] = {}
         # The dynamic nodes that were not children of render at the last scan.
         self._away: list[NodePath] = []
+        self._parent_of: dict[NodePath, NodePath] = {}  # of the nodes in _away
         self._kept_in_scene: tuple[int, set[NodePath], np.ndarray, list[NodePath]] | None = None
         self._statics = _StaticCache()
         self._pieces = PieceNodes()
@@ -891,19 +892,18 @@ class ContinuousCollision:
         _collect["Read"].stop()
 
         _collect["Broad and narrow phase"].start()
+        # Bodies carried by another body (on its target, or below its node) move with it.
+        carried = self._carried(spheres)
+        owners = spheres.owner if carried is None else carried[0]
         near = _NO_ROWS
         if len(statics) or self._statics.inactive:
             # Dropping or closing statics here ends pairs; their outs wait for the events
             # below, as a handler may remove() a node and the frame's rows are read already.
             self._held = held
             try:
-                near = self._near_statics(spheres, frame, [planes.moving(), *tables])
+                near = self._near_statics(spheres, frame, [planes.moving(), *tables], owners)
             finally:
                 self._held = None
-
-        # Bodies carried by another body (on its target, or below its node) move with it.
-        carried = self._carried(spheres)
-        owners = spheres.owner if carried is None else carried[0]
 
         # The dynamic spheres, then the static ones near them: statics never move.
         def rows(dynamic: np.ndarray, static: np.ndarray) -> np.ndarray:
@@ -1101,16 +1101,17 @@ class ContinuousCollision:
         owner, or the owner of the body carrying it) and (n,) whether the plugin writes its
         node (the carrier's own rows, one node a group); None where no body carries another.
 
-        A body (rewind or slide) or a sensor is carried where the node the plugin moves
-        for it (its target, or its own node) is a body's too, or lies below a body's: the
+        A body (rewind or slide) is carried where the node the plugin moves for it (its
+        target, or its own node) is another body's too, or lies below another body's: the
         colliders of one model given one target, as ``CollisionHandlerPusher.addCollider
-        (collider, target)`` takes them, a turret registered on its tank, a pickup radius
-        on the player. It moves as one rigid body with the topmost body carrying it: no
-        contact between them, the group's earliest contact stops (or deflects) them all, a
-        sensor goes along the path its carrier takes, and only the carrier's node is
-        written; a carried node keeps its place on it. The hierarchy is looked at each
-        pass, from the nodes that are not children of render (only those can be below
-        another's)."""
+        (collider, target)`` takes them, or a turret registered on its tank. A sensor is
+        carried where its own node is, or lies below, a body's (a pickup radius on the
+        player, whatever its target: it is never written). Each moves as one rigid body
+        with the topmost body carrying it: no contact between them, the group's earliest
+        contact stops (or deflects) them all, a sensor goes along the path its carrier
+        takes, and only the carrier's node is written; a carried node keeps its place on
+        it. The hierarchy is looked at each pass, from the nodes that are not children of
+        render (only those can be below another's)."""
         if not self._away:
             return None
         known = self._movers
@@ -1128,12 +1129,11 @@ class ContinuousCollision:
             _, first = np.unique(which[body], return_index=True)
             owner = spheres.owner[body[first]]
             shared = len(unique(spheres.owner[body])) > len(slot)
-            # Sensors on a body's mover (its target) go with it; the others' movers are
-            # looked up from (by sensor node), where they are not children of render.
+            # A sensor's own node may be a body's mover; below render, it is looked up from.
             sensor = np.flatnonzero(response == _solver.SENSOR)
-            which[sensor] = [slot.get(movers[k], -1) for k in sensor.tolist()]
+            which[sensor] = [slot.get(nodes[k], -1) for k in sensor.tolist()]
             shared = shared or bool(np.any(which[sensor] >= 0))
-            look = {nodes[k]: movers[k] for k in sensor.tolist() if which[k] < 0}
+            look = {nodes[k] for k in sensor.tolist()}
             is_sensor = np.zeros(len(movers), bool)
             is_sensor[sensor] = True
             known = (spheres.version, slot, which, mover_of, owner, shared, look, is_sensor)
@@ -1142,10 +1142,11 @@ class ContinuousCollision:
         if not slot:
             return None  # no body to carry anything
         # A body is carried from below only if its node is not a child of render: from
-        # those bodies' movers (and those sensors'), a walk up to render finds the topmost
-        # body mover above.
+        # those bodies' movers (and those sensors' nodes), a walk up to render finds the
+        # topmost body mover above.
         below = {mover_of[nodepath] for nodepath in self._away if nodepath in mover_of}
-        sensors = [(nodepath, look[nodepath]) for nodepath in self._away if nodepath in look]
+        parent_of = self._parent_of
+        sensors = look.intersection(parent_of)
         root = np.arange(len(slot))
         if below or sensors:
             # Per node passed, the topmost body mover at or above it (-1: none): bodies
@@ -1169,12 +1170,17 @@ class ContinuousCollision:
                 above = topmost(movers[i].getParent())
                 if above >= 0:
                     root[i] = above
-            found = {nodepath: topmost(mover) for nodepath, mover in sensors}
-            if any(above >= 0 for above in found.values()):
+            # Sensors walk up from their parents, each parent once (a pool of pickups).
+            carrier = {parent: topmost(parent) for parent in set(map(parent_of.get, sensors))}
+            found = {}
+            if any(above >= 0 for above in carrier.values()):
+                found = {nodepath: carrier[parent_of[nodepath]] for nodepath in sensors}
+                found = {nodepath: above for nodepath, above in found.items() if above >= 0}
+            if found:
                 which = which.copy()
                 nodes = spheres.nodepath
-                rows = np.flatnonzero(is_sensor & (which < 0))
-                which[rows] = [found.get(nodes[k], -1) for k in rows.tolist()]
+                rows = np.flatnonzero(is_sensor)
+                which[rows] = [found.get(nodes[k], which[k]) for k in rows.tolist()]
         elif not shared:
             return None
         carried = which >= 0
@@ -1185,10 +1191,13 @@ class ContinuousCollision:
         lead = ~carried | ((root[which] == which) & ~is_sensor)
         return group, lead
 
-    def _near_statics(self, spheres: SphereTable, frame: _Frame, movers: list[Any]) -> np.ndarray:
+    def _near_statics(
+        self, spheres: SphereTable, frame: _Frame, movers: list[Any], group: np.ndarray
+    ) -> np.ndarray:
         """Rows of the static spheres this pass's solver could pair with the dynamic ones
-        (the same boxes as its broad phase, from the static index) or with the planes that
-        move (the solver's own plane candidates). Static nodes are looked at only here:
+        (the same boxes as its broad phase, given the dynamic spheres' rigid ``group``s,
+        from the static index) or with the planes that move (the solver's own plane
+        candidates). Static nodes are looked at only here:
         those near something, and a few more in turn; one found removed is dropped, one
         out of the scene is inactive until it is back."""
         moving_planes = movers[0]
@@ -1229,7 +1238,7 @@ class ContinuousCollision:
                 frame.radius,
                 spheres.response,
                 radius0=frame.radius0 if frame.grew else None,
-                group=spheres.owner,
+                group=group,
             )
             n = len(size)
             # Carried by what moves by itself, a body may go further (as the solver's own
@@ -1364,10 +1373,11 @@ class ContinuousCollision:
         # the scene too (the plugin's copy of its NodePath sees a top of its own), and only
         # those out are looked at again.
         parents = map(NodePath.getParent, dynamic)
-        away = [nodepath for nodepath, parent in zip(dynamic, parents) if parent != render]
+        away = {nodepath: parent for nodepath, parent in zip(dynamic, parents) if parent != render}
         outside = [nodepath for nodepath in away if nodepath.getTop() != top]
         self._drop_removed(outside)
         self._away = [nodepath for nodepath in away if nodepath in dynamic]
+        self._parent_of = away
         inactive = {nodepath for nodepath in outside if nodepath in self._dynamic}
         left, back = inactive - self._inactive, self._inactive - inactive
         self._inactive = inactive
