@@ -383,7 +383,7 @@ def _general(
     # its solids: a sensor it carries (an offset one turning with a player turning in
     # place) never makes it move.
     own = _row_any(p0 != p1) if radius0 is None else _row_any(p0 != p1) | (radius0 != radius)
-    moving = rigid.spread_any(own & solid) | own
+    moving = rigid.spread_from(own, solid)
     # Every member of a slide's group bends with it (a sensor or a rewound body it carries).
     bends = rigid.spread_any(slide)
     size, own, reach = _reaches(p0, p1, radius, radius0, bends, rigid)
@@ -469,7 +469,7 @@ def _general(
             o.extendable(size, from_mask, everyone & finite)
     # Still: never changed by a contact (kinematic, or at rest with nothing near that moves
     # by itself and could carry it).
-    still = (~rigid.spread_any(~paths.stationary() & solid) & ~carried) | kin
+    still = (~rigid.spread_from(~paths.stationary(), solid) & ~carried) | kin
     slides = np.zeros(n, np.int64)
     pend_s = np.flatnonzero(np.isfinite(pairs.toi))
     first = np.full(n, np.inf)
@@ -552,8 +552,8 @@ def _general(
         )
         # _respond changes whole groups: a group is still once every member is.
         moves = np.zeros(n, bool)
-        moves[changed] = ~paths.stationary_of(changed) & solid[changed]
-        still[changed] = ~rigid.spread_any(moves)[changed] & ~carried[changed]
+        moves[changed] = ~paths.stationary_of(changed)
+        still[changed] = ~rigid.spread_from(moves, solid)[changed] & ~carried[changed]
         dirty_s = pairs.pairs_of(changed)
         pairs.retest(dirty_s)
         pend_s = _unique(np.concatenate([pend_s, dirty_s]))
@@ -1260,6 +1260,13 @@ class _Rigid:
         hit = np.zeros(int(self.group.max()) + 1, bool)
         hit[self.group[flags]] = True
         return hit[self.group]
+
+    def spread_from(self, flags: Bool, solid: Bool) -> Bool:
+        """Each sphere's flag, or any of its group's solids' (a sensor a body carries moves
+        with it, never the other way round)."""
+        if self.trivial:
+            return flags
+        return self.spread_any(flags & solid) | flags
 
 
 def _reach(seeds: Int, i: Int, j: Int, still: Bool) -> Bool:
