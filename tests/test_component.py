@@ -49,10 +49,15 @@ def floor(ccd, parent, name="floor", z=0.0):
     return np_
 
 
-def wall(ccd, parent, name, normal, point):
+def wall(ccd, parent, name, normal, point, **masks):
     np_ = node(parent, name)
-    ccd.add_plane(np_, LPlane(LVector3(*normal), LPoint3(*point)))
+    ccd.add_plane(np_, LPlane(LVector3(*normal), LPoint3(*point)), **masks)
     return np_
+
+
+def met(contacts):
+    """Sorted (from name, into name, t to 6 places) of contacts."""
+    return sorted((c.from_np.getName(), c.into_np.getName(), round(c.t, 6)) for c in contacts)
 
 
 def pos(np_, render):
@@ -1512,8 +1517,9 @@ def test_a_rewound_body_carried_by_a_slide_meets_what_the_bend_takes_it_to(
     tank.setPos(10, 10, 0)
     contacts = ccd.step()
     assert_vec(pos(tank, render), (4, 7.6, 0))
-    found = sorted((c.from_np.getName(), c.into_np.getName(), round(c.t, 6)) for c in contacts)
-    assert found == [("post", "turret", 0.76), ("tank", "wall", 0.4), ("turret", "post", 0.76)]
+    assert met(contacts) == [
+        ("post", "turret", 0.76), ("tank", "wall", 0.4), ("turret", "post", 0.76),
+    ]  # fmt: skip
 
 
 def player_with_pickup_radius(ccd, render, response, on_target=False):
@@ -1557,20 +1563,18 @@ def test_a_sensor_on_a_stopped_body_reports_only_where_the_body_went(
     # at x 8 nor the line at x 6 it would have crossed on its own straight path (at t 0.63
     # and 0.45), nor the player it rides on.
     render = base.render
-    stop = node(render, "wall")
-    ccd.add_plane(stop, LPlane(LVector3(-1, 0, 0), LPoint3(5, 0, 0)), into_mask=BitMask32.bit(1))
-    line = node(render, "line")
-    ccd.add_plane(line, LPlane(LVector3(-1, 0, 0), LPoint3(6, 0, 0)), into_mask=BitMask32.bit(2))
+    wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0), into_mask=BitMask32.bit(1))
+    wall(ccd, render, "line", (-1, 0, 0), (6, 0, 0), into_mask=BitMask32.bit(2))
     pickup(ccd, render, "near", (3.5, 0, 0), kind)
     pickup(ccd, render, "far", (8, 0, 0), kind)
     player = player_with_pickup_radius(ccd, render, "rewind", on_target)
     player.setX(10)
     contacts = ccd.step()
     assert_vec(pos(player, render), (4, 0, 0))
-    found = [(c.from_np.getName(), c.into_np.getName(), round(c.t, 6)) for c in contacts]
-    assert [f for f in found if f[0] != "near"] == [
-        ("pickup-radius", "near", 0.18), ("player-c", "near", 0.23),
-        ("pickup-radius", "wall", 0.35), ("player-c", "wall", 0.4),
+    both = [("near", "pickup-radius", 0.18), ("near", "player-c", 0.23)] * (kind == "sphere")
+    assert met(contacts) == both + [
+        ("pickup-radius", "near", 0.18), ("pickup-radius", "wall", 0.35),
+        ("player-c", "near", 0.23), ("player-c", "wall", 0.4),
     ]  # fmt: skip
     # The next pass, standing still: the pickup radius is still in the same two, with
     # nothing new and nothing out (the body at rest against the wall is out of it).
@@ -1603,9 +1607,25 @@ def test_a_sensor_below_a_body_is_carried_whatever_its_target(base, ccd, recorde
     player.setX(10)
     contacts = ccd.step()
     assert_vec(pos(body, render), (4, 0, 0))
-    assert sorted((c.from_np.getName(), c.into_np.getName(), round(c.t, 6)) for c in contacts) == [
-        ("pickup-radius", "wall", 0.35), ("player-c", "wall", 0.4),
-    ]  # fmt: skip
+    assert met(contacts) == [("pickup-radius", "wall", 0.35), ("player-c", "wall", 0.4)]
+
+
+def test_a_sensor_on_the_node_its_body_moves_is_carried(base, ccd, recorder):
+    # The body is a CollisionNode below the player with the player as its target; the
+    # sensor is a sphere registered on the player node itself, a child of render.
+    render = base.render
+    wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
+    pickup(ccd, render, "far", (8, 0, 0), "sphere")
+    player = node(render, "player")
+    body = player.attachNewNode(CollisionNode("player-c"))
+    body.node().addSolid(CollisionSphere(0, 0, 0, 1))
+    ccd.add_collision_node(body, target=player, response="rewind")
+    ccd.add_sphere(player, 1.5, response="sensor")
+    ccd.step()
+    player.setX(10)
+    contacts = ccd.step()
+    assert_vec(pos(player, render), (4, 0, 0))
+    assert met(contacts) == [("player", "wall", 0.35), ("player-c", "wall", 0.4)]
 
 
 @pytest.mark.parametrize("response", ["rewind", "slide"])
@@ -1633,9 +1653,10 @@ def test_a_carried_sensor_turning_with_its_still_carrier_never_moves_it(
     contacts = ccd.step()
     assert player.getH() == pytest.approx(90) and pos(player, render) == (0, 0, 0)
     assert_vec(pos(ball, render), (-1.5, 0, 0))
-    assert ("player-c", "ball", pytest.approx(0.75)) in [
-        (c.from_np.getName(), c.into_np.getName(), c.t) for c in contacts
-    ]
+    assert met(contacts) == [
+        ("ball", "interact", 0.666667), ("ball", "player-c", 0.75),
+        ("interact", "ball", 0.666667), ("player-c", "ball", 0.75),
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("response", ["sensor", "rewind"])
@@ -1646,8 +1667,7 @@ def test_what_a_slide_carries_meets_a_static_on_its_bend_among_many_statics(
     # carries as the slide (a sensor, or a rewound body, 16 above the player), not as its
     # own straight path cut into pieces. The coin at (4, 8, 16) is on the bend (t 0.63).
     render = base.render
-    ccd.add_plane(node(render, "wall"), LPlane(LVector3(-1, 0, 0), LPoint3(5, 0, 0)),
-                  into_mask=BitMask32.bit(1))  # fmt: skip
+    wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0), into_mask=BitMask32.bit(1))
     for i in range(300):
         far = node(render, f"far{i}", (200 + 3 * (i % 20), 200 + 3 * (i // 20), 0))
         ccd.add_sphere(far, 0.2, response="sensor", static=True)
@@ -1660,9 +1680,7 @@ def test_what_a_slide_carries_meets_a_static_on_its_bend_among_many_statics(
     ccd.step()
     player.setPos(10, 10, 0)
     contacts = ccd.step()
-    assert [(c.from_np.getName(), round(c.t, 6)) for c in contacts if c.into_np == coin] == [
-        ("top", 0.63)
-    ]
+    assert met(contacts) == [("player", "wall", 0.4), ("top", "coin", 0.63)]
     assert_vec(pos(player, render), (4, 10, 0) if response == "sensor" else (4, 6.3, 0))
 
 
@@ -1672,18 +1690,17 @@ def test_a_sensor_on_a_sliding_body_goes_round_the_bend_with_it(base, ccd, recor
     # takes the pickup at (4, 8) on the way (y 6.3, t 0.63), not the one at (8, 8) on its
     # own straight path.
     render = base.render
-    stop = node(render, "wall")
-    ccd.add_plane(stop, LPlane(LVector3(-1, 0, 0), LPoint3(5, 0, 0)), into_mask=BitMask32.bit(1))
+    wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0), into_mask=BitMask32.bit(1))
     pickup(ccd, render, "bent", (4, 8, 0), kind)
     pickup(ccd, render, "straight", (8, 8, 0), kind)
     player = player_with_pickup_radius(ccd, render, "slide")
     player.setPos(10, 10, 0)
     contacts = ccd.step()
     assert_vec(pos(player, render), (4, 10, 0))
-    found = [(c.from_np.getName(), c.into_np.getName(), round(c.t, 6)) for c in contacts]
-    assert [f for f in found if f[0] != "bent"] == [
-        ("pickup-radius", "wall", 0.35), ("player-c", "wall", 0.4),
-        ("pickup-radius", "bent", 0.63), ("player-c", "bent", 0.68),
+    both = [("bent", "pickup-radius", 0.63), ("bent", "player-c", 0.68)] * (kind == "sphere")
+    assert met(contacts) == both + [
+        ("pickup-radius", "bent", 0.63), ("pickup-radius", "wall", 0.35),
+        ("player-c", "bent", 0.68), ("player-c", "wall", 0.4),
     ]  # fmt: skip
     entry = next(c for c in contacts if c.from_np.getName() == "pickup-radius" and c.t > 0.6)
     assert_vec(entry.getSurfacePoint(render), (4, 7.8, 0))  # the box's face, the sphere's side

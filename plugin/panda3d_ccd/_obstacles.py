@@ -13,7 +13,8 @@ naming a shape (as Box2D's ``s_registers`` or Jolt's ``CollisionDispatch``):
   contacts, and their :class:`Response` (the normal to slide along at the end of the pass,
   and how far the obstacle carries the body's point of contact by then: 0 for what does
   not move), or None with ``response`` False (a caller that only rewinds);
-- ``sensor_hits(paths, i, k)``: overlap intervals over the bodies' final paths.
+- ``sensor_hits(paths, segs, i, k)``: overlap intervals over the bodies' final paths,
+  ``segs`` (:class:`~panda3d_ccd._paths.Segments`), made once a pass.
 
 A table also carries ``kind``, ``mask`` (m,) into masks, ``moving`` (m,), ``sensor`` (m,)
 (rows that only report) and ``any_sensor`` (whether any row does), ``shift`` (m,) (how far
@@ -37,6 +38,7 @@ from ._paths import (
     Hits,
     Int,
     Paths,
+    Segments,
     earliest_of,
     pick,
     slop_of,
@@ -186,10 +188,9 @@ class Planes:
         left = (off1[k] - _plane_offset_at(off0[k], off1[k], t)) / self.length[k]
         return hits, Response(hits.normal, -hits.normal * left[:, None])
 
-    def sensor_hits(self, paths: Paths, i: Int, k: Int) -> Hits:
+    def sensor_hits(self, paths: Paths, segs: Segments, i: Int, k: Int) -> Hits:
         """Overlap intervals of bodies i with planes k over every segment of the bodies'
         paths (a sensor carried by a body goes where its carrier goes)."""
-        segs = paths.segments()
         item, seg = segs.of(i)
         lo, hi = segs.t0[seg], segs.t1[seg]
         live = hi > lo  # (a segment of no time: stopped exactly at the end)

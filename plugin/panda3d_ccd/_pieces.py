@@ -34,7 +34,7 @@ from ._arrays import length as _length
 from ._frames import Frames
 from ._index import StaticIndex, _padded
 from ._obstacles import Response
-from ._paths import Bool, Float, Hits, Int, Paths, pick, slop, sub_steps, unit
+from ._paths import Bool, Float, Hits, Int, Paths, Segments, pick, slop, sub_steps, unit
 from ._raygrid import RayGrid
 from ._tolerance import TURN_TOLERANCE, WELD_REL
 from .sweep import sphere_box as _box
@@ -542,11 +542,10 @@ class Pieces:
                        feature=feature, part=part)  # fmt: skip
         return hits, Response(push, carry, None, ride)
 
-    def sensor_hits(self, paths: Paths, i: Int, k: Int) -> Hits:
+    def sensor_hits(self, paths: Paths, segs: Segments, i: Int, k: Int) -> Hits:
         """Overlap intervals of bodies i with rows k over every segment of the bodies'
         final paths, both sides of a triangle alike (a trigger volume crossed in one frame:
         in, then out)."""
-        segs = paths.segments()
         t0, t1, x0, x1 = segs.t0, segs.t1, segs.x0, segs.x1
         item, seg = segs.of(i)
         ii, kk = i[item], k[item]

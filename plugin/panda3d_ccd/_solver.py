@@ -53,6 +53,7 @@ from ._paths import (
     SPHERE,
     Hits,
     Paths,
+    Segments,
     concat_hits,
     earliest_of,
     empty_hits,
@@ -1365,22 +1366,23 @@ def _sensor_hits(
     """Overlap intervals of sensor pairs, tested against every segment of the final paths:
     the sphere pairs (ei, ej), and per obstacle table its sensor (body, row) pairs, given as
     (table, i, k)."""
+    obstacles = [(table, i, k) for table, i, k in obstacles if len(i)]
+    if not len(ei) and not obstacles:
+        return empty_hits()
+    segs = paths.segments()  # (once: every table goes along the same segments)
     parts = []
     if len(ei):
         # The sensor on side a where only one side is one (the side its events are from).
         swap = solid[ei]
         a, b = np.where(swap, ej, ei), np.where(swap, ei, ej)
-        parts.append(_sensor_sphere_rows(paths, radius, a, b))
-    for table, i, k in obstacles:
-        if len(i):
-            parts.append(table.sensor_hits(paths, i, k))
+        parts.append(_sensor_sphere_rows(paths, segs, radius, a, b))
+    parts += [table.sensor_hits(paths, segs, i, k) for table, i, k in obstacles]
     return concat_hits(parts)
 
 
-def _sensor_sphere_rows(paths: Paths, radius: Float, a: Int, b: Int) -> Hits:
+def _sensor_sphere_rows(paths: Paths, segs: Segments, radius: Float, a: Int, b: Int) -> Hits:
     """Sphere pairs (a, b) of which one or both are sensors, over every pair of their
-    segments that share time: a sensor has one segment, or its carrier's."""
-    segs = paths.segments()
+    segments (``segs``) that share time: a sensor has one segment, or its carrier's."""
     item, sb = segs.of(b)
     each, sa = segs.of(a[item])
     item, sb = item[each], sb[each]

@@ -353,9 +353,9 @@ class ContinuousCollision:
         # Static nodes are not scanned each pass (they would cost per frame what 30,000
         # pillars cost): only those a pass hands to the solver, and a few more in turn.
         self._dynamic: dict[NodePath, None] = {}
-        # The dynamic nodes that were not children of render at the last scan.
-        self._away: list[NodePath] = []
-        self._parent_of: dict[NodePath, NodePath] = {}  # of the nodes in _away
+        # The dynamic nodes that were not children of render at the last scan, and their
+        # parents then.
+        self._away: dict[NodePath, NodePath] = {}
         self._kept_in_scene: tuple[int, set[NodePath], np.ndarray, list[NodePath]] | None = None
         self._statics = _StaticCache()
         self._pieces = PieceNodes()
@@ -1144,8 +1144,8 @@ class ContinuousCollision:
         # A body is carried from below only if its node is not a child of render: from
         # those bodies' movers (and those sensors' nodes), a walk up to render finds the
         # topmost body mover above.
-        below = {mover_of[nodepath] for nodepath in self._away if nodepath in mover_of}
-        parent_of = self._parent_of
+        parent_of = self._away
+        below = {mover_of[nodepath] for nodepath in parent_of if nodepath in mover_of}
         sensors = look.intersection(parent_of)
         root = np.arange(len(slot))
         if below or sensors:
@@ -1172,11 +1172,9 @@ class ContinuousCollision:
                     root[i] = above
             # Sensors walk up from their parents, each parent once (a pool of pickups).
             carrier = {parent: topmost(parent) for parent in set(map(parent_of.get, sensors))}
-            found = {}
-            if any(above >= 0 for above in carrier.values()):
-                found = {nodepath: carrier[parent_of[nodepath]] for nodepath in sensors}
-                found = {nodepath: above for nodepath, above in found.items() if above >= 0}
-            if found:
+            carrier = {parent: above for parent, above in carrier.items() if above >= 0}
+            if carrier:
+                found = {n: carrier[p] for n in sensors if (p := parent_of[n]) in carrier}
                 which = which.copy()
                 nodes = spheres.nodepath
                 rows = np.flatnonzero(is_sensor)
@@ -1376,8 +1374,7 @@ class ContinuousCollision:
         away = {nodepath: parent for nodepath, parent in zip(dynamic, parents) if parent != render}
         outside = [nodepath for nodepath in away if nodepath.getTop() != top]
         self._drop_removed(outside)
-        self._away = [nodepath for nodepath in away if nodepath in dynamic]
-        self._parent_of = away
+        self._away = {nodepath: away[nodepath] for nodepath in away if nodepath in dynamic}
         inactive = {nodepath for nodepath in outside if nodepath in self._dynamic}
         left, back = inactive - self._inactive, self._inactive - inactive
         self._inactive = inactive
