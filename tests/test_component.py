@@ -60,6 +60,15 @@ def met(contacts):
     return sorted((c.from_np.getName(), c.into_np.getName(), round(c.t, 6)) for c in contacts)
 
 
+def sphere_node(parent, name, radius, *, tangible=True):
+    """A CollisionNode ``name`` below ``parent`` holding one sphere of ``radius`` at its
+    origin (intangible: a sensor's)."""
+    np_ = parent.attachNewNode(CollisionNode(name))
+    np_.node().addSolid(CollisionSphere(0, 0, 0, radius))
+    np_.node().modifySolid(0).setTangible(tangible)
+    return np_
+
+
 def pos(np_, render):
     return tuple(np_.getPos(render))
 
@@ -1528,13 +1537,10 @@ def player_with_pickup_radius(ccd, render, response, on_target=False):
     an intangible r 1.5, from bits 1 and 2), registered as a sensor of its own (or with
     ``target=player`` too); the first pass made."""
     player = node(render, "player")
-    body = player.attachNewNode(CollisionNode("player-c"))
-    body.node().addSolid(CollisionSphere(0, 0, 0, 1))
+    body = sphere_node(player, "player-c", 1)
     body.node().setFromCollideMask(BitMask32.bit(1))
     ccd.add_collision_node(body, target=player, response=response)
-    radius = player.attachNewNode(CollisionNode("pickup-radius"))
-    radius.node().addSolid(CollisionSphere(0, 0, 0, 1.5))
-    radius.node().modifySolid(0).setTangible(False)
+    radius = sphere_node(player, "pickup-radius", 1.5, tangible=False)
     radius.node().setFromCollideMask(BitMask32.bit(1) | BitMask32.bit(2))
     ccd.add_collision_node(radius, target=player if on_target else None)
     ccd.step()
@@ -1596,12 +1602,9 @@ def test_a_sensor_below_a_body_is_carried_whatever_its_target(base, ccd, recorde
     wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
     pickup(ccd, render, "far", (8, 0, 0), "sphere")
     player = node(render, "player")
-    body = player.attachNewNode(CollisionNode("player-c"))
-    body.node().addSolid(CollisionSphere(0, 0, 0, 1))
+    body = sphere_node(player, "player-c", 1)
     ccd.add_collision_node(body, response="rewind")
-    radius = body.attachNewNode(CollisionNode("pickup-radius"))
-    radius.node().addSolid(CollisionSphere(0, 0, 0, 1.5))
-    radius.node().modifySolid(0).setTangible(False)
+    radius = sphere_node(body, "pickup-radius", 1.5, tangible=False)
     ccd.add_collision_node(radius, target=player)
     ccd.step()
     player.setX(10)
@@ -1617,9 +1620,7 @@ def test_a_sensor_on_the_node_its_body_moves_is_carried(base, ccd, recorder):
     wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
     pickup(ccd, render, "far", (8, 0, 0), "sphere")
     player = node(render, "player")
-    body = player.attachNewNode(CollisionNode("player-c"))
-    body.node().addSolid(CollisionSphere(0, 0, 0, 1))
-    ccd.add_collision_node(body, target=player, response="rewind")
+    ccd.add_collision_node(sphere_node(player, "player-c", 1), target=player, response="rewind")
     ccd.add_sphere(player, 1.5, response="sensor")
     ccd.step()
     player.setX(10)
@@ -1637,13 +1638,9 @@ def test_a_carried_sensor_turning_with_its_still_carrier_never_moves_it(
     # a contact, whatever its sensor does: the turn the game made stays whole.
     render = base.render
     player = node(render, "player")
-    body = player.attachNewNode(CollisionNode("player-c"))
-    body.node().addSolid(CollisionSphere(0, 0, 0, 1))
-    ccd.add_collision_node(body, target=player, response=response)
-    interact = player.attachNewNode(CollisionNode("interact"))
+    ccd.add_collision_node(sphere_node(player, "player-c", 1), target=player, response=response)
+    interact = sphere_node(player, "interact", 0.5, tangible=False)
     interact.setY(3)
-    interact.node().addSolid(CollisionSphere(0, 0, 0, 0.5))
-    interact.node().modifySolid(0).setTangible(False)
     ccd.add_collision_node(interact)
     ball = node(render, "ball", (-6, 0, 0))
     ccd.add_sphere(ball, 0.5, response="rewind")
