@@ -38,6 +38,7 @@ from panda3d.core import (
 )
 from scene_nodes import collision_node
 
+from panda3d_ccd._piecenodes import SHEARED_BOX
 from panda3d_ccd._tolerance import SLOP_REL
 
 FEW = settings(
@@ -958,17 +959,7 @@ def test_a_polygon_under_a_scaled_or_mirrored_parent_is_solid_where_its_world_im
     assert sorted(recorder.names()) == ["front0-into-floor", "front1-into-floor"]
 
 
-SHEARED = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a kinematic piece's net transform is read as a rotation, a position and a "
-    "scale; turned under a parent stretched along another axis it is sheared, and the "
-    "plugin's polygon is not its world image (static pieces take the whole matrix: right)",
-)
-
-
-@pytest.mark.parametrize(
-    "static", [True, pytest.param(False, marks=SHEARED)], ids=["static", "kinematic"]
-)
+@pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
 def test_a_polygon_turned_under_a_stretched_parent_is_solid_where_its_world_image_is(
     base, ccd, recorder, static
 ):
@@ -1003,6 +994,107 @@ def test_a_polygon_turned_under_a_stretched_parent_is_solid_where_its_world_imag
         else:  # outside it, so let through
             assert solid.distance(spots[k]) > 0.05
             assert end[2] == -2.0
+
+
+def test_a_kinematic_polygon_turning_under_a_stretched_parent_is_solid_where_it_is_now(
+    base, ccd, recorder
+):
+    """Turning under a parent stretched along x, the square's world image changes shape
+    from pass to pass (a rhombus, then a rectangle, then a rhombus the other way): each
+    pass, balls dropped just inside the image of that moment stop on it and balls dropped
+    just outside pass, as for a static node baked with the same matrix."""
+    render = base.render
+    holder = render.attachNewNode("holder")
+    holder.setScale(2, 1, 1)
+    floor = polygons(holder, "floor", FLOOR)
+    ccd.add_collision_node(floor)
+    for turn, heading in enumerate((20.0, 45.0, 90.0, 130.0)):
+        floor.setH(heading)
+        ccd.step()  # the floor turns alone
+        lin, off = _mat(floor, render)
+        image = np.array(FLOOR) @ lin + off
+        solid = solid_of([image[:3], image[[0, 2, 3]]])
+        spots = [0.85 * c for c in image] + [1.15 * c for c in image]
+        balls = [node(render, f"b{turn}-{k}", tuple(spot + (0, 0, 2))) for k, spot in
+                 enumerate(spots)]  # fmt: skip
+        for ball in balls:
+            ccd.add_sphere(ball, 1e-3)
+        ccd.step()
+        for ball in balls:
+            ball.setZ(-2)
+        ccd.step()
+        for k, ball in enumerate(balls):
+            end = world(ball, render)
+            if k < 4:  # inside the image (the oracle agrees), so stopped on it
+                assert solid.distance(spots[k]) == 0.0
+                assert end[2] == pytest.approx(1e-3, abs=1e-6), (heading, k)
+            else:
+                assert solid.distance(spots[k]) > 0.05
+                assert end[2] == -2.0, (heading, k)
+            ccd.remove(ball)
+            ball.removeNode()
+
+
+def test_a_kinematic_capsule_under_a_shear_is_where_the_static_one_is(base, make_ccd):
+    """A pillar lying along its node's x axis, turned 30 degrees under a parent stretched
+    along x: kinematic, it is baked in its turning frame with the shear; static, with the
+    whole matrix. Balls dropped across it stop at the same heights both ways (and on it:
+    some stop, some pass its sides)."""
+    ends = {}
+    for static in (True, False):
+        render = base.render.attachNewNode(f"world-{static}")
+        holder = render.attachNewNode("holder")
+        holder.setScale(3, 1, 1)
+        pillar = holder.attachNewNode(CollisionNode("pillar"))
+        pillar.node().addSolid(CollisionCapsule(LPoint3(-1, 0, 0), LPoint3(1, 0, 0), 0.5))
+        pillar.setH(30)
+        assert tuple(pillar.getNetTransform().getShear()) != (0, 0, 0)
+        ccd = make_ccd()
+        register(ccd, pillar, static)
+        xs = np.linspace(-4.0, 4.0, 9)
+        balls = [node(render, f"b{k}", (x, 0.3 * x - 0.4, 3)) for k, x in enumerate(xs)]
+        for ball in balls:
+            ccd.add_sphere(ball, 0.25)
+        ccd.step()
+        for ball in balls:
+            ball.setZ(-3)
+        ccd.step()
+        ends[static] = np.array([world(ball, render) for ball in balls])
+        ccd.destroy()
+        render.removeNode()
+    stopped = ends[True][:, 2] > -3
+    assert 0 < stopped.sum() < len(stopped)
+    np.testing.assert_allclose(ends[False], ends[True], atol=1e-5)
+
+
+def test_a_sensor_box_under_a_shear_is_the_box_that_holds_it_and_says_so(
+    base, ccd, recorder, warnings_seen
+):
+    """A trigger box turned under a stretched parent is no box: it is tested as the box of
+    its own frame that holds its image, with one warning naming the node, however many
+    passes it stays so."""
+    render = base.render
+    holder = render.attachNewNode("holder")
+    holder.setScale(2, 1, 1)
+    zone = holder.attachNewNode(CollisionNode("zone"))
+    zone.node().addSolid(CollisionBox(LPoint3(0, 0, 0), 1, 1, 1))
+    zone.setH(45)
+    ccd.add_collision_node(zone, response="sensor")
+    lin, off = _mat(zone, render)
+    corners = np.array([(x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    image = corners @ lin + off
+    far_x = float(image[:, 0].max())  # a corner of the image, on the x axis
+    ball = node(render, "ball", (far_x + 0.5, 0, 0))
+    ccd.add_sphere(ball, 0.1, response="sensor")
+    for _ in range(3):
+        ccd.step()
+    assert recorder.names() == []
+    ball.setX(far_x - 0.3)  # inside the image: in
+    ccd.step()
+    ball.setX(far_x + 0.5)
+    ccd.step()
+    assert recorder.names() == ["ball-into-zone", "ball-again-zone", "ball-out-zone"]
+    assert warnings_seen == [SHEARED_BOX.format(node=zone)]
 
 
 @pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])

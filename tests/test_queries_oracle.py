@@ -971,12 +971,6 @@ def test_static_polygon_under_a_turned_unevenly_scaled_parent(base, ccd):
     assert_hit(c, render, wall, 0.5, q, n, length=10, tol=2e-5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a kinematic piece is placed by its net quaternion, position and scale, which "
-    "drop the shear of a turned node under an unevenly scaled parent: it is queried (and "
-    "collided with) somewhere else; static nodes use the whole matrix and are right",
-)
 def test_a_kinematic_polygon_whose_net_transform_shears_is_hit_where_panda3d_puts_it(base, ccd):
     render = base.render
     parent = render.attachNewNode("parent")

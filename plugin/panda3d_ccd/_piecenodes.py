@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from panda3d.core import NodePath, TransformState
+from panda3d.core import LMatrix3f, NodePath, TransformState
 
 from ._frames import Frames
 from ._level import Shapes
@@ -39,13 +39,16 @@ class PieceNode:
     handle: NodePath | None = None
     #: World (quat (4,), pos (3,)) at the end of the last pass; None: not yet read.
     prev: tuple[np.ndarray, np.ndarray] | None = None
-    #: The node's scale the local rows were baked at (kinematic).
-    scale: tuple[float, float, float] | None = None
+    #: What the local rows were baked at (kinematic): the node's scale, or the whole
+    #: linear part of its transform but its rotation where that shears (see _shape_of).
+    scale: tuple[float, ...] | None = None
     #: Static: the world rows, per kind; None until read.
     world: dict[int, tuple[np.ndarray, ...]] | None = None
     world_solid: dict[int, np.ndarray] = field(default_factory=dict)
     world_part: dict[int, np.ndarray] = field(default_factory=dict)
     bad: bool = False
+    #: Holds a box under a sheared transform (warned once, till it is not).
+    sheared_box: bool = False
 
 
 class PieceNodes:
@@ -138,6 +141,9 @@ class PieceNodes:
             if good and node.scale is not None and scale != node.scale:
                 self._kinematic = None  # rebaked at its new scale
             if good:
+                if len(scale) == 9 and BOX in node.shapes.geometry and not node.sheared_box:
+                    warn(SHEARED_BOX.format(node=node.nodepath))
+                node.sheared_box = len(scale) == 9 and BOX in node.shapes.geometry
                 node.scale = scale
         live = [n for n, good in zip(moving, ok.tolist()) if good]
         key = tuple(n.uid for n in live)
@@ -157,19 +163,19 @@ class PieceNodes:
 
     def _read(
         self, nodes: list[PieceNode], render: NodePath, warn: Any
-    ) -> tuple[np.ndarray, np.ndarray, list[tuple[float, float, float]]]:
+    ) -> tuple[np.ndarray, np.ndarray, list[tuple[float, ...]]]:
         m = len(nodes)
         quat = np.full((m, 4), np.nan)
         pos = np.full((m, 3), np.nan)
-        scales: list[tuple[float, float, float]] = []
+        scales: list[tuple[float, ...]] = []
         for f, node in enumerate(nodes):
             ts = _net(node.nodepath, render)
-            scale = (1.0, 1.0, 1.0)
+            scale: tuple[float, ...] = (1.0, 1.0, 1.0)
             if ts is not None:
-                q, p, s = ts.getQuat(), ts.getPos(), ts.getScale()
+                q, p = ts.getQuat(), ts.getPos()
                 quat[f] = (q.getR(), q.getI(), q.getJ(), q.getK())
                 pos[f] = tuple(p)
-                scale = (s[0], s[1], s[2])
+                scale = _shape_of(ts, q)
             # A non-finite scale (setScale(inf), or a parent's) would scale every row by it.
             good = bool(
                 np.isfinite(quat[f]).all()
@@ -309,10 +315,32 @@ def _wound(
     return (a, c, b, two, across[:, ::-1])
 
 
-def _scaled(kind: int, geometry: tuple[np.ndarray, ...], scale: Any) -> tuple[np.ndarray, ...]:
-    """Node-local rows scaled by the node's own scale (its frame is then rigid)."""
+def _shape_of(ts: TransformState, quat: Any) -> tuple[float, ...]:
+    """What a kinematic node's rows are baked at, so that its frame is its rotation and
+    position alone: its scale (sx, sy, sz); or, where its net transform shears (a node
+    turned under a parent stretched along another axis), the 9 entries of D = L R^T, L the
+    linear part of its matrix and R its rotation's (Panda3D composes L = scale shear
+    rotation, with row vectors: a local point p is p D in the rotating frame)."""
+    if not ts.hasNonzeroShear():
+        s = ts.getScale()
+        return (s[0], s[1], s[2])
+    mat = ts.getMat()
+    linear = np.array([[mat.getCell(i, j) for j in range(3)] for i in range(3)], np.float64)
+    rot = LMatrix3f()
+    quat.extractToMatrix(rot)
+    turn = np.array([[rot.getCell(i, j) for j in range(3)] for i in range(3)], np.float64)
+    return tuple((linear @ turn.T).ravel().tolist())
+
+
+def _scaled(
+    kind: int, geometry: tuple[np.ndarray, ...], scale: tuple[float, ...] | None
+) -> tuple[np.ndarray, ...]:
+    """Node-local rows under what they are baked at (see :func:`_shape_of`): the node's
+    scale, or a shear (its frame is then rigid)."""
     if scale is None or scale == (1.0, 1.0, 1.0):
         return geometry
+    if len(scale) == 9:
+        return _sheared(kind, geometry, np.array(scale, np.float64).reshape(3, 3))
     s = np.array(scale, np.float64)
     big = float(np.abs(s).max())
     if kind == TRIANGLE:
@@ -326,6 +354,34 @@ def _scaled(kind: int, geometry: tuple[np.ndarray, ...], scale: Any) -> tuple[np
     if kind == INV_SPHERE:
         return (geometry[0] * s, geometry[1] * big)
     return geometry
+
+
+def _sheared(kind: int, geometry: tuple[np.ndarray, ...], d: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Node-local rows under the linear map p -> p d (a scale with a shear), as a static
+    node's are under its whole matrix (:meth:`PieceNodes._bake`); a box, which a shear
+    makes no box, as the box of its frame that holds its image (see
+    :data:`SHEARED_BOX`)."""
+    stretch = np.sqrt((d**2).sum(axis=1))
+    if kind == TRIANGLE:
+        a, b, c, two, across = geometry
+        return _wound(a @ d, b @ d, c @ d, two, across @ d, bool(np.linalg.det(d) < 0))
+    if kind == BOX:
+        lo, hi = geometry
+        corners = [np.stack([x, y, z], axis=1) @ d for x in (lo[:, 0], hi[:, 0])
+                   for y in (lo[:, 1], hi[:, 1]) for z in (lo[:, 2], hi[:, 2])]  # fmt: skip
+        return (np.minimum.reduce(corners), np.maximum.reduce(corners))
+    if kind == CAPSULE:
+        return _capsules_under(*geometry, stretch, lambda p: p @ d)
+    if kind == INV_SPHERE:
+        return (geometry[0] @ d, geometry[1] * float(stretch.max()))
+    return geometry
+
+
+#: The warning for a sensor box under a sheared transform (once a node).
+SHEARED_BOX = (
+    "{node} holds a box under a sheared transform (turned under a parent stretched along "
+    "another axis): a box no longer; it is tested as the box of its frame that holds it"
+)
 
 
 def _capsules_under(
