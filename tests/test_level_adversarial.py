@@ -903,6 +903,10 @@ def _mat(np_, render):
     return rows[:3, :3], rows[3, :3]
 
 
+def _v(point):
+    return np.array(tuple(point), np.float64)
+
+
 FLOOR = [(-1.0, -1.0, 0.0), (1.0, -1.0, 0.0), (1.0, 1.0, 0.0), (-1.0, 1.0, 0.0)]
 PARENTS = {
     "scaled-2": ((2, 2, 2), (0, 0, 0)),
@@ -1095,6 +1099,104 @@ def test_a_sensor_box_under_a_shear_is_the_box_that_holds_it_and_says_so(
     ccd.step()
     assert recorder.names() == ["ball-into-zone", "ball-again-zone", "ball-out-zone"]
     assert warnings_seen == [SHEARED_BOX.format(node=zone)]
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
+def test_a_capsule_under_a_shear_holds_its_world_image(base, ccd, static):
+    """A pillar turned under a stretched parent is an elliptic cylinder with stretched caps
+    in the world (no capsule): the plugin's capsule holds it. A ray aimed at a point of
+    the image's surface (Panda3D's image of a point of the capsule's surface) from outside,
+    straight at the image's axis, hits at that point or before it, never after."""
+    render = base.render
+    holder = render.attachNewNode("holder")
+    holder.setScale(2, 1, 1)
+    pillar = holder.attachNewNode(CollisionNode("pillar"))
+    pillar.node().addSolid(CollisionCapsule(LPoint3(0, 0, -1), LPoint3(0, 0, 1), 0.5))
+    pillar.setH(45)
+    register(ccd, pillar, static)
+    ccd.step()
+    checked = 0
+    for z in (-1.2, -0.5, 0.0, 0.7, 1.3):
+        for angle in np.linspace(0.0, 2 * math.pi, 13)[:-1]:
+            height = min(max(z, -1.0), 1.0)
+            out = np.array([math.cos(angle), math.sin(angle), 0.0])
+            if abs(z) > 1.0:  # on a cap: out from its centre
+                out = np.array([*out[:2] * math.sqrt(1 - ((abs(z) - 1) / 0.5) ** 2),
+                                (abs(z) - 1) / 0.5 * math.copysign(1, z)])  # fmt: skip
+            local = np.array([0.0, 0.0, height]) + 0.5 * out
+            surface = _v(render.getRelativePoint(pillar, LPoint3(*local)))
+            centre = _v(render.getRelativePoint(pillar, LPoint3(0, 0, height)))
+            way = (surface - centre) / np.linalg.norm(surface - centre)
+            start = surface + 4.0 * way
+            hit = ccd.ray_test_closest(tuple(start), tuple(centre))
+            assert hit is not None
+            reached = np.linalg.norm(_v(hit.getSurfacePoint(render)) - start)
+            assert reached <= 4.0 + 1e-6, (z, angle, reached)
+            checked += 1
+    assert checked == 60
+
+
+def test_a_still_sheared_piece_turned_by_its_parent_is_not_baked_again(base, ccd, monkeypatch):
+    """A sheared piece that a turning grandparent carries keeps its shape: its rows are
+    baked once, not again every pass for the rounding of its decomposed matrix (each bake
+    remakes every kinematic table)."""
+    from panda3d_ccd import _piecenodes
+
+    built = []
+    original = _piecenodes.PieceNodes._build
+    monkeypatch.setattr(
+        _piecenodes.PieceNodes, "_build",
+        lambda self, nodes, static: built.append(static) or original(self, nodes, static),
+    )  # fmt: skip
+    render = base.render
+    turner = render.attachNewNode("turner")
+    holder = turner.attachNewNode("holder")
+    holder.setScale(2, 1, 1)
+    floor = polygons(holder, "floor", FLOOR)
+    floor.setH(45)
+    ccd.add_collision_node(floor)
+    for k in range(40):
+        turner.setHpr(3.7 * k, 1.1 * k, 0.0)
+        ccd.step()
+    assert built.count(False) == 1
+
+
+def test_a_sensor_box_spinning_under_a_stretched_parent_warns_once(base, ccd, warnings_seen):
+    """Turning a degree a pass under a parent stretched along x, a trigger box is sheared
+    but at each quarter turn: it warns once, not once a quarter turn."""
+    holder = base.render.attachNewNode("holder")
+    holder.setScale(2, 1, 1)
+    zone = holder.attachNewNode(CollisionNode("zone"))
+    zone.node().addSolid(CollisionBox(LPoint3(0, 0, 0), 1, 1, 1))
+    ccd.add_collision_node(zone, response="sensor")
+    for k in range(1, 200):
+        zone.setH(k)
+        ccd.step()
+    assert warnings_seen == [SHEARED_BOX.format(node=zone)]
+
+
+def test_a_piece_under_a_mirroring_parent_starting_to_turn_does_not_swing_half_round(
+    base, ccd
+):
+    """Under a parent scale (-1, 1, 1), an unturned node's transform is kept as that scale
+    and no turn, and once it turns a little Panda3D decomposes it from its matrix into a
+    half turn about y with scale (1, 1, -1): the same placement, by a rotation half a turn
+    away. A two-sided floor turned 2 degrees must move the balls around it by nothing,
+    not sweep them round a half turn (through the floor)."""
+    render = base.render
+    holder = render.attachNewNode("holder")
+    holder.setScale(-1, 1, 1)
+    floor = polygons(holder, "floor", [(2, 2, 0), (-2, 2, 0), (-2, -2, 0), (2, -2, 0)])
+    ccd.add_collision_node(floor, two_sided=True)
+    spots = [(x, y, z) for x in (-1.5, -0.5, 0.5, 1.5) for y in (-1.5, 0.5) for z in (0.15, -0.5)]
+    balls = [node(render, f"b{k}", spot) for k, spot in enumerate(spots)]
+    for ball in balls:
+        ccd.add_sphere(ball, 0.1)
+    ccd.step()
+    floor.setH(2)
+    ccd.step()
+    for ball, spot in zip(balls, spots):
+        assert tuple(world(ball, render)) == pytest.approx(spot, abs=1e-6)
 
 
 @pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])

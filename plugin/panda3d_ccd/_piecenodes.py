@@ -47,7 +47,7 @@ class PieceNode:
     world_solid: dict[int, np.ndarray] = field(default_factory=dict)
     world_part: dict[int, np.ndarray] = field(default_factory=dict)
     bad: bool = False
-    #: Holds a box under a sheared transform (warned once, till it is not).
+    #: Has held a box under a sheared transform (warned, once).
     sheared_box: bool = False
 
 
@@ -138,13 +138,14 @@ class PieceNodes:
         quat1, pos1, scales = self._read(moving, render, warn)
         ok = np.array([not n.bad for n in moving], bool)
         for node, scale, good in zip(moving, scales, ok.tolist()):
-            if good and node.scale is not None and scale != node.scale:
+            if not good or (node.scale is not None and _same_shape(scale, node.scale)):
+                continue
+            if node.scale is not None:
                 self._kinematic = None  # rebaked at its new scale
-            if good:
-                if len(scale) == 9 and BOX in node.shapes.geometry and not node.sheared_box:
-                    warn(SHEARED_BOX.format(node=node.nodepath))
-                node.sheared_box = len(scale) == 9 and BOX in node.shapes.geometry
-                node.scale = scale
+            if len(scale) == 9 and BOX in node.shapes.geometry and not node.sheared_box:
+                warn(SHEARED_BOX.format(node=node.nodepath))
+                node.sheared_box = True
+            node.scale = scale
         live = [n for n, good in zip(moving, ok.tolist()) if good]
         key = tuple(n.uid for n in live)
         if self._kinematic is None or self._kinematic[0] != key:
@@ -169,7 +170,7 @@ class PieceNodes:
         pos = np.full((m, 3), np.nan)
         scales: list[tuple[float, ...]] = []
         for f, node in enumerate(nodes):
-            ts = _net(node.nodepath, render)
+            ts = _decomposed(_net(node.nodepath, render))
             scale: tuple[float, ...] = (1.0, 1.0, 1.0)
             if ts is not None:
                 q, p = ts.getQuat(), ts.getPos()
@@ -205,7 +206,7 @@ class PieceNodes:
         def point(p: np.ndarray) -> np.ndarray:
             return p @ lin + off
 
-        scale = float(np.sqrt((lin**2).sum(axis=1)).max())
+        scale = _largest_stretch(lin)
         world: dict[int, tuple[np.ndarray, ...]] = {}
         solid = dict(node.shapes.solid)
         part = dict(node.shapes.part)
@@ -216,7 +217,7 @@ class PieceNodes:
             world[TRIANGLE] = _wound(point(a), point(b), point(c), two, point(across), flip)
         if CAPSULE in geometry:
             a, b, r = geometry[CAPSULE]
-            world[CAPSULE] = _capsules_under(a, b, r, np.sqrt((lin**2).sum(axis=1)), point)
+            world[CAPSULE] = _capsules_under(a, b, r, lin, off)
         if INV_SPHERE in geometry:
             c, r = geometry[INV_SPHERE]
             world[INV_SPHERE] = (point(c), r * scale)
@@ -332,6 +333,21 @@ def _shape_of(ts: TransformState, quat: Any) -> tuple[float, ...]:
     return tuple((linear @ turn.T).ravel().tolist())
 
 
+def _same_shape(now: tuple[float, ...], baked: tuple[float, ...]) -> bool:
+    """Whether rows baked at ``baked`` (see :func:`_shape_of`) stay as they are for
+    ``now``: the same scale; or, sheared both, within the float32 rounding of a matrix
+    decomposed again (a sheared piece that a parent turns rigidly keeps its shape, but
+    D = L R^T drifts by some 5e-7 of its size from one turn to the next)."""
+    if len(now) != 9 or len(baked) != 9:
+        return now == baked
+    size = max(map(abs, baked))
+    return max(abs(x - y) for x, y in zip(now, baked)) <= _SHEAR_ROUNDING * size
+
+
+#: The relative change of a shear's D (see :func:`_shape_of`) taken for rounding.
+_SHEAR_ROUNDING = 2e-6
+
+
 def _scaled(
     kind: int, geometry: tuple[np.ndarray, ...], scale: tuple[float, ...] | None
 ) -> tuple[np.ndarray, ...]:
@@ -350,7 +366,7 @@ def _scaled(
         lo, hi = geometry[0] * s, geometry[1] * s  # a mirrored axis swaps its bounds
         return (np.minimum(lo, hi), np.maximum(lo, hi))
     if kind == CAPSULE:
-        return _capsules_under(*geometry, np.abs(s), lambda p: p * s)
+        return _capsules_under(*geometry, np.diag(s))
     if kind == INV_SPHERE:
         return (geometry[0] * s, geometry[1] * big)
     return geometry
@@ -361,7 +377,6 @@ def _sheared(kind: int, geometry: tuple[np.ndarray, ...], d: np.ndarray) -> tupl
     node's are under its whole matrix (:meth:`PieceNodes._bake`); a box, which a shear
     makes no box, as the box of its frame that holds its image (see
     :data:`SHEARED_BOX`)."""
-    stretch = np.sqrt((d**2).sum(axis=1))
     if kind == TRIANGLE:
         a, b, c, two, across = geometry
         return _wound(a @ d, b @ d, c @ d, two, across @ d, bool(np.linalg.det(d) < 0))
@@ -371,9 +386,9 @@ def _sheared(kind: int, geometry: tuple[np.ndarray, ...], d: np.ndarray) -> tupl
                    for y in (lo[:, 1], hi[:, 1]) for z in (lo[:, 2], hi[:, 2])]  # fmt: skip
         return (np.minimum.reduce(corners), np.maximum.reduce(corners))
     if kind == CAPSULE:
-        return _capsules_under(*geometry, stretch, lambda p: p @ d)
+        return _capsules_under(*geometry, d)
     if kind == INV_SPHERE:
-        return (geometry[0] @ d, geometry[1] * float(stretch.max()))
+        return (geometry[0] @ d, geometry[1] * _largest_stretch(d))
     return geometry
 
 
@@ -385,25 +400,45 @@ SHEARED_BOX = (
 
 
 def _capsules_under(
-    a: np.ndarray, b: np.ndarray, r: np.ndarray, stretch: np.ndarray, image: Any
+    a: np.ndarray, b: np.ndarray, r: np.ndarray, linear: np.ndarray, offset: Any = 0.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Capsules a, b (m, 3), r (m,) under a linear map that stretches the node's axes by
-    ``stretch`` (3,) and takes a point to ``image(p)``: the image is a capsule with
-    ellipsoid caps. Along an axis of the node (a pillar scaled taller), the capsule that
-    holds it tightly: the radius the scale across the axis gives, the segment lengthened
-    to reach the caps' tips. Otherwise the radius of the largest stretch (holds it)."""
+    """Capsules a, b (m, 3), r (m,) under the map p -> p linear + offset (row vectors):
+    the image is a capsule with ellipsoid caps, held by the capsules returned. Under a
+    scale of the node's axes (turned or not), along one of them (a pillar scaled taller),
+    the capsule that holds it tightly: the radius the scale across the axis gives, the
+    segment lengthened to reach the caps' tips. Otherwise the radius of the largest
+    stretch (of a shear too: the map's largest singular value), the segment its image."""
+    stretch = np.sqrt((linear**2).sum(axis=1))  # each node axis's, where the rows are square
+    shears = _shears(linear)
+    largest = _largest_stretch(linear)
     d = np.abs(b - a)
     axis = d.argmax(axis=1)
     size = np.sqrt((d**2).sum(axis=1))
-    aligned = (size > 0) & (d.max(axis=1) >= (1.0 - 1e-9) * size)
+    aligned = (size > 0) & (d.max(axis=1) >= (1.0 - 1e-9) * size) & (not shears)
     across = np.where(np.arange(3)[None, :] == axis[:, None], 0.0, stretch[None, :]).max(axis=1)
-    radius = r * np.where(aligned, across, stretch.max())
+    radius = r * np.where(aligned, across, largest)
     reach = np.where(aligned, np.maximum(r * stretch[axis] - radius, 0.0), 0.0)
-    wa, wb = image(a), image(b)
+    wa, wb = a @ linear + offset, b @ linear + offset
     along = wb - wa
     length = np.sqrt((along**2).sum(axis=1))
     unit = along / np.where(length > 0, length, 1.0)[:, None]
     return wa - reach[:, None] * unit, wb + reach[:, None] * unit, radius
+
+
+def _shears(linear: np.ndarray) -> bool:
+    """Whether the (3, 3) linear map (row vectors) shears: its rows are not square to
+    each other (a scale of the node's axes, turned or not, keeps them square), by more
+    than the float32 rounding of a turned node's matrix (some 1e-7 of its size)."""
+    gram = linear @ linear.T
+    return bool(np.abs(gram - np.diag(np.diag(gram))).max() > 1e-6 * np.abs(gram).max())
+
+
+def _largest_stretch(linear: np.ndarray) -> float:
+    """How much the (3, 3) linear map stretches a length at most: its largest singular
+    value, which without a shear is its largest row's length."""
+    if _shears(linear):
+        return float(np.linalg.norm(linear, 2))
+    return float(np.sqrt((linear**2).sum(axis=1)).max())
 
 
 def _net(nodepath: NodePath, render: NodePath) -> TransformState | None:
@@ -412,6 +447,20 @@ def _net(nodepath: NodePath, render: NodePath) -> TransformState | None:
     except AssertionError:
         return None
     return None if ts.isInvalid() else ts
+
+
+def _decomposed(ts: TransformState | None) -> TransformState | None:
+    """``ts`` as Panda3D decomposes its matrix, whatever components it was made of: a
+    transform composed of components (a node under a mirroring parent, scale (-1, 1, 1)
+    and no turn) and the same one decomposed from its matrix once the node turns a little
+    (a half turn about y, scale (1, 1, -1)) are the same placement by two rotations half
+    a turn apart, which a sweep between them would swing the piece through."""
+    if ts is None:
+        return None
+    try:
+        return TransformState.makeMat(ts.getMat())
+    except AssertionError:  # a NaN somewhere: skipped, with its warning
+        return None
 
 
 __all__ = ["PieceNode", "PieceNodes", "KINEMATIC_CODE"]
