@@ -249,12 +249,14 @@ class Pieces:
         self.frames = frames
         m = len(self.mask)
         if frames is None or self.frame is None:
-            self.moving = np.zeros(m, bool)
+            self.moving = self.turning = np.zeros(m, bool)
             self.shift = np.zeros(m)
             return
         f = self.frame
         self.moving = frames.moving[f]
         turn = frames.angle[f]
+        #: (m,) rows whose frame turns this pass (their local paths curve).
+        self.turning = self.moving & (turn > 0)
         if self.spec.bounds is not None:
             if self._local_box is None:
                 self._local_box = self.spec.bounds(*self.geometry)
@@ -363,7 +365,8 @@ class Pieces:
         end = np.ones(len(i))
         # A growing body is swept at its largest radius this segment (it may stop short).
         r = np.maximum(paths.radius_at(i, start), paths.radius_at(i, end))
-        if self.frames is None or self.frame is None or not self.moving[k].any():
+        # Against rows still or only translating, a path is straight in their frames.
+        if self.frames is None or self.frame is None or not self.turning[k].any():
             c0, c1 = self._local(i, k, start, paths.xs[i]), self._local(i, k, end, paths.xe[i])
             t, extra = self._sweep(c0, c1, r, np.zeros(len(i)), k, extra)
             hit = np.isfinite(t)
