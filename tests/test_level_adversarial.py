@@ -1136,10 +1136,16 @@ def test_a_capsule_under_a_shear_holds_its_world_image(base, ccd, static):
     assert checked == 60
 
 
-def test_a_still_sheared_piece_turned_by_its_parent_is_not_baked_again(base, ccd, monkeypatch):
-    """A sheared piece that a turning grandparent carries keeps its shape: its rows are
-    baked once, not again every pass for the rounding of its decomposed matrix (each bake
-    remakes every kinematic table)."""
+@pytest.mark.parametrize(
+    "parent_scale, turned",
+    [((2, 1, 1), "parent"), ((1, 1, 1), "itself"), ((-1, 1, 1), "itself"), ((2, 1, 1), "itself")],
+    ids=["sheared-parent-turns", "plain-turns", "mirrored-turns", "sheared-turns"],
+)
+def test_a_piece_keeping_its_shape_is_baked_once(base, ccd, monkeypatch, parent_scale, turned):
+    """A piece that keeps its shape is baked once, not again every pass for the rounding
+    of its transform's decomposition (each bake remakes every kinematic table): turning
+    itself (plain, or under a mirroring parent), or a sheared piece that a turning
+    grandparent carries. A sheared piece turning itself changes its shape: baked again."""
     from panda3d_ccd import _piecenodes
 
     built = []
@@ -1151,14 +1157,42 @@ def test_a_still_sheared_piece_turned_by_its_parent_is_not_baked_again(base, ccd
     render = base.render
     turner = render.attachNewNode("turner")
     holder = turner.attachNewNode("holder")
-    holder.setScale(2, 1, 1)
+    holder.setScale(*parent_scale)
     floor = polygons(holder, "floor", FLOOR)
     floor.setH(45)
     ccd.add_collision_node(floor)
-    for k in range(40):
-        turner.setHpr(3.7 * k, 1.1 * k, 0.0)
+    spinning = turner if turned == "parent" else floor
+    for k in range(1, 41):
+        spinning.setHpr(45 + 3.7 * k, 1.1 * k, 0.0)
         ccd.step()
-    assert built.count(False) == 1
+    if parent_scale == (2, 1, 1) and turned == "itself":
+        assert built.count(False) > 30
+    else:
+        assert built.count(False) == 1
+
+
+def test_a_capsule_under_a_shear_is_no_thicker_than_its_image(base, ccd):
+    """A pillar along z, 4 times taller, under a parent stretched 2 along x: its image is
+    an elliptic cylinder of half-axes 1 and 0.5 whatever its heading (sheared but at
+    quarter turns). The capsule that holds it is 1 thick, at every heading: rays aimed
+    across its middle from 12 sides hit it between the image's surface and 1."""
+    render = base.render
+    holder = render.attachNewNode("holder")
+    holder.setScale(2, 1, 1)
+    pillar = holder.attachNewNode(CollisionNode("pillar"))
+    pillar.node().addSolid(CollisionCapsule(LPoint3(0, 0, -1), LPoint3(0, 0, 1), 0.5))
+    pillar.setScale(1, 1, 4)
+    ccd.add_collision_node(pillar)
+    for heading in (0.0, 1.0, 30.0, 60.0):
+        pillar.setH(heading)
+        ccd.step()
+        for angle in np.linspace(0.0, 2 * math.pi, 13)[:-1]:
+            way = np.array([math.cos(angle), math.sin(angle), 0.0])
+            hit = ccd.ray_test_closest(tuple(5 * way), (0, 0, 0))
+            assert hit is not None
+            reach = float(np.linalg.norm(_v(hit.getSurfacePoint(render))))
+            image = 1.0 / math.sqrt(way[0] ** 2 / 1.0 + way[1] ** 2 / 0.25)
+            assert image - 1e-6 <= reach <= 1.0 + 1e-6, (heading, angle, reach, image)
 
 
 def test_a_sensor_box_spinning_under_a_stretched_parent_warns_once(base, ccd, warnings_seen):

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from panda3d.core import LMatrix3f, NodePath, TransformState
+from panda3d.core import (
+    LMatrix3f,
+    LQuaternionf,
+    LVecBase3f,
+    NodePath,
+    TransformState,
+    decomposeMatrix,
+)
 
 from ._frames import Frames
 from ._level import Shapes
@@ -40,7 +47,8 @@ class PieceNode:
     #: World (quat (4,), pos (3,)) at the end of the last pass; None: not yet read.
     prev: tuple[np.ndarray, np.ndarray] | None = None
     #: What the local rows were baked at (kinematic): the node's scale, or the whole
-    #: linear part of its transform but its rotation where that shears (see _shape_of).
+    #: linear part of its transform but its rotation where that shears or mirrors (see
+    #: _placement).
     scale: tuple[float, ...] | None = None
     #: Static: the world rows, per kind; None until read.
     world: dict[int, tuple[np.ndarray, ...]] | None = None
@@ -142,7 +150,7 @@ class PieceNodes:
                 continue
             if node.scale is not None:
                 self._kinematic = None  # rebaked at its new scale
-            if len(scale) == 9 and BOX in node.shapes.geometry and not node.sheared_box:
+            if BOX in node.shapes.geometry and _sheared_shape(scale) and not node.sheared_box:
                 warn(SHEARED_BOX.format(node=node.nodepath))
                 node.sheared_box = True
             node.scale = scale
@@ -170,13 +178,13 @@ class PieceNodes:
         pos = np.full((m, 3), np.nan)
         scales: list[tuple[float, ...]] = []
         for f, node in enumerate(nodes):
-            ts = _decomposed(_net(node.nodepath, render))
+            ts = _net(node.nodepath, render)
+            placed = None if ts is None else _placement(ts)
             scale: tuple[float, ...] = (1.0, 1.0, 1.0)
-            if ts is not None:
-                q, p = ts.getQuat(), ts.getPos()
+            if placed is not None:
+                q, scale = placed
                 quat[f] = (q.getR(), q.getI(), q.getJ(), q.getK())
-                pos[f] = tuple(p)
-                scale = _shape_of(ts, q)
+                pos[f] = tuple(ts.getPos())
             # A non-finite scale (setScale(inf), or a parent's) would scale every row by it.
             good = bool(
                 np.isfinite(quat[f]).all()
@@ -316,16 +324,37 @@ def _wound(
     return (a, c, b, two, across[:, ::-1])
 
 
-def _shape_of(ts: TransformState, quat: Any) -> tuple[float, ...]:
-    """What a kinematic node's rows are baked at, so that its frame is its rotation and
-    position alone: its scale (sx, sy, sz); or, where its net transform shears (a node
-    turned under a parent stretched along another axis), the 9 entries of D = L R^T, L the
-    linear part of its matrix and R its rotation's (Panda3D composes L = scale shear
-    rotation, with row vectors: a local point p is p D in the rotating frame)."""
-    if not ts.hasNonzeroShear():
-        s = ts.getScale()
-        return (s[0], s[1], s[2])
+def _placement(ts: TransformState) -> tuple[Any, tuple[float, ...]] | None:
+    """A kinematic node's rotation (a quaternion) and what its rows are baked at, so that
+    its frame is that rotation and its position alone: its scale (sx, sy, sz); or, where
+    its net transform shears (a node turned under a parent stretched along another axis)
+    or mirrors, the 9 entries of D = L R^T, L the linear part of its matrix and R the
+    rotation's (Panda3D composes L = scale shear rotation, with row vectors: a local
+    point p is p D in the frame). None where the transform is not finite.
+
+    A mirror is decomposed from the matrix, whatever components the transform was made
+    of: under a parent scaled (-1, 1, 1), an unturned node's transform keeps that scale
+    and no turn, and once it turns a little Panda3D decomposes its matrix into a half turn
+    about y with scale (1, 1, -1). The same placement by two rotations half a turn apart,
+    which a sweep between them would swing the piece through."""
+    q, s = ts.getQuat(), ts.getScale()
+    if not min(s[0], s[1], s[2]) < 0.0:  # (NaN compares false: found out by the caller)
+        if not ts.hasNonzeroShear():
+            return q, (s[0], s[1], s[2])
+        return q, _less_rotation(ts.getMat(), q)
     mat = ts.getMat()
+    if mat.isNan() or not all(map(math.isfinite, s)):
+        return None
+    # As Panda3D decomposes a transform made of a matrix (TransformState's components).
+    scale, shear, hpr = LVecBase3f(), LVecBase3f(), LVecBase3f()
+    decomposeMatrix(mat.getUpper3(), scale, shear, hpr)
+    q = LQuaternionf()
+    q.setHpr(hpr)
+    return q, _less_rotation(mat, q)
+
+
+def _less_rotation(mat: Any, quat: Any) -> tuple[float, ...]:
+    """The 9 entries of D = L R^T (see :func:`_placement`)."""
     linear = np.array([[mat.getCell(i, j) for j in range(3)] for i in range(3)], np.float64)
     rot = LMatrix3f()
     quat.extractToMatrix(rot)
@@ -333,26 +362,31 @@ def _shape_of(ts: TransformState, quat: Any) -> tuple[float, ...]:
     return tuple((linear @ turn.T).ravel().tolist())
 
 
+def _sheared_shape(shape: tuple[float, ...]) -> bool:
+    """Whether rows baked at ``shape`` (see :func:`_placement`) are under a shear."""
+    return len(shape) == 9 and _shears(np.array(shape).reshape(3, 3))
+
+
 def _same_shape(now: tuple[float, ...], baked: tuple[float, ...]) -> bool:
-    """Whether rows baked at ``baked`` (see :func:`_shape_of`) stay as they are for
-    ``now``: the same scale; or, sheared both, within the float32 rounding of a matrix
-    decomposed again (a sheared piece that a parent turns rigidly keeps its shape, but
-    D = L R^T drifts by some 5e-7 of its size from one turn to the next)."""
-    if len(now) != 9 or len(baked) != 9:
-        return now == baked
+    """Whether rows baked at ``baked`` (see :func:`_placement`) stay as they are for
+    ``now``: within the float32 rounding of a matrix decomposed again (a sheared or
+    mirrored piece that a parent turns rigidly keeps its shape, but its D = L R^T drifts
+    by up to 9e-7 of its size from one turn to the next, measured)."""
+    if len(now) != len(baked):
+        return False
     size = max(map(abs, baked))
-    return max(abs(x - y) for x, y in zip(now, baked)) <= _SHEAR_ROUNDING * size
+    return max(abs(x - y) for x, y in zip(now, baked)) <= _SHAPE_ROUNDING * size
 
 
-#: The relative change of a shear's D (see :func:`_shape_of`) taken for rounding.
-_SHEAR_ROUNDING = 2e-6
+#: The relative change of what a kinematic node's rows are baked at taken for rounding.
+_SHAPE_ROUNDING = 2e-6
 
 
 def _scaled(
     kind: int, geometry: tuple[np.ndarray, ...], scale: tuple[float, ...] | None
 ) -> tuple[np.ndarray, ...]:
-    """Node-local rows under what they are baked at (see :func:`_shape_of`): the node's
-    scale, or a shear (its frame is then rigid)."""
+    """Node-local rows under what they are baked at (see :func:`_placement`): the node's
+    scale, or a shear or mirror (its frame is then rigid)."""
     if scale is None or scale == (1.0, 1.0, 1.0):
         return geometry
     if len(scale) == 9:
@@ -373,7 +407,7 @@ def _scaled(
 
 
 def _sheared(kind: int, geometry: tuple[np.ndarray, ...], d: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Node-local rows under the linear map p -> p d (a scale with a shear), as a static
+    """Node-local rows under the linear map p -> p d (a scale with a shear or a mirror), as a static
     node's are under its whole matrix (:meth:`PieceNodes._bake`); a box, which a shear
     makes no box, as the box of its frame that holds its image (see
     :data:`SHEARED_BOX`)."""
@@ -406,31 +440,41 @@ def _capsules_under(
     the image is a capsule with ellipsoid caps, held by the capsules returned. Under a
     scale of the node's axes (turned or not), along one of them (a pillar scaled taller),
     the capsule that holds it tightly: the radius the scale across the axis gives, the
-    segment lengthened to reach the caps' tips. Otherwise the radius of the largest
-    stretch (of a shear too: the map's largest singular value), the segment its image."""
-    stretch = np.sqrt((linear**2).sum(axis=1))  # each node axis's, where the rows are square
-    shears = _shears(linear)
-    largest = _largest_stretch(linear)
-    d = np.abs(b - a)
-    axis = d.argmax(axis=1)
-    size = np.sqrt((d**2).sum(axis=1))
-    aligned = (size > 0) & (d.max(axis=1) >= (1.0 - 1e-9) * size) & (not shears)
-    across = np.where(np.arange(3)[None, :] == axis[:, None], 0.0, stretch[None, :]).max(axis=1)
-    radius = r * np.where(aligned, across, largest)
-    reach = np.where(aligned, np.maximum(r * stretch[axis] - radius, 0.0), 0.0)
+    segment lengthened to reach the caps' tips; along none, the radius of the largest
+    stretch. Under a shear, the ball of radius r becomes an ellipsoid leaning on the
+    image's axis w: the radius is how far it reaches across w (r times the largest
+    singular value of the map with w projected out), and the segment is lengthened at
+    each end by how far it reaches along w."""
     wa, wb = a @ linear + offset, b @ linear + offset
     along = wb - wa
     length = np.sqrt((along**2).sum(axis=1))
     unit = along / np.where(length > 0, length, 1.0)[:, None]
+    if _shears(linear):
+        square = np.eye(3)[None] - unit[:, :, None] * unit[:, None, :]  # projects w out
+        across = np.linalg.norm(linear[None] @ square, ord=2, axis=(1, 2))
+        lengthwise = np.sqrt(((unit @ linear.T) ** 2).sum(axis=1))  # |linear w|
+        radius = r * np.where(length > 0, across, _largest_stretch(linear))
+        reach = r * np.where(length > 0, lengthwise, 0.0)
+        return wa - reach[:, None] * unit, wb + reach[:, None] * unit, radius
+    stretch = np.sqrt((linear**2).sum(axis=1))  # each node axis's
+    d = np.abs(b - a)
+    axis = d.argmax(axis=1)
+    size = np.sqrt((d**2).sum(axis=1))
+    aligned = (size > 0) & (d.max(axis=1) >= (1.0 - 1e-9) * size)
+    across = np.where(np.arange(3)[None, :] == axis[:, None], 0.0, stretch[None, :]).max(axis=1)
+    radius = r * np.where(aligned, across, stretch.max())
+    reach = np.where(aligned, np.maximum(r * stretch[axis] - radius, 0.0), 0.0)
     return wa - reach[:, None] * unit, wb + reach[:, None] * unit, radius
 
 
 def _shears(linear: np.ndarray) -> bool:
     """Whether the (3, 3) linear map (row vectors) shears: its rows are not square to
     each other (a scale of the node's axes, turned or not, keeps them square), by more
-    than the float32 rounding of a turned node's matrix (some 1e-7 of its size)."""
+    than the float32 rounding of a turned node's matrix (cosines of some 1e-7)."""
     gram = linear @ linear.T
-    return bool(np.abs(gram - np.diag(np.diag(gram))).max() > 1e-6 * np.abs(gram).max())
+    size = np.sqrt(np.diag(gram))
+    cosines = np.abs(gram - np.diag(np.diag(gram))) / np.maximum(np.outer(size, size), 1e-300)
+    return bool(cosines.max() > 1e-6)
 
 
 def _largest_stretch(linear: np.ndarray) -> float:
@@ -447,20 +491,6 @@ def _net(nodepath: NodePath, render: NodePath) -> TransformState | None:
     except AssertionError:
         return None
     return None if ts.isInvalid() else ts
-
-
-def _decomposed(ts: TransformState | None) -> TransformState | None:
-    """``ts`` as Panda3D decomposes its matrix, whatever components it was made of: a
-    transform composed of components (a node under a mirroring parent, scale (-1, 1, 1)
-    and no turn) and the same one decomposed from its matrix once the node turns a little
-    (a half turn about y, scale (1, 1, -1)) are the same placement by two rotations half
-    a turn apart, which a sweep between them would swing the piece through."""
-    if ts is None:
-        return None
-    try:
-        return TransformState.makeMat(ts.getMat())
-    except AssertionError:  # a NaN somewhere: skipped, with its warning
-        return None
 
 
 __all__ = ["PieceNode", "PieceNodes", "KINEMATIC_CODE"]

@@ -445,7 +445,7 @@ class Pieces:
     def _substeps(
         self, paths: Paths, i: Int, k: Int, start: Float, r: Float, extra: Float
     ) -> tuple[Float, Float]:
-        """Times of impact where a path turns (moving rows, or bodies that ride a turning
+        """Times of impact where a path turns (turning rows, or bodies that ride a turning
         piece: ``Paths.ride``): the rest of the pass from ``start`` cut into sub-steps of a
         fixed grid (so a pair's steps are the same whatever its segment's start), each
         tested on the local chord with the piece inflated by how far the path may stray."""
@@ -533,7 +533,7 @@ class Pieces:
         # slide into the crease of a still, turned piece lost its motion along it).
         carry[~self.moving[k]] = 0.0
         # A turning piece carries the body round with it (its path then turns too).
-        ride = np.where(self.moving[k] & (frames.angle[f] > 0), f, -1)
+        ride = np.where(self.turning[k], f, -1)
         # The surface's own velocity at the point, over the pass.
         surface = (_frames.apply(frames.rot1[f], point) + frames.pos1[f]) - (
             _frames.apply(frames.rot0[f], point) + frames.pos0[f]
