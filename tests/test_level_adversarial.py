@@ -963,6 +963,33 @@ def test_a_polygon_under_a_scaled_or_mirrored_parent_is_solid_where_its_world_im
     assert sorted(recorder.names()) == ["front0-into-floor", "front1-into-floor"]
 
 
+def _drop_balls_on_the_image(ccd, render, floor, tag, radius):
+    """Drop balls (``radius(k)`` each) from 2 above to 2 below points just inside the
+    world image of ``floor`` (a FLOOR polygon: 0.85 of its image's corners) and just
+    outside it (1.15): those inside stop on it, those outside pass, as the oracle's
+    distance to the image says. Returns the balls."""
+    lin, off = _mat(floor, render)
+    image = np.array(FLOOR) @ lin + off
+    solid = solid_of([image[:3], image[[0, 2, 3]]])
+    spots = [0.85 * c for c in image] + [1.15 * c for c in image]
+    balls = [node(render, f"{tag}{k}", tuple(spot + (0, 0, 2))) for k, spot in enumerate(spots)]
+    for k, ball in enumerate(balls):
+        ccd.add_sphere(ball, radius(k))
+    ccd.step()
+    for ball in balls:
+        ball.setZ(-2)
+    ccd.step()
+    for k, ball in enumerate(balls):
+        end = world(ball, render)
+        if k < 4:  # inside the image (the oracle agrees), so stopped on it
+            assert solid.distance(spots[k]) == 0.0
+            assert end[2] == pytest.approx(radius(k), abs=1e-6), (tag, k)
+        else:  # outside it, so let through
+            assert solid.distance(spots[k]) > 0.05
+            assert end[2] == -2.0, (tag, k)
+    return balls
+
+
 @pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
 def test_a_polygon_turned_under_a_stretched_parent_is_solid_where_its_world_image_is(
     base, ccd, recorder, static
@@ -976,28 +1003,7 @@ def test_a_polygon_turned_under_a_stretched_parent_is_solid_where_its_world_imag
     floor = polygons(holder, "floor", FLOOR)
     floor.setH(45)
     register(ccd, floor, static)
-    lin, off = _mat(floor, render)
-    image = np.array(FLOOR) @ lin + off
-    solid = solid_of([image[:3], image[[0, 2, 3]]])
-    spots = [0.85 * c for c in image] + [1.15 * c for c in image]
-    balls = []
-    for k, spot in enumerate(spots):
-        ball = node(render, f"b{k}", tuple(spot + (0, 0, 2)))
-        ccd.add_sphere(ball, 0.0 if k % 2 else 1e-3)
-        balls.append(ball)
-    ccd.step()
-    for ball in balls:
-        ball.setZ(-2)
-    ccd.step()
-    for k, ball in enumerate(balls):
-        end = world(ball, render)
-        radius = 0.0 if k % 2 else 1e-3
-        if k < 4:  # inside the rhombus (the oracle agrees), so stopped on it
-            assert solid.distance(spots[k]) == 0.0
-            assert end[2] == pytest.approx(radius, abs=1e-6)
-        else:  # outside it, so let through
-            assert solid.distance(spots[k]) > 0.05
-            assert end[2] == -2.0
+    _drop_balls_on_the_image(ccd, render, floor, "b", lambda k: 0.0 if k % 2 else 1e-3)
 
 
 def test_a_kinematic_polygon_turning_under_a_stretched_parent_is_solid_where_it_is_now(
@@ -1015,26 +1021,8 @@ def test_a_kinematic_polygon_turning_under_a_stretched_parent_is_solid_where_it_
     for turn, heading in enumerate((20.0, 45.0, 90.0, 130.0)):
         floor.setH(heading)
         ccd.step()  # the floor turns alone
-        lin, off = _mat(floor, render)
-        image = np.array(FLOOR) @ lin + off
-        solid = solid_of([image[:3], image[[0, 2, 3]]])
-        spots = [0.85 * c for c in image] + [1.15 * c for c in image]
-        balls = [node(render, f"b{turn}-{k}", tuple(spot + (0, 0, 2))) for k, spot in
-                 enumerate(spots)]  # fmt: skip
+        balls = _drop_balls_on_the_image(ccd, render, floor, f"b{turn}-", lambda k: 1e-3)
         for ball in balls:
-            ccd.add_sphere(ball, 1e-3)
-        ccd.step()
-        for ball in balls:
-            ball.setZ(-2)
-        ccd.step()
-        for k, ball in enumerate(balls):
-            end = world(ball, render)
-            if k < 4:  # inside the image (the oracle agrees), so stopped on it
-                assert solid.distance(spots[k]) == 0.0
-                assert end[2] == pytest.approx(1e-3, abs=1e-6), (heading, k)
-            else:
-                assert solid.distance(spots[k]) > 0.05
-                assert end[2] == -2.0, (heading, k)
             ccd.remove(ball)
             ball.removeNode()
 
