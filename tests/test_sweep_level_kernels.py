@@ -1045,3 +1045,51 @@ def test_docstring_examples():
 def test_non_numeric_input_is_refused_naming_the_argument(call, message):
     with pytest.raises(ValueError, match=f"^{message} must be numbers, got "):
         call()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_few_rows_skipped_by_the_plane_cull_are_what_the_kernel_finds(seed, monkeypatch):
+    """Pieces._sweep skips the kernel for a call of few rows none of which the kernel's
+    first cull lets near its plane slab at the radius less the slop. Calls of balls
+    rolling on triangles (at r, within rounding, up and down), pressed into them (by less
+    and more than the slop) and passing by: the same times and contacts as the kernel's,
+    bit for bit, whichever calls are skipped."""
+    from panda3d_ccd import _pieces
+
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-50, 50, (8, 3))
+    b = a + rng.normal(0, 3, (8, 3))
+    c = a + rng.normal(0, 3, (8, 3))
+    table = _pieces.Pieces(_pieces.TRIANGLE, (a, b, c, rng.random(8) < 0.3), np.ones(8, np.int64))
+    few = _pieces._CULL_FIRST
+    kernel_calls = []
+    sweep = table.spec.sweep
+    table.spec = table.spec._replace(
+        sweep=lambda *args: kernel_calls.append(len(args[0])) or sweep(*args)
+    )
+    n = np.cross(b - a, c - a)
+    n /= np.linalg.norm(n, axis=1)[:, None]
+    skipped = 0
+    for call in range(40):
+        p = int(rng.integers(1, 33))
+        k = rng.integers(0, 8, p)
+        r = rng.uniform(0.05, 1.0, p)
+        w = rng.random((p, 2))
+        on = a[k] + (w[:, :1] * (b[k] - a[k]) + (1 - w[:, :1]) * w[:, 1:] * (c[k] - a[k]))
+        height = r * (1 + rng.choice([0.0, 1e-9, -1e-9, 1e-3, 0.5], p))
+        c0 = on + height[:, None] * n[k]
+        along = rng.normal(0, 2, (p, 3))
+        along -= (along * n[k]).sum(axis=1)[:, None] * n[k]
+        press = rng.choice([0.0, 0.0, 0.0, 1e-8, 1e-3, 0.3], p) if call % 2 else np.zeros(p)
+        c1 = c0 + along - press[:, None] * n[k]
+        results = []
+        for first in (few, 0):
+            monkeypatch.setattr(_pieces, "_CULL_FIRST", first)
+            kernel_calls.clear()
+            t, extra = table._sweep(c0, c1, r, np.zeros(p), k, np.full((p, 8), np.nan))
+            results.append((t, extra))
+            skipped += first > 0 and not kernel_calls
+        (t, extra), (t_kernel, extra_kernel) = results
+        np.testing.assert_array_equal(t, t_kernel)
+        np.testing.assert_array_equal(extra, extra_kernel)
+    assert 5 <= skipped < 40  # both kinds of call are met

@@ -64,6 +64,9 @@ class Kind(NamedTuple):
     #: with radius 0.
     point_data: Callable[..., Float] | None = None
     point: Callable[..., Sweep] | None = None
+    #: ``cull(c0, c1, r, *geometry rows)`` -> (k,) bool, False only for rows whose
+    #: ``sweep`` surely misses, as the kernel's own first cull finds them; None: none.
+    cull: Callable[..., NDArray[np.bool_]] | None = None
 
 
 def _triangle_bounds(a: Float, b: Float, c: Float, *_flags: NDArray) -> tuple[Float, Float]:
@@ -187,7 +190,7 @@ def _inv_closest(p: Float, center: Float, radius: Float) -> tuple[Float, Float]:
 
 KINDS = {
     TRIANGLE: Kind(TRIANGLE, "triangle", _tri._sweep, _triangle_bounds, _triangle_closest,
-                   _tri._point_data, _tri._point_hits),
+                   _tri._point_data, _tri._point_hits, _tri._may_touch),
     BOX: Kind(BOX, "box", _box._sweep, _box_bounds, _box_closest),
     CAPSULE: Kind(CAPSULE, "capsule", _capsule._sweep, _capsule_bounds, _capsule_closest),
     INV_SPHERE: Kind(INV_SPHERE, "inverse sphere", _inv._sweep, None, _inv_closest),
@@ -417,6 +420,12 @@ class Pieces:
         sl = np.minimum(slop(c0, c1), 0.5 * reach)
         shrunk = np.maximum(reach - sl, 0.0)
         p = len(c0)
+        # A call of few rows costs mostly its fixed cost: where no row can sink deeper
+        # than the slop (balls rolling on a floor, resting on a lift), the kernel's own
+        # cheap first cull says so alone, and the call is skipped.
+        cull = self.spec.cull
+        if p <= _CULL_FIRST and cull is not None and not cull(c0, c1, shrunk, *geometry).any():
+            return np.full(p, np.inf), extra
         if p <= _BOTH_AT_ONCE:
             both = self.spec.sweep(
                 np.concatenate([c0, c0]),
@@ -674,6 +683,9 @@ _AHEAD = 1e-3
 #: Up to this many rows a piece table sweeps them at both radii in one kernel call (see
 #: Pieces._sweep): a kernel call's fixed cost is some 0.3 ms, a row's about 0.6 us.
 _BOTH_AT_ONCE = 1024
+#: Up to this many rows, a sweep first asks the kind's cull whether any row can sink
+#: deeper than the slop (many rows seldom all stay shallow, and the kernel culls them).
+_CULL_FIRST = 32
 
 
 _NONE = (np.zeros(0), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)))

@@ -417,6 +417,14 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts):
             batch, batched = [], 0
 
 
+def _may_touch(
+    c0: Float, c1: Float, r: Float, a: Float, b: Float, c: Float, two: Bool, *_sides: Float
+) -> Bool:
+    """(k,) False for the rows of :func:`_sweep` (its arguments) that the kernel's first
+    cull finds clear of their triangle's plane slab (they miss); True for the rest."""
+    return _cull_plane(*(F.columns(x) for x in (c0, c1, a, b, c)), r, two)
+
+
 def _cull_plane(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool) -> Bool:
     """Rows whose path, inflated by r, reaches the triangle's plane slab (and its front,
     when one-sided): (3, k) columns in, (k,) bool out."""
