@@ -396,6 +396,7 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts):
     columns of (k, 3) arrays) and batched for the exact stage, whose fixed cost per call
     (about a thousand numpy calls) is worth spreading over many rows.
     """
+    # (_may_touch answers for this first cull alone: the two must stay one test.)
     batch: list[tuple] = []
     batched = 0
     for lo in range(0, len(c0), _BLOCK):
@@ -422,6 +423,7 @@ def _may_touch(
 ) -> Bool:
     """(k,) False for the rows of :func:`_sweep` (its arguments) that the kernel's first
     cull finds clear of their triangle's plane slab (they miss); True for the rest."""
+    two = np.broadcast_to(np.asarray(two, dtype=bool), (len(r),))  # as _sweep reads it
     return _cull_plane(*(F.columns(x) for x in (c0, c1, a, b, c)), r, two)
 
 
