@@ -505,11 +505,7 @@ class Pieces:
             ca, cb, r[pair], dev, k[pair], np.full((len(pair), 8), np.nan), axis
         )
         t_rows = np.where(np.isfinite(s), ta + s * (tb - ta), np.inf)
-        # The earliest step's contact of each pair.
-        order = np.lexsort((t_rows, pair))
-        lead = np.ones(len(order), bool)
-        lead[1:] = pair[order][1:] != pair[order][:-1]
-        best = order[lead]
+        best = pick(pair, t_rows)  # the earliest step's contact of each pair
         t = np.full(len(i), np.inf)
         t[pair[best]] = t_rows[best]
         extra[pair[best]] = found[best]

@@ -1133,12 +1133,14 @@ class ContinuousCollision:
             sensor = np.flatnonzero(response == _solver.SENSOR)
             which[sensor] = [slot.get(nodes[k], -1) for k in sensor.tolist()]
             shared = shared or bool(np.any(which[sensor] >= 0))
-            look = {nodes[k] for k in sensor.tolist()}
+            rows_of: dict[NodePath, list[int]] = {}  # each sensor node's rows
+            for k in sensor.tolist():
+                rows_of.setdefault(nodes[k], []).append(k)
             is_sensor = np.zeros(len(movers), bool)
             is_sensor[sensor] = True
-            known = (spheres.version, slot, which, mover_of, owner, shared, look, is_sensor)
+            known = (spheres.version, slot, which, mover_of, owner, shared, rows_of, is_sensor)
             self._movers = known
-        _version, slot, which, mover_of, owner, shared, look, is_sensor = known
+        _version, slot, which, mover_of, owner, shared, rows_of, is_sensor = known
         if not slot:
             return None  # no body to carry anything
         # A body is carried from below only if its node is not a child of render: from
@@ -1146,7 +1148,7 @@ class ContinuousCollision:
         # topmost body mover above.
         parent_of = self._away
         below = {mover_of[nodepath] for nodepath in parent_of if nodepath in mover_of}
-        sensors = look.intersection(parent_of)
+        sensors = rows_of.keys() & parent_of.keys()
         root = np.arange(len(slot))
         if below or sensors:
             # Per node passed, the topmost body mover at or above it (-1: none): bodies
@@ -1174,11 +1176,14 @@ class ContinuousCollision:
             carrier = {parent: topmost(parent) for parent in set(map(parent_of.get, sensors))}
             carrier = {parent: above for parent, above in carrier.items() if above >= 0}
             if carrier:
-                found = {n: carrier[p] for n in sensors if (p := parent_of[n]) in carrier}
+                # Only the carried sensors' rows are looked at (not every sensor's).
+                rows, tops = [], []
+                for node in sensors:
+                    if (above := carrier.get(parent_of[node], -1)) >= 0:
+                        rows += rows_of[node]
+                        tops += [above] * len(rows_of[node])
                 which = which.copy()
-                nodes = spheres.nodepath
-                rows = np.flatnonzero(is_sensor)
-                which[rows] = [found.get(nodes[k], which[k]) for k in rows.tolist()]
+                which[rows] = tops
         elif not shared:
             return None
         carried = which >= 0
