@@ -137,10 +137,13 @@ def test_rigid_groups_match_the_serial_solver(seed):
     body_response = rng.choice([REWIND, SENSOR], size=len(centres), p=[0.85, 0.15])
     response = body_response[group].astype(np.int8)
     # Sensors carried by a body: members after a group's first are sensors now and then
-    # (a pickup radius on the player), tested along the group's path.
+    # (a pickup radius on the player, reaching past its body: it meets what the body
+    # passes by), tested along the group's path.
     first = np.zeros(len(group), bool)
     first[np.r_[0, np.cumsum(size)[:-1]]] = True
-    response[~first & (rng.random(len(group)) < 0.3)] = SENSOR
+    pickup = ~first & (rng.random(len(group)) < 0.3)
+    response[pickup] = SENSOR
+    radius = np.where(pickup, hull[group] + 1.0, radius)
     shrink = rng.uniform(-2.0, 2.0)
     kwargs = walls(BOX + 1.0, BOX + 1.0 - shrink)
     kwargs["group"] = group
@@ -149,14 +152,23 @@ def test_rigid_groups_match_the_serial_solver(seed):
     # A group's members stop at one time.
     for g in np.unique(group):
         assert np.unique(batched.t_stop[group == g]).size == 1
+    # The group ends as it started, one rigid body (a carried sensor keeps its place on
+    # its body).
+    lead = np.r_[0, np.cumsum(size)[:-1]][group]
+    np.testing.assert_allclose(batched.end - batched.end[lead], p0 - p0[lead], atol=1e-9)
     # A carried sensor is where its group is at each of its hits: on its own straight path
-    # as far as the group went, and still from there on.
+    # as far as the group went, then straight to where the group ended (still, or pushed
+    # on by a wall that closes in).
     h = batched.hits
     carried = ~first & (response == SENSOR) & (body_response[group] == REWIND)
     rows = np.flatnonzero(h.sensor & carried[h.a])
-    a = h.a[rows]
-    t = np.minimum(h.t[rows], batched.t_stop[a])
-    np.testing.assert_allclose(h.pos_a[rows], p0[a] + t[:, None] * (p1 - p0)[a], atol=1e-9)
+    a, t = h.a[rows], h.t[rows]
+    stop = batched.t_stop[a]
+    before = p0[a] + np.minimum(t, stop)[:, None] * (p1 - p0)[a]
+    after = np.divide(t - stop, 1.0 - stop, out=np.zeros_like(t), where=t > stop)
+    expected = before + after[:, None] * (batched.end[a] - before)
+    np.testing.assert_allclose(h.pos_a[rows], expected, atol=1e-9)
+    assert len(rows) > 0  # the case under test is met
 
 
 @pytest.mark.parametrize("seed", range(8))
