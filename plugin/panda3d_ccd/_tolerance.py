@@ -28,6 +28,12 @@ DEGENERATE_REL = 1e-12
 #: (about 6e-8 relative), so motion along a surface reads as up to ~1e-7 into it.
 SLOP_REL = 1e-6
 
+#: How far a body smaller than the float32 rounding of its coordinates (a point) is left in
+#: front of a two-sided polygon it stopped on, relative to its coordinates' magnitude (at
+#: least 1): two float32 spacings, a quarter of the slop. Written back touching, it would
+#: land on the plane or a rounding beyond it, where which side it is on is lost.
+SKIN_REL = 2.0 * 2.0**-23
+
 #: How far outside a triangle's edge a ray (a point cast) still hits it, relative to the
 #: triangle's coordinates' magnitude. Panda3D keeps a CollisionPolygon as 2-d points and a
 #: float32 matrix, and rebuilds its corners from them: the corners two polygons share then

@@ -46,7 +46,7 @@ from ._level import PIECE_TYPES, read_solids
 from ._obstacles import Planes
 from ._one_round import Backoff
 from ._piecenodes import PieceNode, PieceNodes
-from ._pieces import BOX
+from ._pieces import BOX, off_two_sided
 from ._scene import (
     ALL_BITS,
     RAY_TYPES,
@@ -949,6 +949,9 @@ class ContinuousCollision:
         self.squeezed = result.squeezed
 
         _collect["Write back"].start()
+        skinned = off_two_sided(result.end, radius, result.hits, tables)
+        if skinned is not None:
+            result = result._replace(end=skinned, moved=result.moved | row_any(skinned != p1))
         self._write_back(spheres, frame, result, carried)
         _collect["Write back"].stop()
         left_out = {self._owner_of[n] for n in self._inactive | self._statics.inactive
