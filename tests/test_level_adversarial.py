@@ -626,7 +626,9 @@ def test_a_ball_resting_on_a_polygon_and_pushed_into_it_stays_on_it(
 
 @pytest.mark.parametrize("small", ["point", "under-the-spacing"])
 @pytest.mark.parametrize("side", [1.0, -1.0], ids=["from-front", "from-behind"])
-@pytest.mark.parametrize("origin", [(0.0, 0.0, -20.0), (6000.0, -3000.0, 900.0)], ids=["near", "far"])
+@pytest.mark.parametrize(
+    "origin", [(0.0, 0.0, -20.0), (6000.0, -3000.0, 900.0)], ids=["near", "far"]
+)
 @pytest.mark.parametrize("parented", [False, True], ids=["top", "under-a-turned-parent"])
 @pytest.mark.parametrize("response", ["rewind", "slide"])
 @pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])

@@ -239,6 +239,8 @@ class Pieces:
         #: (m,) rows that only report (intangible solids, sensor nodes).
         self.sensor = np.zeros(m, bool) if sensor is None else sensor
         self.any_sensor = sensor is not None and bool(sensor.any())
+        #: Whether any row is a two-sided triangle (see :func:`off_two_sided`).
+        self.any_two_sided = kind == TRIANGLE and bool(np.any(geometry[3]))
         self._index: StaticIndex | None = None
         self._point_data: Float | None = None
         self._ray_grid: tuple[RayGrid, Float] | None = None
@@ -640,7 +642,8 @@ def off_two_sided(
     one-sided polygon has its front alone: see :func:`_onto_front`.) Two float32 spacings
     are more than the rounding of the write, and far less than the slop."""
     a = hits.a
-    if not len(a):
+    tables = [table for table in tables if table.any_two_sided]
+    if not len(a) or not tables:
         return None
     # (Every body touching anything: bigger than the skin of the largest coordinate, none
     # can need it.)
@@ -650,9 +653,8 @@ def off_two_sided(
     rows = np.flatnonzero(~hits.sensor & (radius[a] < skin_of(end[a])))
     two = np.zeros(len(rows), bool)
     for table in tables:
-        if table.shape == TRIANGLE:
-            on = np.flatnonzero(hits.kind[rows] == table.kind)
-            two[on] = table.geometry[3][hits.b[rows[on]]]
+        on = np.flatnonzero(hits.kind[rows] == table.kind)
+        two[on] = table.geometry[3][hits.b[rows[on]]]
     rows = rows[two]
     if not len(rows):
         return None
