@@ -28,6 +28,7 @@ GEOMETRY_MODULES = [
     "panda3d_ccd._reachgrid",
     "panda3d_ccd._queries",
     "panda3d_ccd._rays",
+    "panda3d_ccd._skin",
 ]
 BLOCKED = ("panda3d", "direct")
 

@@ -677,6 +677,70 @@ def test_a_point_on_a_two_sided_polygon_stays_on_the_side_it_came_from(
     assert recorder.names()[0] == "ball-into-floor" and "ball-out-floor" not in recorder.names()
 
 
+@pytest.mark.parametrize("half_angle", [40.0, 10.0])
+@pytest.mark.parametrize(
+    "origin", [(0.0, 0.0, 0.0), (6000.0, -3000.0, 900.0)], ids=["near", "far"]
+)
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+def test_a_point_pressed_into_a_sharp_two_sided_crease_stays_in_it(
+    base, ccd, recorder, half_angle, origin, response
+):
+    """Two two-sided walls meeting at an acute angle, a point pressed down into the bottom
+    frame after frame: every frame it is in front of both (a skin moved off the wall it
+    touched along that wall's normal alone would cross the other); one in, no out."""
+    render = base.render
+    o = np.array(origin)
+    s, c = math.sin(math.radians(half_angle)), math.cos(math.radians(half_angle))
+    walls = []
+    for side in (1.0, -1.0):
+        p = [(x, side * h * s, h * c) for x, h in ((-10, 0), (10, 0), (10, 10), (-10, 10))]
+        walls += [[p[0], p[1], p[2]], [p[0], p[2], p[3]]]
+    vee = polygons(render, "vee", *walls)
+    vee.setPos(*o)
+    register(ccd, vee, True, two_sided=True)
+    # Each wall's plane where Panda3D keeps it, its normal into the crease.
+    planes = []
+    for k in (0, 2):
+        corners = vee.node().getSolid(k).getPoints()
+        a, b, cc = (np.array(render.getRelativePoint(vee, q)) for q in corners)
+        normal = np.cross(b - a, cc - a)
+        normal /= np.linalg.norm(normal)
+        planes.append((a, normal if (o + (0, 0, 5) - a) @ normal > 0 else -normal))
+    ball = node(render, "ball", tuple(o + (0.0, 0.0, 1.0)))
+    ccd.add_sphere(ball, 0.0, response=response)
+    ccd.step()
+    for i in range(30):
+        ball.setPos(render, *(world(ball, render) + (0.013, 0.0007 * (-1) ** i, -0.05)))
+        ccd.step()
+        end = world(ball, render)
+        heights = [(end - a) @ normal for a, normal in planes]
+        assert min(heights) > 0.0, (i, heights)
+    assert recorder.names()[0] == "ball-into-vee" and "ball-out-vee" not in recorder.names()
+
+
+def test_a_body_gone_non_finite_in_the_pass_a_point_is_kept_off_a_two_sided_floor(
+    base, ccd, recorder, warnings_seen
+):
+    """A point stopped on a two-sided floor while another body's transform is infinite: the
+    other is skipped with its warning (no write of a non-finite end), the point kept on its
+    side."""
+    render = base.render
+    register(ccd, polygons(render, "floor", [(-10, -10, 0), (10, -10, 0), (0, 15, 0)]), True,
+             two_sided=True)  # fmt: skip
+    ball = node(render, "ball", (0.1, 0.2, 0.4))
+    ccd.add_sphere(ball, 0.0, response="slide")
+    other = node(render, "other", (50.0, 0.0, 5.0))
+    ccd.add_sphere(other, 1.0)
+    ccd.step()
+    other.setPos(math.inf, 0.0, 5.0)
+    for _ in range(3):
+        ball.setPos(ball.getPos() + (0.0, 0.0, -0.5))
+        ccd.step()
+        assert world(ball, render)[2] > 0.0
+    assert sum("non-finite" in w for w in warnings_seen) == 1
+    assert recorder.names() == ["ball-into-floor"] + ["ball-again-floor"] * 2
+
+
 @pytest.mark.parametrize("radius", [0.0, 1e-6])
 @pytest.mark.parametrize(
     "xy",

@@ -30,14 +30,13 @@ from numpy.typing import NDArray
 
 from . import _frames
 from ._arrays import cross as _cross
-from ._arrays import largest_abs as _largest_abs
 from ._arrays import length as _length
 from ._frames import Frames
 from ._index import StaticIndex, _padded
 from ._obstacles import Response
 from ._paths import Bool, Float, Hits, Int, Paths, Segments, pick, slop, sub_steps, unit
 from ._raygrid import RayGrid
-from ._tolerance import SKIN_REL, TURN_TOLERANCE, WELD_REL
+from ._tolerance import TURN_TOLERANCE, WELD_REL
 from .sweep import sphere_box as _box
 from .sweep import sphere_capsule as _capsule
 from .sweep import sphere_inv_sphere as _inv
@@ -239,7 +238,7 @@ class Pieces:
         #: (m,) rows that only report (intangible solids, sensor nodes).
         self.sensor = np.zeros(m, bool) if sensor is None else sensor
         self.any_sensor = sensor is not None and bool(sensor.any())
-        #: Whether any row is a two-sided triangle (see :func:`off_two_sided`).
+        #: Whether any row is a two-sided triangle (see :func:`~._skin.off_two_sided`).
         self.any_two_sided = kind == TRIANGLE and bool(np.any(geometry[3]))
         self._index: StaticIndex | None = None
         self._point_data: Float | None = None
@@ -627,50 +626,6 @@ def _onto_front(c0: Float, c1: Float, geometry: tuple[NDArray, ...]) -> Float:
     out = c0.copy()
     out[near] += normal[near] * ((ahead - s0[near]) / size[near] ** 2)[:, None]
     return out
-
-
-def off_two_sided(
-    end: Float, radius: Float, hits: Hits, tables: list[Pieces]
-) -> Float | None:
-    """The ends (n, 3) of a pass, with the bodies smaller than the float32 rounding of their
-    coordinates (a point, r = 0) that it stopped on a two-sided polygon moved ``SKIN_REL``
-    of their coordinates off it, toward the side they came from (along the sum of the
-    normals of those they touched); None where there are none (the usual).
-
-    Written back touching, such a body lands on the plane or a rounding beyond it, and
-    which side it is on is lost: pushed in again next frame, it would pass through. (A
-    one-sided polygon has its front alone: see :func:`_onto_front`.) Two float32 spacings
-    are more than the rounding of the write, and far less than the slop."""
-    a = hits.a
-    tables = [table for table in tables if table.any_two_sided]
-    if not len(a) or not tables:
-        return None
-    # (Every body touching anything: bigger than the skin of the largest coordinate, none
-    # can need it.)
-    largest = float(np.abs(end.take(a, axis=0)).max())
-    if radius.take(a).min() >= SKIN_REL * max(1.0, largest):
-        return None
-    rows = np.flatnonzero(~hits.sensor & (radius[a] < skin_of(end[a])))
-    two = np.zeros(len(rows), bool)
-    for table in tables:
-        on = np.flatnonzero(hits.kind[rows] == table.kind)
-        two[on] = table.geometry[3][hits.b[rows[on]]]
-    rows = rows[two]
-    if not len(rows):
-        return None
-    away = np.zeros_like(end)
-    np.add.at(away, a[rows], hits.normal[rows])
-    bodies = np.unique(a[rows])
-    size = _length(away[bodies])
-    bodies, size = bodies[size > 0], size[size > 0]
-    out = end.copy()
-    out[bodies] += away[bodies] * (skin_of(end[bodies]) / size)[:, None]
-    return out
-
-
-def skin_of(points: Float) -> Float:
-    """(k,) the skin ``SKIN_REL`` of points (k, 3) (see :func:`off_two_sided`)."""
-    return SKIN_REL * np.maximum(1.0, _largest_abs(points))
 
 
 def _grown_in_plane(

@@ -46,7 +46,7 @@ from ._level import PIECE_TYPES, read_solids
 from ._obstacles import Planes
 from ._one_round import Backoff
 from ._piecenodes import PieceNode, PieceNodes
-from ._pieces import BOX, off_two_sided
+from ._pieces import BOX
 from ._scene import (
     ALL_BITS,
     RAY_TYPES,
@@ -59,6 +59,7 @@ from ._scene import (
     ray_ends,
     ray_touches,
 )
+from ._skin import off_two_sided
 from ._spheres import SphereRecord, SphereTable
 from .contact import Contact
 
@@ -914,13 +915,14 @@ class ContinuousCollision:
         # (None: no sphere's radius changed this frame; static ones never do.)
         radius0 = rows(frame.radius0, statics.world_radius) if frame.grew else None
         response = rows(spheres.response, statics.response)
+        from_mask = rows(spheres.from_mask, statics.from_mask)
         trying = self._one_round.ready()
         result = _solver.solve(
             p0,
             p1,
             radius,
             response,
-            rows(spheres.from_mask, statics.from_mask),
+            from_mask,
             rows(spheres.into_mask, statics.into_mask),
             group=self._groups(
                 spheres, planes, tables, near, carried, rows(owners, statics.owner)
@@ -949,9 +951,12 @@ class ContinuousCollision:
         self.squeezed = result.squeezed
 
         _collect["Write back"].start()
-        skinned = off_two_sided(result.end, radius, result.hits, tables)
+        skinned = off_two_sided(p0, result.end, radius, from_mask, result.hits, tables)
         if skinned is not None:
-            result = result._replace(end=skinned, moved=result.moved | row_any(skinned != p1))
+            bodies, ends = skinned
+            end, moved = result.end.copy(), result.moved.copy()
+            end[bodies], moved[bodies] = ends, True
+            result = result._replace(end=end, moved=moved)
         self._write_back(spheres, frame, result, carried)
         _collect["Write back"].stop()
         left_out = {self._owner_of[n] for n in self._inactive | self._statics.inactive

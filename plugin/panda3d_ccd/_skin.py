@@ -1,0 +1,86 @@
+"""A point keeps its side of a two-sided polygon (:func:`off_two_sided`).
+
+This module never imports panda3d.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._arrays import largest_abs, length
+from ._paths import Float, Hits, Int
+from ._pieces import Pieces
+from ._queries import PieceRows, World
+from ._tolerance import SKIN_REL
+
+
+def off_two_sided(
+    start: Float, end: Float, radius: Float, from_mask: Int, hits: Hits, tables: list[Pieces]
+) -> tuple[Int, Float] | None:
+    """Of the bodies of a pass (``start`` and ``end`` (n, 3), ``radius`` and ``from_mask``
+    (n,), its ``hits`` and piece ``tables``), those smaller than the float32 rounding of
+    their coordinates (a point, r = 0) that it stopped on a two-sided polygon: their rows
+    (k,), and their ends moved ``SKIN_REL`` of their coordinates off it (k, 3), toward the
+    side they came from (along the sum of the normals of those they touched); None where
+    there are none (the usual).
+
+    Written back touching, such a body lands on the plane or a rounding beyond it, and
+    which side it is on is lost: pushed in again next frame, it would pass through. (A
+    one-sided polygon has its front alone: see :func:`~._pieces._onto_front`.) Two
+    float32 spacings are more than the rounding of the write, and far less than the slop.
+    A body whose start sees its moved end across a two-sided polygon (at the bottom of a
+    crease sharper than a right angle, the move off one wall would cross the other;
+    between two closer than the skin) is left where it is."""
+    tables = [table for table in tables if table.any_two_sided]
+    a = hits.a
+    if not len(a) or not tables:
+        return None
+    # (Every body touching anything bigger than the skin of the largest coordinate: none
+    # can need it.)
+    largest = float(np.abs(end.take(a, axis=0)).max())
+    if radius.take(a).min() >= SKIN_REL * max(1.0, largest):
+        return None
+    rows = np.flatnonzero(~hits.sensor & (radius[a] < skin_of(end[a])))
+    two = np.zeros(len(rows), bool)
+    for table in tables:
+        on = np.flatnonzero(hits.kind[rows] == table.kind)
+        two[on] = table.geometry[3][hits.b[rows[on]]]
+    rows = rows[two]
+    if not len(rows):
+        return None
+    # Per body, the sum of the normals of its side (out of each polygon toward it) and how
+    # many: moved along their mean far enough to be a skin off each of two.
+    away = np.zeros_like(end)
+    count = np.zeros(len(end))
+    np.add.at(away, a[rows], hits.normal[rows])
+    np.add.at(count, a[rows], 1.0)
+    bodies = np.unique(a[rows])
+    away, count = away[bodies], count[bodies]
+    skin = skin_of(end[bodies])
+    # (The queries' world, which names what a cast meets: here only whether it does.)
+    world = World([], None, [PieceRows(t, *(np.zeros(len(t), np.int64),) * 3) for t in tables])
+    for _ in range(_TRIES):
+        size = length(away)
+        spread = size > _LEAST_MEAN * count  # else they cancel: no way off them all
+        moved = end[bodies] + away * (skin * count / np.where(spread, size, 1.0) ** 2)[:, None]
+        # Seen from the start across a polygon: it is on that one's side too (the cast's
+        # normal faces it), at the bottom of a crease sharper than a right angle.
+        crossed = world.cast(start[bodies], moved, np.zeros(len(bodies)), from_mask[bodies], False)
+        if not len(crossed.query):
+            break
+        np.add.at(away, crossed.query, crossed.normal)
+        np.add.at(count, crossed.query, 1.0)
+    clear = spread.copy()
+    clear[crossed.query] = False
+    return bodies[clear], moved[clear]
+
+
+#: How many times a skin is moved to hold the polygons its start sees it across.
+_TRIES = 3
+#: Normals that cancel (their sum shorter than this times their number) leave no way off.
+_LEAST_MEAN = 0.1
+
+
+def skin_of(points: Float) -> Float:
+    """(k,) the skin ``SKIN_REL`` of points (k, 3) (see :func:`off_two_sided`)."""
+    return SKIN_REL * np.maximum(1.0, largest_abs(points))
