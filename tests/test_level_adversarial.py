@@ -677,6 +677,47 @@ def test_a_point_on_a_two_sided_polygon_stays_on_the_side_it_came_from(
     assert recorder.names()[0] == "ball-into-floor" and "ball-out-floor" not in recorder.names()
 
 
+@pytest.mark.parametrize("side", [1.0, -1.0], ids=["from-front", "from-behind"])
+@pytest.mark.parametrize(
+    "origin", [(0.0, 0.0, -20.0), (6000.0, -3000.0, 900.0)], ids=["near", "far"]
+)
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+@pytest.mark.parametrize("carried", ["below-a-body", "one-target"])
+def test_a_point_carried_by_a_body_keeps_its_side_of_a_two_sided_polygon(
+    base, ccd, recorder, carried, response, origin, side
+):
+    """A foot (a point) on a player: its node below the player's, both bodies, or two
+    collision nodes given the player as their one target. The plugin writes the player's
+    node alone, so the player takes the foot's skin: pressed onto a two-sided floor frame
+    after frame, the foot stays on its side; one in, no out."""
+    render = base.render
+    o = np.array(origin)
+    corners = [tuple(o + q) for q in ((-10, -10, 0), (10, -10, 0), (0, 15, 0))]
+    floor = polygons(render, "floor", corners)
+    register(ccd, floor, True, two_sided=True)
+    a, b, c = (np.array(p, dtype=np.float64) for p in floor.node().getSolid(0).getPoints())
+    normal = np.cross(b - a, c - a)
+    normal /= np.linalg.norm(normal)
+    player = node(render, "player", tuple(o + (0.2, 0.1, side * 4.0)))
+    foot = player.attachNewNode("foot")
+    foot.setPos(render, *(o + (0.2, 0.1, side * 2.0)))
+    if carried == "below-a-body":
+        ccd.add_sphere(player, 0.5, response=response)
+        ccd.add_sphere(foot, 0.0, response=response)
+    else:
+        for name, parent, radius in (("body", player, 0.5), ("foot", foot, 0.0)):
+            cnode = parent.attachNewNode(CollisionNode(name))
+            cnode.node().addSolid(CollisionSphere(0, 0, 0, radius))
+            ccd.add_collision_node(cnode, response=response, target=player)
+    ccd.step()
+    for _ in range(8):
+        player.setPos(render, *(world(player, render) + (0.03, 0.01, -side * 0.5)))
+        ccd.step()
+        height = side * (world(foot, render) - a) @ normal
+        assert height > 0.0, height
+    assert recorder.names()[0] == "foot-into-floor" and "foot-out-floor" not in recorder.names()
+
+
 @pytest.mark.parametrize("half_angle", [40.0, 10.0])
 @pytest.mark.parametrize(
     "origin", [(0.0, 0.0, 0.0), (6000.0, -3000.0, 900.0)], ids=["near", "far"]

@@ -956,6 +956,17 @@ class ContinuousCollision:
             bodies, ends = skinned
             end, moved = result.end.copy(), result.moved.copy()
             end[bodies], moved[bodies] = ends, True
+            if carried is not None:
+                # A carried body's node is written through its carrier's rows: they are
+                # moved by the skin (but one with a skin of its own).
+                group, lead = carried
+                leads = np.flatnonzero(lead)
+                for b, at in zip(bodies.tolist(), ends):
+                    if b < len(group):
+                        rows = leads[group[leads] == group[b]]
+                        rows = rows[~np.isin(rows, bodies)]
+                        end[rows] = result.end[rows] + (at - result.end[b])
+                        moved[rows] = True
             result = result._replace(end=end, moved=moved)
         self._write_back(spheres, frame, result, carried)
         _collect["Write back"].stop()
