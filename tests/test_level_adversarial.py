@@ -718,6 +718,51 @@ def test_a_point_carried_by_a_body_keeps_its_side_of_a_two_sided_polygon(
     assert recorder.names()[0] == "foot-into-floor" and "foot-out-floor" not in recorder.names()
 
 
+@pytest.mark.parametrize("side", [1.0, -1.0], ids=["on-front", "on-back"])
+@pytest.mark.parametrize("origin", [(0.0, 0.0, 0.0), (100.0, 50.0, -30.0)], ids=["0", "100"])
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+@pytest.mark.parametrize("motion", ["rises", "tilts"])
+def test_a_point_riding_a_moving_two_sided_piece_stays_on_it(
+    base, ccd, recorder, motion, response, origin, side
+):
+    """A kinematic two-sided floor that rises 0.1 a frame along its normal, or tilts 2
+    degrees a frame to and fro, with a point on it pressed in and moved along: every frame
+    the point is on its side (where it started the frame, the piece at its end stands
+    between it and where it ends: that polygon must not count against its skin)."""
+    render = base.render
+    o = np.array(origin)
+    pivot = node(render, "pivot", tuple(o))
+    n0 = np.array([-0.37, -0.2, 1.0]) / math.hypot(0.37, 0.2, 1.0)
+    u = np.cross(n0, (0.0, 1.0, 0.0))
+    u /= np.linalg.norm(u)
+    w = np.cross(n0, u)
+    corners = [tuple(10 * (x * u + y * w)) for x, y in ((-1, -1), (1, -1), (0, 1.5))]
+    floor = polygons(pivot, "floor", corners)
+    register(ccd, floor, False, two_sided=True)
+
+    def plane():
+        a, b, c = (np.array(render.getRelativePoint(floor, p))
+                   for p in floor.node().getSolid(0).getPoints())  # fmt: skip
+        normal = np.cross(b - a, c - a)
+        return a, normal / np.linalg.norm(normal)
+
+    a, normal = plane()
+    ball = node(render, "ball", tuple(o + 0.3 * u + 0.2 * w + side * 0.3 * normal))
+    ccd.add_sphere(ball, 0.0, response=response)
+    ccd.step()
+    for i in range(24):
+        if motion == "rises":
+            pivot.setPos(render, *(world(pivot, render) + side * 0.1 * normal))
+        else:
+            pivot.setR(pivot.getR() + (2.0 if (i // 6) % 2 == 0 else -2.0))
+        ball.setPos(render, *(world(ball, render) + 0.003 * u - side * 0.05 * normal))
+        ccd.step()
+        a, normal = plane()
+        height = side * (world(ball, render) - a) @ normal
+        assert height > 0.0, (i, height)
+    assert recorder.names()[0] == "ball-into-floor" and "ball-out-floor" not in recorder.names()
+
+
 @pytest.mark.parametrize("half_angle", [40.0, 10.0])
 @pytest.mark.parametrize(
     "origin", [(0.0, 0.0, 0.0), (6000.0, -3000.0, 900.0)], ids=["near", "far"]

@@ -57,21 +57,38 @@ def off_two_sided(
     bodies = np.unique(a[rows])
     away, count = away[bodies], count[bodies]
     skin = skin_of(end[bodies])
-    # (The queries' world, which names what a cast meets: here only whether it does.)
-    world = World([], None, [PieceRows(t, *(np.zeros(len(t), np.int64),) * 3) for t in tables])
+    # The polygons each body touched are not looked at again: one that moved toward it this
+    # frame (a lift rising under it) stands between its start and its end.
+    touched = set(zip(a[rows].tolist(), hits.kind[rows].tolist(), hits.b[rows].tolist()))
+    kinds = [table.kind for table in tables]
+    # (The queries' world, naming each row by its table and its own number.)
+    world = World([], None, [
+        PieceRows(t, np.full(len(t), j), np.zeros(len(t), np.int64), np.arange(len(t)))
+        for j, t in enumerate(tables)
+    ])  # fmt: skip
+    moved = end[bodies].copy()
+    live = np.ones(len(bodies), bool)  # normals that do not cancel: a way off them all
+    placed = np.zeros(len(bodies), bool)
     for _ in range(_TRIES):
         size = length(away)
-        spread = size > _LEAST_MEAN * count  # else they cancel: no way off them all
-        moved = end[bodies] + away * (skin * count / np.where(spread, size, 1.0) ** 2)[:, None]
-        # Seen from the start across a polygon: it is on that one's side too (the cast's
-        # normal faces it), at the bottom of a crease sharper than a right angle.
-        crossed = world.cast(start[bodies], moved, np.zeros(len(bodies)), from_mask[bodies], False)
-        if not len(crossed.query):
+        live &= size > _LEAST_MEAN * count
+        q = np.flatnonzero(live & ~placed)
+        if not len(q):
             break
-        np.add.at(away, crossed.query, crossed.normal)
-        np.add.at(count, crossed.query, 1.0)
-    clear = spread.copy()
-    clear[crossed.query] = False
+        moved[q] = end[bodies[q]] + away[q] * (skin[q] * count[q] / size[q] ** 2)[:, None]
+        # Seen from the start across a polygon: it is on that one's side too (the cast's
+        # normal faces the start), at the bottom of a crease sharper than a right angle.
+        who = bodies[q]
+        found = world.cast(start[who], moved[q], np.zeros(len(q)), from_mask[who], False)
+        across = q[found.query]
+        rows_met = zip(bodies[across].tolist(), found.node.tolist(), found.part.tolist())
+        new = np.array([(b, kinds[j], r) not in touched for b, j, r in rows_met], bool)
+        across, normal = across[new], found.normal[new]
+        placed[q] = True
+        placed[across] = False
+        np.add.at(away, across, normal)
+        np.add.at(count, across, 1.0)
+    clear = live & placed
     return bodies[clear], moved[clear]
 
 

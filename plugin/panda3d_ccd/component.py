@@ -958,11 +958,15 @@ class ContinuousCollision:
             end[bodies], moved[bodies] = ends, True
             if carried is not None:
                 # A carried body's node is written through its carrier's rows: they are
-                # moved by the skin (but one with a skin of its own).
+                # moved by the skin (but one with a skin of its own). Two skins in a group
+                # may disagree (a foot on a floor, a hand on a ceiling): then none.
                 group, lead = carried
                 leads = np.flatnonzero(lead)
+                mine = bodies[bodies < len(group)]
+                groups, counts = np.unique(group[mine], return_counts=True)
+                alone = set(groups[counts == 1].tolist())
                 for b, at in zip(bodies.tolist(), ends):
-                    if b < len(group):
+                    if b < len(group) and int(group[b]) in alone:
                         rows = leads[group[leads] == group[b]]
                         rows = rows[~np.isin(rows, bodies)]
                         end[rows] = result.end[rows] + (at - result.end[b])
