@@ -28,9 +28,12 @@ def off_two_sided(
     which side it is on is lost: pushed in again next frame, it would pass through. (A
     one-sided polygon has its front alone: see :func:`~._pieces._onto_front`.) Two
     float32 spacings are more than the rounding of the write, and far less than the slop.
-    A body whose start sees its moved end across a two-sided polygon (at the bottom of a
-    crease sharper than a right angle, the move off one wall would cross the other;
-    between two closer than the skin) is left where it is."""
+
+    Where the body's start sees its moved end across another two-sided polygon (at the
+    bottom of a crease sharper than a right angle, the move off one wall crosses the
+    other), the body is on that one's side too: its normal joins the sum and the move is
+    made again, up to ``_TRIES`` times. A body whose normals cancel (two polygons closer
+    than the skin, facing each other), or still seen across one, is left where it is."""
     tables = [table for table in tables if table.any_two_sided]
     a = hits.a
     if not len(a) or not tables:

@@ -129,6 +129,36 @@ class _Plane:
     read: tuple[TransformState, tuple[float, float, float, float] | None] | None = None
 
 
+def _with_skins(
+    result: _solver.PassResult,
+    bodies: np.ndarray,
+    ends: np.ndarray,
+    carried: tuple[np.ndarray, np.ndarray] | None,
+) -> _solver.PassResult:
+    """``result`` with the ends (k, 3) of rows ``bodies`` moved a skin off a two-sided
+    polygon (see :func:`~._skin.off_two_sided`).
+
+    A carried body's node is written through its carrier's rows (see
+    :meth:`ContinuousCollision._carried`): they are moved by its skin, but one with a skin
+    of its own. Two skins in a group may disagree (a foot on a floor, a hand on a ceiling):
+    then the carrier takes none."""
+    end, moved = result.end.copy(), result.moved.copy()
+    end[bodies], moved[bodies] = ends, True
+    if carried is not None:
+        group, lead = carried
+        leads = np.flatnonzero(lead)
+        mine = bodies[bodies < len(group)]  # (static spheres after the dynamic ones)
+        groups, counts = np.unique(group[mine], return_counts=True)
+        alone = set(groups[counts == 1].tolist())
+        for b, at in zip(bodies.tolist(), ends):
+            if b < len(group) and int(group[b]) in alone:
+                carrier = leads[group[leads] == group[b]]
+                carrier = carrier[~np.isin(carrier, bodies)]
+                end[carrier] = result.end[carrier] + (at - result.end[b])
+                moved[carrier] = True
+    return result._replace(end=end, moved=moved)
+
+
 class _Bodies(NamedTuple):
     """Per-body columns for building contacts: the dynamic spheres' rows, then the static
     ones near something, then the planes', then the piece nodes'."""
@@ -953,25 +983,7 @@ class ContinuousCollision:
         _collect["Write back"].start()
         skinned = off_two_sided(p0, result.end, radius, from_mask, result.hits, tables)
         if skinned is not None:
-            bodies, ends = skinned
-            end, moved = result.end.copy(), result.moved.copy()
-            end[bodies], moved[bodies] = ends, True
-            if carried is not None:
-                # A carried body's node is written through its carrier's rows: they are
-                # moved by the skin (but one with a skin of its own). Two skins in a group
-                # may disagree (a foot on a floor, a hand on a ceiling): then none.
-                group, lead = carried
-                leads = np.flatnonzero(lead)
-                mine = bodies[bodies < len(group)]
-                groups, counts = np.unique(group[mine], return_counts=True)
-                alone = set(groups[counts == 1].tolist())
-                for b, at in zip(bodies.tolist(), ends):
-                    if b < len(group) and int(group[b]) in alone:
-                        rows = leads[group[leads] == group[b]]
-                        rows = rows[~np.isin(rows, bodies)]
-                        end[rows] = result.end[rows] + (at - result.end[b])
-                        moved[rows] = True
-            result = result._replace(end=end, moved=moved)
+            result = _with_skins(result, *skinned, carried)
         self._write_back(spheres, frame, result, carried)
         _collect["Write back"].stop()
         left_out = {self._owner_of[n] for n in self._inactive | self._statics.inactive
