@@ -677,6 +677,49 @@ def test_a_point_on_a_two_sided_polygon_stays_on_the_side_it_came_from(
     assert recorder.names()[0] == "ball-into-floor" and "ball-out-floor" not in recorder.names()
 
 
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+@pytest.mark.parametrize(
+    ("origin", "press"),
+    [((0.0, 0.0, -20.0), 1e-3), ((6000.0, -3000.0, 900.0), 1e-2)],
+    ids=["near", "far"],
+)
+@pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
+def test_a_point_pressed_gently_into_a_one_sided_floor_as_it_moves_along_stays_in_front(
+    base, ccd, recorder, static, origin, press, response
+):
+    """A point on a tilted one-sided floor, moved along it 0.01 a frame and pressed into it
+    by ``press`` (more than the skin): every frame it is in front, touching (within the
+    slop and rounding); again every frame, no out. (Written back on the plane or a
+    rounding behind it, a slide point sank deeper frame after frame and was through in 54
+    frames near the origin.)"""
+    render = base.render
+    o = np.array(origin)
+    n0 = np.array([-0.37, -0.2, 1.0]) / math.hypot(0.37, 0.2, 1.0)
+    u = np.cross(n0, (0.0, 1.0, 0.0))
+    u /= np.linalg.norm(u)
+    w = np.cross(n0, u)
+    corners = [tuple(o + 10 * (x * u + y * w)) for x, y in ((-1, -1), (1, -1), (0, 1.5))]
+    floor = polygons(render, "floor", corners)
+    register(ccd, floor, static)
+    a, b, c = (np.array(p, dtype=np.float64) for p in floor.node().getSolid(0).getPoints())
+    normal = np.cross(b - a, c - a)
+    normal /= np.linalg.norm(normal)
+    ball = node(render, "ball", tuple(o + 0.2 * normal))
+    ccd.add_sphere(ball, 0.0, response=response)
+    ccd.step()
+    ball.setPos(render, *(world(ball, render) - 0.3 * normal))
+    ccd.step()
+    for _ in range(80):
+        step = -press * normal + 0.01 * (0.6 * u + 0.8 * w)
+        ball.setPos(render, *(world(ball, render) + step))
+        ccd.step()
+        end = world(ball, render)
+        height = (end - a) @ normal
+        assert 0.0 < height <= tol(end), height
+    names = recorder.names()
+    assert names == ["ball-into-floor"] + ["ball-again-floor"] * 80
+
+
 @pytest.mark.parametrize("side", [1.0, -1.0], ids=["from-front", "from-behind"])
 @pytest.mark.parametrize(
     "origin", [(0.0, 0.0, -20.0), (6000.0, -3000.0, 900.0)], ids=["near", "far"]

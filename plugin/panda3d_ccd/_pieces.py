@@ -238,8 +238,6 @@ class Pieces:
         #: (m,) rows that only report (intangible solids, sensor nodes).
         self.sensor = np.zeros(m, bool) if sensor is None else sensor
         self.any_sensor = sensor is not None and bool(sensor.any())
-        #: Whether any row is a two-sided triangle (see :func:`~._skin.off_two_sided`).
-        self.any_two_sided = kind == TRIANGLE and bool(np.any(geometry[3]))
         self._index: StaticIndex | None = None
         self._point_data: Float | None = None
         self._ray_grid: tuple[RayGrid, Float] | None = None

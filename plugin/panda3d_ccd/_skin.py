@@ -1,4 +1,4 @@
-"""A point keeps its side of a two-sided polygon (:func:`off_two_sided`).
+"""A point keeps its side of a polygon (:func:`off_polygons`).
 
 This module never imports panda3d.
 """
@@ -9,32 +9,34 @@ import numpy as np
 
 from ._arrays import largest_abs, length
 from ._paths import Float, Hits, Int
-from ._pieces import Pieces
+from ._pieces import TRIANGLE, Pieces
 from ._queries import PieceRows, World
 from ._tolerance import SKIN_REL
 
 
-def off_two_sided(
+def off_polygons(
     start: Float, end: Float, radius: Float, from_mask: Int, hits: Hits, tables: list[Pieces]
 ) -> tuple[Int, Float] | None:
     """Of the bodies of a pass (``start`` and ``end`` (n, 3), ``radius`` and ``from_mask``
     (n,), its ``hits`` and piece ``tables``), those smaller than the float32 rounding of
-    their coordinates (a point, r = 0) that it stopped on a two-sided polygon: their rows
-    (k,), and their ends moved ``SKIN_REL`` of their coordinates off it (k, 3), toward the
-    side they came from (along the sum of the normals of those they touched); None where
-    there are none (the usual).
+    their coordinates (a point, r = 0) that it stopped on a polygon: their rows (k,), and
+    their ends moved ``SKIN_REL`` of their coordinates off it (k, 3), toward the side they
+    came from (along the sum of the normals of those they touched); None where there are
+    none (the usual).
 
-    Written back touching, such a body lands on the plane or a rounding beyond it, and
-    which side it is on is lost: pushed in again next frame, it would pass through. (A
-    one-sided polygon has its front alone: see :func:`~._pieces._onto_front`.) Two
-    float32 spacings are more than the rounding of the write, and far less than the slop.
+    Written back touching, such a body lands on the plane or a rounding beyond it. On a
+    two-sided polygon which side it is on is then lost: pushed in again next frame, it
+    would pass through. On a one-sided one it is taken as in front while within the slop
+    behind (see :func:`~._pieces._onto_front`), but slid along it frame after frame it
+    sinks a rounding deeper each time, and is through in a few dozen frames. Two float32
+    spacings are more than the rounding of the write, and far less than the slop.
 
-    Where the body's start sees its moved end across another two-sided polygon (at the
-    bottom of a crease sharper than a right angle, the move off one wall crosses the
-    other), the body is on that one's side too: its normal joins the sum and the move is
-    made again, up to ``_TRIES`` times. A body whose normals cancel (two polygons closer
-    than the skin, facing each other), or still seen across one, is left where it is."""
-    tables = [table for table in tables if table.any_two_sided]
+    Where the body's start sees its moved end across another polygon (at the bottom of a
+    crease sharper than a right angle, the move off one wall crosses the other), the body
+    is on that one's side too: its normal joins the sum and the move is made again, up to
+    ``_TRIES`` times. A body whose normals cancel (two polygons closer than the skin,
+    facing each other), or still seen across one, is left where it is."""
+    tables = [table for table in tables if table.shape == TRIANGLE]
     a = hits.a
     if not len(a) or not tables:
         return None
@@ -44,11 +46,7 @@ def off_two_sided(
     if radius.take(a).min() >= SKIN_REL * max(1.0, largest):
         return None
     rows = np.flatnonzero(~hits.sensor & (radius[a] < skin_of(end[a])))
-    two = np.zeros(len(rows), bool)
-    for table in tables:
-        on = np.flatnonzero(hits.kind[rows] == table.kind)
-        two[on] = table.geometry[3][hits.b[rows[on]]]
-    rows = rows[two]
+    rows = rows[np.isin(hits.kind[rows], [table.kind for table in tables])]
     if not len(rows):
         return None
     # Per body, the sum of the normals of its side (out of each polygon toward it) and how
@@ -102,5 +100,5 @@ _LEAST_MEAN = 0.1
 
 
 def skin_of(points: Float) -> Float:
-    """(k,) the skin ``SKIN_REL`` of points (k, 3) (see :func:`off_two_sided`)."""
+    """(k,) the skin ``SKIN_REL`` of points (k, 3) (see :func:`off_polygons`)."""
     return SKIN_REL * np.maximum(1.0, largest_abs(points))

@@ -29,9 +29,9 @@ DEGENERATE_REL = 1e-12
 SLOP_REL = 1e-6
 
 #: How far a body smaller than the float32 rounding of its coordinates (a point) is left in
-#: front of a two-sided polygon it stopped on, relative to its coordinates' magnitude (at
-#: least 1): two float32 spacings, a quarter of the slop. Written back touching, it would
-#: land on the plane or a rounding beyond it, where which side it is on is lost.
+#: front of a polygon it stopped on, relative to its coordinates' magnitude (at least 1):
+#: two float32 spacings, a quarter of the slop. Written back touching, it would land on
+#: the plane or a rounding beyond it, where which side it is on is lost (see ``_skin``).
 SKIN_REL = 2.0 * 2.0**-23
 
 #: How far outside a triangle's edge a ray (a point cast) still hits it, relative to the

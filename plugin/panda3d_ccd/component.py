@@ -59,7 +59,7 @@ from ._scene import (
     ray_ends,
     ray_touches,
 )
-from ._skin import off_two_sided
+from ._skin import off_polygons
 from ._spheres import SphereRecord, SphereTable
 from .contact import Contact
 
@@ -135,8 +135,8 @@ def _with_skins(
     ends: np.ndarray,
     carried: tuple[np.ndarray, np.ndarray] | None,
 ) -> _solver.PassResult:
-    """``result`` with the ends (k, 3) of rows ``bodies`` moved a skin off a two-sided
-    polygon (see :func:`~._skin.off_two_sided`).
+    """``result`` with the ends (k, 3) of rows ``bodies`` moved a skin off a polygon (see
+    :func:`~._skin.off_polygons`).
 
     A carried body's node is written through its carrier's rows (see
     :meth:`ContinuousCollision._carried`): they are moved by its skin, but one with a skin
@@ -981,7 +981,7 @@ class ContinuousCollision:
         self.squeezed = result.squeezed
 
         _collect["Write back"].start()
-        skinned = off_two_sided(p0, result.end, radius, from_mask, result.hits, tables)
+        skinned = off_polygons(p0, result.end, radius, from_mask, result.hits, tables)
         if skinned is not None:
             result = _with_skins(result, *skinned, carried)
         self._write_back(spheres, frame, result, carried)
