@@ -624,6 +624,22 @@ def test_a_ball_resting_on_a_polygon_and_pushed_into_it_stays_on_it(
     assert sent[0] == "ball-into-floor" and "ball-out-floor" not in sent
 
 
+def _tilted_floor(ccd, render, o, static, **kwargs):
+    """A triangle "floor" about o, tilted, registered: (u, w) across it, and a corner and
+    the unit normal of its plane where Panda3D keeps it (far out, its corners are rebuilt
+    by up to 1e-4 off those given: see SEAM_REL)."""
+    n0 = np.array([-0.37, -0.2, 1.0]) / math.hypot(0.37, 0.2, 1.0)
+    u = np.cross(n0, (0.0, 1.0, 0.0))
+    u /= np.linalg.norm(u)
+    w = np.cross(n0, u)
+    corners = [tuple(o + 10 * (x * u + y * w)) for x, y in ((-1, -1), (1, -1), (0, 1.5))]
+    floor = polygons(render, "floor", corners)
+    register(ccd, floor, static, **kwargs)
+    a, b, c = (np.array(p, dtype=np.float64) for p in floor.node().getSolid(0).getPoints())
+    normal = np.cross(b - a, c - a)
+    return u, w, a, normal / np.linalg.norm(normal)
+
+
 @pytest.mark.parametrize("small", ["point", "under-the-spacing"])
 @pytest.mark.parametrize("side", [1.0, -1.0], ids=["from-front", "from-behind"])
 @pytest.mark.parametrize(
@@ -643,18 +659,7 @@ def test_a_point_on_a_two_sided_polygon_stays_on_the_side_it_came_from(
     o = np.array(origin)
     spacing = float(np.spacing(np.float32(np.abs(o).max())))
     radius = 0.0 if small == "point" else 0.3 * spacing
-    normal = np.array([-0.37, -0.2, 1.0]) / math.hypot(0.37, 0.2, 1.0)
-    u = np.cross(normal, (0.0, 1.0, 0.0))
-    u /= np.linalg.norm(u)
-    w = np.cross(normal, u)
-    corners = [tuple(o + 10 * (x * u + y * w)) for x, y in ((-1, -1), (1, -1), (0, 1.5))]
-    floor = polygons(render, "floor", corners)
-    register(ccd, floor, static, two_sided=True)
-    # Its plane where Panda3D keeps it: far out, its corners are rebuilt by up to 1e-4
-    # off those given (see SEAM_REL).
-    a, b, c = (np.array(p, dtype=np.float64) for p in floor.node().getSolid(0).getPoints())
-    normal = np.cross(b - a, c - a)
-    normal /= np.linalg.norm(normal)
+    u, w, a, normal = _tilted_floor(ccd, render, o, static, two_sided=True)
     parent = render
     if parented:
         parent = node(render, "parent", tuple(o + (3.0, -2.0, 1.0)))
@@ -694,16 +699,7 @@ def test_a_point_pressed_gently_into_a_one_sided_floor_as_it_moves_along_stays_i
     frames near the origin.)"""
     render = base.render
     o = np.array(origin)
-    n0 = np.array([-0.37, -0.2, 1.0]) / math.hypot(0.37, 0.2, 1.0)
-    u = np.cross(n0, (0.0, 1.0, 0.0))
-    u /= np.linalg.norm(u)
-    w = np.cross(n0, u)
-    corners = [tuple(o + 10 * (x * u + y * w)) for x, y in ((-1, -1), (1, -1), (0, 1.5))]
-    floor = polygons(render, "floor", corners)
-    register(ccd, floor, static)
-    a, b, c = (np.array(p, dtype=np.float64) for p in floor.node().getSolid(0).getPoints())
-    normal = np.cross(b - a, c - a)
-    normal /= np.linalg.norm(normal)
+    u, w, a, normal = _tilted_floor(ccd, render, o, static)
     ball = node(render, "ball", tuple(o + 0.2 * normal))
     ccd.add_sphere(ball, 0.0, response=response)
     ccd.step()
