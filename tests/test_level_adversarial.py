@@ -716,6 +716,35 @@ def test_a_point_pressed_gently_into_a_one_sided_floor_as_it_moves_along_stays_i
     assert names == ["ball-into-floor"] + ["ball-again-floor"] * 80
 
 
+@pytest.mark.parametrize(
+    "origin", [(0.0, 0.0, -20.0), (5000.0, -4000.0, 3000.0)], ids=["near", "far"]
+)
+@pytest.mark.parametrize("two_sided", [False, True], ids=["one-sided", "two-sided"])
+def test_a_rewind_point_pressed_straight_down_on_a_slope_does_not_creep(
+    base, ccd, recorder, two_sided, origin
+):
+    """A rewind point resting on a tilted floor, pressed straight down 0.05 a frame: it
+    stays where it is (within the slop and rounding), in front, again every frame. (Moved
+    a skin off along the floor's normal and dropped straight back, it crept downhill by the
+    skin times the slope every frame: 0.37 units in 600 frames at 5,000.)"""
+    render = base.render
+    o = np.array(origin)
+    _u, _w, a, normal = _tilted_floor(ccd, render, o, True, two_sided=two_sided)
+    ball = node(render, "ball", tuple(o + 0.5 * normal))
+    ccd.add_sphere(ball, 0.0)
+    ccd.step()
+    ball.setPos(render, *(world(ball, render) - (0.0, 0.0, 1.0)))
+    ccd.step()
+    rest = world(ball, render)
+    for _ in range(60):
+        ball.setPos(render, *(world(ball, render) - (0.0, 0.0, 0.05)))
+        ccd.step()
+        end = world(ball, render)
+        assert 0.0 < (end - a) @ normal <= tol(end)
+    assert np.linalg.norm(end - rest) <= tol(end)
+    assert recorder.names() == ["ball-into-floor"] + ["ball-again-floor"] * 60
+
+
 @pytest.mark.parametrize("side", [1.0, -1.0], ids=["from-front", "from-behind"])
 @pytest.mark.parametrize(
     "origin", [(0.0, 0.0, -20.0), (6000.0, -3000.0, 900.0)], ids=["near", "far"]

@@ -6,7 +6,9 @@ This module never imports panda3d.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
+from . import _solver
 from ._arrays import largest_abs, length
 from ._paths import Float, Hits, Int
 from ._pieces import TRIANGLE, Pieces
@@ -15,14 +17,22 @@ from ._tolerance import SKIN_REL
 
 
 def off_polygons(
-    start: Float, end: Float, radius: Float, from_mask: Int, hits: Hits, tables: list[Pieces]
+    start: Float,
+    goal: Float,
+    end: Float,
+    radius: Float,
+    response: NDArray[np.int8],
+    from_mask: Int,
+    hits: Hits,
+    tables: list[Pieces],
 ) -> tuple[Int, Float] | None:
-    """Of the bodies of a pass (``start`` and ``end`` (n, 3), ``radius`` and ``from_mask``
-    (n,), its ``hits`` and piece ``tables``), those smaller than the float32 rounding of
-    their coordinates (a point, r = 0) that it stopped on a polygon: their rows (k,), and
-    their ends moved ``SKIN_REL`` of their coordinates off it (k, 3), toward the side they
-    came from (along the sum of the normals of those they touched); None where there are
-    none (the usual).
+    """Of the bodies of a pass (``start``, ``goal`` (where the game moved them) and ``end``
+    (n, 3); ``radius``, ``response`` and ``from_mask`` (n,); its ``hits`` and piece
+    ``tables``), those smaller than the float32 rounding of their coordinates (a point, r
+    = 0) that it stopped on a polygon: their rows (k,), and their ends moved ``SKIN_REL``
+    of their coordinates off it (k, 3), toward the side they came from (a rewind body
+    back along its path; a slide, along the sum of the normals of those it touched); None
+    where there are none (the usual).
 
     Written back touching, such a body lands on the plane or a rounding beyond it. On a
     two-sided polygon which side it is on is then lost: pushed in again next frame, it
@@ -67,16 +77,26 @@ def off_polygons(
         PieceRows(t, np.full(len(t), j), np.zeros(len(t), np.int64), np.arange(len(t)))
         for j, t in enumerate(tables)
     ])  # fmt: skip
-    moved = end[bodies].copy()
-    live = np.ones(len(bodies), bool)  # normals that do not cancel: a way off them all
+    # A rewind body goes back along its path, which it has just swept clear, a skin off
+    # every polygon it met: moved along their normals and dropped straight back next
+    # frame, a point pressed down on a slope would creep down it, or from wall to wall in
+    # a corner. Where its path grazes one (or did not move), along the normals.
+    way = start[bodies] - goal[bodies]
+    way /= np.maximum(length(way), 1e-300)[:, None]
+    facing = np.full(len(bodies), np.inf)
+    index = np.searchsorted(bodies, a[rows])
+    np.minimum.at(facing, index, np.einsum("ij,ij->i", way[index], hits.normal[rows]))
+    back = (response[bodies] == _solver.REWIND) & (facing >= _LEAST_MEAN)
+    size = length(away)
+    live = back | (size > _LEAST_MEAN * count)  # else the normals cancel: no way off all
+    moved = end[bodies] + away * (skin * count / np.where(live, size, 1.0) ** 2)[:, None]
+    room = length(start[bodies] - end[bodies])
+    moved[back] = end[bodies[back]] + way[back] * np.minimum(
+        skin[back] / facing[back], room[back]
+    )[:, None]
     placed = np.zeros(len(bodies), bool)
+    q = np.flatnonzero(live)
     for _ in range(_TRIES):
-        size = length(away)
-        live &= size > _LEAST_MEAN * count
-        q = np.flatnonzero(live & ~placed)
-        if not len(q):
-            break
-        moved[q] = end[bodies[q]] + away[q] * (skin[q] * count[q] / size[q] ** 2)[:, None]
         # Seen from the start across a polygon: it is on that one's side too (the cast's
         # normal faces the start), at the bottom of a crease sharper than a right angle.
         who = bodies[q]
@@ -89,6 +109,13 @@ def off_polygons(
         placed[across] = False
         np.add.at(away, across, normal)
         np.add.at(count, across, 1.0)
+        back[across] = False
+        size = length(away)
+        live &= back | (size > _LEAST_MEAN * count)
+        q = np.flatnonzero(live & ~placed)
+        if not len(q):
+            break
+        moved[q] = end[bodies[q]] + away[q] * (skin[q] * count[q] / size[q] ** 2)[:, None]
     clear = live & placed
     return bodies[clear], moved[clear]
 

@@ -981,7 +981,9 @@ class ContinuousCollision:
         self.squeezed = result.squeezed
 
         _collect["Write back"].start()
-        skinned = off_polygons(p0, result.end, radius, from_mask, result.hits, tables)
+        skinned = off_polygons(
+            p0, p1, result.end, radius, response, from_mask, result.hits, tables
+        )
         if skinned is not None:
             result = _with_skins(result, *skinned, carried)
         self._write_back(spheres, frame, result, carried)
