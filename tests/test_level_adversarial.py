@@ -831,7 +831,7 @@ def test_a_point_riding_a_moving_two_sided_piece_stays_on_it(
     assert recorder.names()[0] == "ball-into-floor" and "ball-out-floor" not in recorder.names()
 
 
-@pytest.mark.parametrize("half_angle", [40.0, 10.0])
+@pytest.mark.parametrize("half_angle", [40.0, 10.0, 6.0])
 @pytest.mark.parametrize(
     "origin", [(0.0, 0.0, 0.0), (6000.0, -3000.0, 900.0)], ids=["near", "far"]
 )

@@ -23,7 +23,7 @@ piece's frame and maps it back with the piece's end transform.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -242,6 +242,8 @@ class Pieces:
         self._point_data: Float | None = None
         self._ray_grid: tuple[RayGrid, Float] | None = None
         self._local_box: tuple[Float, Float] | None = None
+        #: The skin's cast world of this table (see :func:`~._skin._world_of`), once made.
+        self.skin_world: Any = None
         self.set_frames(frames)
 
     def __len__(self) -> int:

@@ -9,8 +9,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _solver
-from ._arrays import largest_abs, length
-from ._paths import Float, Hits, Int
+from ._arrays import largest_abs, length, unique
+from ._paths import Float, Hits, Int, unit
 from ._pieces import TRIANGLE, Pieces
 from ._queries import PieceRows, World
 from ._tolerance import SKIN_REL
@@ -65,59 +65,71 @@ def off_polygons(
     count = np.zeros(len(end))
     np.add.at(away, a[rows], hits.normal[rows])
     np.add.at(count, a[rows], 1.0)
-    bodies = np.unique(a[rows])
+    bodies = unique(a[rows])
     away, count = away[bodies], count[bodies]
     skin = skin_of(end[bodies])
-    # The polygons each body touched are not looked at again: one that moved toward it this
-    # frame (a lift rising under it) stands between its start and its end.
-    touched = set(zip(a[rows].tolist(), hits.kind[rows].tolist(), hits.b[rows].tolist()))
-    kinds = [table.kind for table in tables]
-    # (The queries' world, naming each row by its table and its own number.)
-    world = World([], None, [
-        PieceRows(t, np.full(len(t), j), np.zeros(len(t), np.int64), np.arange(len(t)))
-        for j, t in enumerate(tables)
-    ])  # fmt: skip
+
+    def off_normals(q: Int) -> Float:
+        """The ends of bodies q moved along the mean of their normals, a skin off two."""
+        scale = skin[q] * count[q] / (away[q] ** 2).sum(axis=1)
+        return end[bodies[q]] + away[q] * scale[:, None]
+
     # A rewind body goes back along its path, which it has just swept clear, a skin off
     # every polygon it met: moved along their normals and dropped straight back next
     # frame, a point pressed down on a slope would creep down it, or from wall to wall in
     # a corner. Where its path grazes one (or did not move), along the normals.
-    way = start[bodies] - goal[bodies]
-    way /= np.maximum(length(way), 1e-300)[:, None]
+    way = unit(start[bodies] - goal[bodies], np.zeros((len(bodies), 3)))
     facing = np.full(len(bodies), np.inf)
     index = np.searchsorted(bodies, a[rows])
     np.minimum.at(facing, index, np.einsum("ij,ij->i", way[index], hits.normal[rows]))
     back = (response[bodies] == _solver.REWIND) & (facing >= _LEAST_MEAN)
-    size = length(away)
-    live = back | (size > _LEAST_MEAN * count)  # else the normals cancel: no way off all
-    moved = end[bodies] + away * (skin * count / np.where(live, size, 1.0) ** 2)[:, None]
+    live = back | (length(away) > _LEAST_MEAN * count)  # else the normals cancel
+    moved = end[bodies].copy()
+    q = np.flatnonzero(live & ~back)
+    moved[q] = off_normals(q)
     room = length(start[bodies] - end[bodies])
     moved[back] = end[bodies[back]] + way[back] * np.minimum(
         skin[back] / facing[back], room[back]
     )[:, None]
+    # The polygons each body touched are not looked at again: one that moved toward it this
+    # frame (a lift rising under it) stands between its start and its end.
+    touched = set(zip(a[rows].tolist(), hits.kind[rows].tolist(), hits.b[rows].tolist()))
     placed = np.zeros(len(bodies), bool)
     q = np.flatnonzero(live)
     for _ in range(_TRIES):
         # Seen from the start across a polygon: it is on that one's side too (the cast's
         # normal faces the start), at the bottom of a crease sharper than a right angle.
-        who = bodies[q]
-        found = world.cast(start[who], moved[q], np.zeros(len(q)), from_mask[who], False)
-        across = q[found.query]
-        rows_met = zip(bodies[across].tolist(), found.node.tolist(), found.part.tolist())
-        new = np.array([(b, kinds[j], r) not in touched for b, j, r in rows_met], bool)
-        across, normal = across[new], found.normal[new]
         placed[q] = True
-        placed[across] = False
-        np.add.at(away, across, normal)
-        np.add.at(count, across, 1.0)
-        back[across] = False
-        size = length(away)
-        live &= back | (size > _LEAST_MEAN * count)
+        for table in tables:
+            who = bodies[q]
+            found = _world_of(table).cast(
+                start[who], moved[q], np.zeros(len(q)), from_mask[who], False
+            )
+            across = q[found.query]
+            rows_met = zip(bodies[across].tolist(), found.part.tolist())
+            new = np.array([(b, table.kind, r) not in touched for b, r in rows_met], bool)
+            across = across[new]
+            placed[across] = False
+            np.add.at(away, across, found.normal[new])
+            np.add.at(count, across, 1.0)
+            back[across] = False
+        live &= back | (length(away) > _LEAST_MEAN * count)
         q = np.flatnonzero(live & ~placed)
         if not len(q):
             break
-        moved[q] = end[bodies[q]] + away[q] * (skin[q] * count[q] / size[q] ** 2)[:, None]
+        moved[q] = off_normals(q)
     clear = live & placed
     return bodies[clear], moved[clear]
+
+
+def _world_of(table: Pieces) -> World:
+    """The queries' world of one triangle table, naming each row by its number (``part``),
+    made once a table: a cast asks only whether, and which rows, it crosses."""
+    if table.skin_world is None:
+        rows = np.arange(len(table))
+        none = np.zeros_like(rows)
+        table.skin_world = World([], None, [PieceRows(table, none, none, rows)])
+    return table.skin_world
 
 
 #: How many times a skin is moved to hold the polygons its start sees it across.
