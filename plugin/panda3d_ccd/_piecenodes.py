@@ -355,10 +355,9 @@ def _placement(ts: TransformState) -> tuple[Any, tuple[float, ...]] | None:
 
 def _less_rotation(mat: Any, quat: Any) -> tuple[float, ...]:
     """The 9 entries of D = L R^T (see :func:`_placement`)."""
-    linear = np.array([[mat.getCell(i, j) for j in range(3)] for i in range(3)], np.float64)
     rot = LMatrix3f()
     quat.extractToMatrix(rot)
-    turn = np.array([[rot.getCell(i, j) for j in range(3)] for i in range(3)], np.float64)
+    linear, turn = np.array(mat.getUpper3(), np.float64), np.array(rot, np.float64)
     return tuple((linear @ turn.T).ravel().tolist())
 
 
