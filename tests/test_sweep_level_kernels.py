@@ -18,7 +18,7 @@ import pytest
 from kernel_cases import shared_edges as shared_edges_pairs
 
 from panda3d_ccd import sweep
-from panda3d_ccd._pieces import shared_edges
+from panda3d_ccd._pieces import shared_edges, welded
 from panda3d_ccd.sweep import sphere_box as box_mod
 from panda3d_ccd.sweep import (
     sphere_box_toi,
@@ -714,6 +714,41 @@ def test_shared_edges_finds_every_seam_of_a_mesh_and_no_border():
     assert np.isfinite(shared_edges(pair)[:, :, 0]).sum() == 2
     pair[1] = pair[1, [0, 2, 1]]
     assert not np.isfinite(shared_edges(pair)).any()
+
+
+def test_welded_makes_every_copy_of_a_shared_corner_one_and_moves_it_no_further():
+    """The mesh of the test above, its copies of each corner a few float32 ulps apart:
+    welded, every copy of a corner is the same float64 value (the one of some copy, so
+    moved no more than the copies spread), and the seams are the same, with the welded far
+    corners. A pair sharing an edge wound the same way (no seam), and a triangle smaller than
+    the weld, keep their corners."""
+    a, b, c = _flat_mesh(12)
+    exact = np.stack([a, b, c], axis=1) + np.array([700.25, -300.5, 41.0])
+    rng = np.random.default_rng(6)
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    tris = exact + rng.integers(-3, 4, exact.shape) * ulp
+    out, across = welded(tris)
+    flat_exact, flat_in, flat_out = (x.reshape(-1, 3) for x in (exact, tris, out))
+    _, corner = np.unique(flat_exact, axis=0, return_inverse=True)
+    corner = corner.ravel()
+    for k in range(corner.max() + 1):
+        copies = np.flatnonzero(corner == k)
+        assert len({tuple(q) for q in flat_out[copies]}) == 1, k
+        assert any(np.array_equal(flat_out[copies[0]], flat_in[j]) for j in copies), k
+    assert np.array_equal(across, shared_edges(out), equal_nan=True)
+    assert np.array_equal(np.isfinite(across), np.isfinite(shared_edges(tris)))
+    assert len({tuple(q) for q in flat_in}) > corner.max() + 1  # there was a crack to weld
+    # The same edge, run the same way in both: no seam, nothing welded.
+    pair = tris[:2].copy()
+    pair[1] = pair[1, [0, 2, 1]]
+    assert np.array_equal(welded(pair)[0], pair)
+    # A sliver whose two corners are copies of one corner by the weld's measure, beside a
+    # triangle it shares an edge with: it keeps its own corners (welding would flatten it).
+    sliver = np.array([[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1e-7, 0.0]],
+                       [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.5, -1.0, 0.0]]])  # fmt: skip
+    sliver[1, 0, 0] += 1e-12
+    out = welded(sliver)[0]
+    assert np.array_equal(out[0], sliver[0]) and len({tuple(q) for q in out[0]}) == 3
 
 
 @pytest.mark.parametrize(

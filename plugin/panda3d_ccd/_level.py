@@ -22,7 +22,7 @@ from panda3d.core import (
     PTA_LVecBase3f,
 )
 
-from ._pieces import BOX, CAPSULE, INV_SPHERE, TRIANGLE, shared_edges
+from ._pieces import BOX, CAPSULE, INV_SPHERE, TRIANGLE, welded
 from ._tolerance import DEGENERATE_REL
 
 #: A polygon vertex farther than this fraction of the polygon's size from the plane of its
@@ -109,10 +109,11 @@ def read_solids(
         shapes.solid[kind] = np.array(owner[kind], np.int64)
         shapes.part[kind] = np.array(part[kind], np.int64)
         if kind == TRIANGLE:
-            corners = np.array(found, np.float64).reshape(-1, 3, 3)
+            # Seams closed exactly: Panda3D rebuilds shared corners a few ulps apart.
+            corners, across = welded(np.array(found, np.float64).reshape(-1, 3, 3))
             two = np.full(len(corners), bool(two_sided))
             a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
-            shapes.geometry[kind] = (a, b, c, two, shared_edges(corners))
+            shapes.geometry[kind] = (a, b, c, two, across)
         elif kind == BOX:
             lo = np.array([f[0] for f in found], np.float64)
             shapes.geometry[kind] = (lo, np.array([f[1] for f in found], np.float64))

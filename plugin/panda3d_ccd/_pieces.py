@@ -117,6 +117,60 @@ def shared_edges(corners: np.ndarray) -> np.ndarray:
     """(t, 3, 3) of triangles (t, 3, 3): for each edge e (a-b, b-c, c-a), the far corner
     of another of them that has that edge run the other way (a polygon's fan diagonal, a
     seam of a mesh wound one way, the edge between two faces of a box); NaN where none.
+    See :func:`_edge_matches` for how corners are matched."""
+    return _across(corners, *_edge_matches(corners))
+
+
+def welded(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Triangles (t, 3, 3) with the corners of each edge two of them share made one,
+    exactly (every copy of a corner takes the value of one copy), and their
+    :func:`shared_edges`.
+
+    Panda3D rebuilds a CollisionPolygon's corners from 2-d points and a float32 matrix, so
+    the corners two polygons share come out a few ulps apart (see ``SEAM_REL``): the seam
+    between them is a crack of about 1e-6 of the coordinates. A sphere spans it; a point
+    (radius 0) sliding along one polygon into a valley seam passed under its neighbour's
+    edge and through the surface. A triangle that welding would give two equal corners
+    keeps its own (a triangle that small is no seam's)."""
+    edge, other = _edge_matches(corners)
+    n = 3 * len(corners)
+    if not len(edge):
+        return corners, _across(corners, edge, other)
+    # Edge f runs from corner f to the next corner of its triangle; its match runs back.
+    t, e = np.divmod(edge, 3)
+    to, eo = np.divmod(other, 3)
+    u = np.concatenate([edge, 3 * t + (e + 1) % 3])
+    v = np.concatenate([3 * to + (eo + 1) % 3, other])
+    # Each copy of a corner labelled with the least index of its copies (joined along
+    # shared edges; halving the paths each round).
+    label = np.arange(n)
+    while True:
+        least = np.minimum(label[u], label[v])
+        before = label.copy()
+        np.minimum.at(label, u, least)
+        np.minimum.at(label, v, least)
+        label = label[label]
+        if np.array_equal(label, before):
+            break
+    tri = label.reshape(-1, 3)
+    keep = (tri[:, 0] == tri[:, 1]) | (tri[:, 1] == tri[:, 2]) | (tri[:, 0] == tri[:, 2])
+    tri[keep] = np.arange(n).reshape(-1, 3)[keep]
+    out = corners.reshape(-1, 3)[tri.ravel()].reshape(corners.shape)
+    return out, _across(out, edge, other)
+
+
+def _across(corners: np.ndarray, edge: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """(t, 3, 3) the far corner of each matched ``edge``'s ``other`` (see
+    :func:`_edge_matches`), NaN for the rest."""
+    across = np.full((len(corners), 3, 3), np.nan)
+    far = corners[:, [2, 0, 1]].reshape(-1, 3)  # the corner off each edge, edge order
+    across.reshape(-1, 3)[edge] = far[other]
+    return across
+
+
+def _edge_matches(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of triangles (t, 3, 3), the edges (flat: 3 triangle + e, e 0 for a-b, 1 for b-c, 2
+    for c-a) that another triangle has run the other way, and that other edge of each.
 
     Corners are matched to ``WELD_REL`` of their own magnitude: Panda3D rebuilds the
     corners polygons share a few float32 ulps apart (see ``SEAM_REL``). Two grids half a
@@ -126,11 +180,10 @@ def shared_edges(corners: np.ndarray) -> np.ndarray:
     at a power of two (8.0 and 7.9999995, common in levels built on round numbers) take
     cells of two sizes in the first grid, and one in the second."""
     t = len(corners)
-    across = np.full((t, 3, 3), np.nan)
+    matched = np.full(3 * t, -1)
     if t < 2:
-        return across
+        return matched[:0], matched[:0]
     magnitude = np.abs(corners).max(axis=2)  # (t, 3)
-    far = corners[:, [2, 0, 1]].reshape(-1, 3)  # the corner off each edge, edge order
     for shift, octave in ((0.0, 1.0), (0.5, np.sqrt(2.0))):
         # Each corner's cell: its magnitude's power of two, then the grid of that size
         # times WELD_REL (two copies of a corner differ by a few ulps of the same
@@ -149,10 +202,10 @@ def shared_edges(corners: np.ndarray) -> np.ndarray:
         at = np.minimum(np.searchsorted(forward, backward, sorter=order), len(order) - 1)
         other = order[at]
         found = (forward[other] == backward) & (start != end)
-        open_ = np.isnan(across.reshape(-1, 3)[:, 0])
-        pick = np.flatnonzero(found & open_)
-        across.reshape(-1, 3)[pick] = far[other[pick]]
-    return across
+        pick = np.flatnonzero(found & (matched < 0))
+        matched[pick] = other[pick]
+    edge = np.flatnonzero(matched >= 0)
+    return edge, matched[edge]
 
 
 def _box_bounds(lo: Float, hi: Float) -> tuple[Float, Float]:
