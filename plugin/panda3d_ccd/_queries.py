@@ -124,14 +124,17 @@ class World:
         mask: Int,
         sensors: bool,
         skip: frozenset[int] = frozenset(),
+        exact: bool = False,
     ) -> Found:
         """Every hit of casts p0 -> p1 (k, 3) with radii (k,) and from masks (k,) (but on
-        the piece tables numbered in ``skip``)."""
+        the piece tables numbered in ``skip``). With ``exact``, a point cast (radius 0)
+        meets only what it truly crosses: the sweep kernel's, without the seam slop of the
+        point kernel (see :meth:`_pieces`)."""
         found = [self._spheres(j, rows, p0, p1, radius, mask, sensors)
                  for j, rows in enumerate(self.spheres)]  # fmt: skip
         if self.planes is not None:
             found.append(self._planes(self.planes, p0, p1, radius, mask, sensors))
-        found += [self._pieces(j, rows, p0, p1, radius, mask, sensors)
+        found += [self._pieces(j, rows, p0, p1, radius, mask, sensors, exact)
                   for j, rows in enumerate(self.pieces) if j not in skip]  # fmt: skip
         return _concat([f for f in found if len(f.t)])
 
@@ -364,12 +367,20 @@ class World:
         return _found(q, t, point, normal, rows.node[k], rows.sensor[k])
 
     def _pieces(
-        self, j: int, rows: PieceRows, p0: Float, p1: Float, r: Float, mask: Int, sensors: bool
+        self,
+        j: int,
+        rows: PieceRows,
+        p0: Float,
+        p1: Float,
+        r: Float,
+        mask: Int,
+        sensors: bool,
+        exact: bool = False,
     ) -> Found:
         table = rows.table
         spec = table.spec
         zero = r == 0
-        if spec.point is not None and zero.any() and not zero.all():
+        if not exact and spec.point is not None and zero.any() and not zero.all():
             # A batch mixing rays and spheres: the rays with the point kernel (its seam
             # slop keeps one aimed at a seam from falling through), the rest as spheres.
             parts = []
@@ -377,7 +388,7 @@ class World:
                 found = self._pieces(j, rows, p0[cast], p1[cast], r[cast], mask[cast], sensors)
                 parts.append(found._replace(query=cast[found.query]))
             return _concat(parts)
-        point = spec.point is not None and not r.any()
+        point = not exact and spec.point is not None and not r.any()
         # A point cast (a ray) is asked of the index with the point kernel's slop around
         # it (SEAM_REL): a ray threading the seam between two polygons meets both.
         if spec.bounds is None:  # unbounded rows (the solid outside an inverse sphere)

@@ -103,7 +103,7 @@ def off_polygons(
         for table in tables:
             who = bodies[q]
             found = _world_of(table).cast(
-                start[who], moved[q], np.zeros(len(q)), from_mask[who], False
+                start[who], moved[q], np.zeros(len(q)), from_mask[who], False, exact=True
             )
             across = q[found.query]
             rows_met = zip(bodies[across].tolist(), found.part.tolist())
