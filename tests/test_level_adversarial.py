@@ -916,7 +916,7 @@ def test_a_point_dropped_on_a_seam_or_vertex_of_a_mesh_stops_on_it(base, ccd, re
     assert recorder.names() == ["ball-into-mesh"] + ["ball-again-mesh"] * 2
 
 
-def _rough_terrain(seed, cells=12):
+def _rough_terrain(seed, cells=16):
     """Heights (cells + 1, cells + 1), float32 values, of a rough terrain of unit cells
     around the origin (amplitude 0.6: valleys, ridges and pits), and its triangles as
     :func:`grid_mesh` makes them."""
@@ -942,40 +942,51 @@ def _terrain_height(h, q):
     return q[2] - under
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 5])
 @pytest.mark.parametrize("press", [0.05, 0.005])
-@pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
+@pytest.mark.parametrize(
+    "static, chunks",
+    [(True, 1), (False, 1), (True, 4)],
+    ids=["static", "kinematic", "static-in-16-nodes"],
+)
 def test_a_point_slid_across_a_rough_one_sided_terrain_never_goes_through_it(
-    base, ccd, recorder, seed, press, static
+    base, ccd, recorder, seed, press, static, chunks
 ):
-    """A slide point dropped on a rough terrain of one-sided polygons (one CollisionNode),
-    then moved 0.02 a frame across it and pressed into it by ``press``: it slides down into
-    its valleys and along them, stops in its pits, and every frame it is in front of the
-    terrain, or behind by no more than the slop and rounding; its events balanced (it
-    may fly off a ridge and land again).
+    """A slide point dropped on a rough terrain of one-sided polygons (one CollisionNode,
+    or 16 static ones of 4 x 4 cells each), then moved 0.02 a frame across it and pressed
+    into it by ``press``: it slides down into its valleys and along them, stops in its
+    pits, and every frame it is in front of the terrain, or behind by no more than the
+    slop and rounding; its events are balanced (it may fly off a ridge and land again).
 
     Panda3D rebuilds the corners two polygons share a few ulps apart, and the crack
     between them let a point sliding into a valley seam pass under the neighbour's edge:
-    it was through in 38 of 128 runs of such terrains. At a pit, a check of the skin's
-    move that took a ray's seam slop for a crossing left the point a rounding behind the
-    valley's two faces, through them next frame."""
+    it was through in 38 of 128 runs of such terrains (4 of 12 in 16 nodes). At a pit, a
+    check of the skin's move that took a ray's seam slop for a crossing left the point a
+    rounding behind the valley's two faces, through them next frame."""
     render = base.render
     h, triangles = _rough_terrain(seed)
-    register(ccd, mesh_node(render, "ground", triangles), static)
-    start = np.array([-4.3, -3.7, 0.0])
-    start[2] = -_terrain_height(h, start) + 0.3
+    cells = len(h) - 1
+    # Triangle k is of cell (i, j) = divmod(k % cells^2, cells); each chunk its own node.
+    i, j = np.divmod(np.arange(len(triangles)) % cells**2, cells)
+    chunk = (i // (cells // chunks)) * chunks + j // (cells // chunks)
+    for c in range(chunks**2):
+        name = "ground" if chunks == 1 else f"ground{c}"
+        register(ccd, mesh_node(render, name, triangles[chunk == c]), static)
+    start = np.array([-6.3, -5.7, 0.0])
+    start[2] = -_terrain_height(h, start) + 1.0
     ball = node(render, "ball", tuple(start))
     ccd.add_sphere(ball, 0.0, response="slide")
     ccd.step()
-    way = 0.02 * np.array([0.8, 0.6, 0.0])
-    for _ in range(150):
+    way = 0.02 * np.array([0.83, 0.61, 0.0]) / math.hypot(0.83, 0.61)
+    for _ in range(300):
         ball.setPos(render, *(world(ball, render) + way - (0.0, 0.0, press)))
         ccd.step()
         end = world(ball, render)
         assert _terrain_height(h, end) >= -tol(end), end
     names = recorder.names()
-    assert names[0] == "ball-into-ground"
-    assert [] in (balanced(names), balanced([*names, "ball-out-ground"]))  # (on it at the end)
+    assert names[0].startswith("ball-into-ground")
+    # (Resting on the terrain at the end, its last contacts are still open.)
+    assert all(fault.endswith(" left open") for fault in balanced(names)), balanced(names)
 
 
 # ============================================================================ grazing

@@ -25,7 +25,7 @@ from panda3d.core import (
 
 from ._frames import Frames
 from ._level import Shapes
-from ._pieces import BOX, CAPSULE, INV_SPHERE, KINDS, TRIANGLE, Pieces
+from ._pieces import BOX, CAPSULE, INV_SPHERE, KINDS, TRIANGLE, Pieces, welded
 
 #: ``Hits.kind`` of kinematic tables: their shape's plus this (static ones keep theirs).
 KINEMATIC_CODE = 4
@@ -254,6 +254,13 @@ class PieceNodes:
             if not parts:
                 continue
             geometry = tuple(np.concatenate(col) for col in zip(*parts))
+            if static and kind == TRIANGLE and len(parts) > 1:
+                # The seams between static nodes closed too, in world coordinates (each
+                # node's own were at its registration; each triangle's neighbours stay
+                # those of its own node).
+                a, b, c, two, across = geometry
+                corners = welded(np.stack([a, b, c], axis=1))[0]
+                geometry = (corners[:, 0], corners[:, 1], corners[:, 2], two, across)
             node_rows = np.concatenate(rows)
             code = kind if static else kind + KINEMATIC_CODE
             mask = np.array([self.nodes[r].into_mask for r in node_rows], np.int64)
