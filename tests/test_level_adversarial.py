@@ -989,6 +989,41 @@ def test_a_point_slid_across_a_rough_one_sided_terrain_never_goes_through_it(
     assert all(fault.endswith(" left open") for fault in balanced(names)), balanced(names)
 
 
+@pytest.mark.parametrize("radius", [0.0, 0.01])
+@pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
+def test_points_dropped_on_a_thin_box_far_from_the_origin_rest_on_its_top(
+    base, ccd, recorder, static, radius
+):
+    """A CollisionBox 20 x 20 x 0.04 at 1,000 (a slab thinner than the cells corners are
+    matched in there): 40 points and small balls dropped on it, pressed on it for 10
+    frames, rest on its top (within the slop and rounding), each with one in. (Its top and
+    bottom faces were once welded as a seam, twisting the top by its thickness: half the
+    balls ended below it.)"""
+    render = base.render
+    off, thick = 1000.0, 0.04
+    slab = render.attachNewNode(CollisionNode("slab"))
+    lo, hi = LPoint3(off - 10, off - 10, 0), LPoint3(off + 10, off + 10, thick)
+    slab.node().addSolid(CollisionBox(lo, hi))
+    register(ccd, slab, static)
+    rng = np.random.default_rng(0)
+    balls = []
+    for k, (x, y) in enumerate(off + 18 * (rng.random((40, 2)) - 0.5)):
+        ball = node(render, f"b{k}", (x, y, thick + 0.5 + radius))
+        ccd.add_sphere(ball, radius, response="slide", into_mask=0)
+        balls.append(ball)
+    ccd.step()
+    for _ in range(10):
+        for ball in balls:
+            ball.setZ(ball.getZ() - 0.2)
+        ccd.step()
+    for ball in balls:
+        end = world(ball, render)
+        assert abs(end[2] - radius - thick) <= tol(end), end
+    assert sorted(n for n in recorder.names() if "-into-" in n) == sorted(
+        f"b{k}-into-slab" for k in range(40)
+    )
+
+
 # ============================================================================ grazing
 @FEW
 @given(

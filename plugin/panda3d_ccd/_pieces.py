@@ -22,6 +22,7 @@ piece's frame and maps it back with the piece's end transform.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -130,17 +131,41 @@ def welded(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     the corners two polygons share come out a few ulps apart (see ``SEAM_REL``): the seam
     between them is a crack of about 1e-6 of the coordinates. A sphere spans it; a point
     (radius 0) sliding along one polygon into a valley seam passed under its neighbour's
-    edge and through the surface. A triangle that welding would give two equal corners
-    keeps its own (a triangle that small is no seam's)."""
+    edge and through the surface.
+
+    Edges are matched loosely (``WELD_REL`` of the coordinates, see :func:`_edge_matches`),
+    so a pair is welded only where it is a crack: its copies of the two corners are closer
+    than ``_WELD_GAP`` of the shortest edge of either triangle (the two faces of a slab
+    thinner than that cell, or a fine mesh placed far from the origin, have distinct
+    corners that close), and the two triangles lie on either side of the edge, not folded
+    onto each other (the top and bottom of a thin box). A triangle that welding would give
+    two equal corners keeps its own."""
     edge, other = _edge_matches(corners)
     n = 3 * len(corners)
-    if not len(edge):
-        return corners, _across(corners, edge, other)
     # Edge f runs from corner f to the next corner of its triangle; its match runs back.
     t, e = np.divmod(edge, 3)
     to, eo = np.divmod(other, 3)
-    u = np.concatenate([edge, 3 * t + (e + 1) % 3])
-    v = np.concatenate([3 * to + (eo + 1) % 3, other])
+    flat = corners.reshape(-1, 3)
+    start, end = edge, 3 * t + (e + 1) % 3
+    back, front = 3 * to + (eo + 1) % 3, other  # the copies of start and end
+    sides = (corners[:, [1, 2, 0]] - corners).reshape(-1, 3)  # each corner's edge
+    shortest = np.sqrt((sides * sides).sum(axis=1)).reshape(-1, 3).min(axis=1)
+    gap = np.maximum(np.abs(flat[start] - flat[back]), np.abs(flat[end] - flat[front])).max(axis=1)
+    crack = gap <= _WELD_GAP * np.minimum(shortest[t], shortest[to])
+    # Square to the edge, toward each triangle's third corner: opposite ways on a seam.
+    run = flat[end] - flat[start]
+    own = flat[3 * t + (e + 2) % 3] - flat[start]
+    theirs = flat[3 * to + (eo + 2) % 3] - flat[start]
+    along = (run * run).sum(axis=1)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        own = own - run * ((own * run).sum(axis=1)[:, None] / along)
+        theirs = theirs - run * ((theirs * run).sum(axis=1)[:, None] / along)
+    folded = (own * theirs).sum(axis=1) > _FOLDED * _length(own) * _length(theirs)
+    weld = np.flatnonzero(crack & ~folded)
+    if not len(weld):
+        return corners, _across(corners, edge, other)
+    u = np.concatenate([start[weld], end[weld]])
+    v = np.concatenate([back[weld], front[weld]])
     # Each copy of a corner labelled with the least index of its copies (joined along
     # shared edges; halving the paths each round).
     label = np.arange(n)
@@ -157,6 +182,15 @@ def welded(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     tri[keep] = np.arange(n).reshape(-1, 3)[keep]
     out = corners.reshape(-1, 3)[tri.ravel()].reshape(corners.shape)
     return out, _across(out, edge, other)
+
+
+#: The most a crack welded may be, as a fraction of the shortest edge of either triangle:
+#: Panda3D's rebuilt corners are up to about 1e-2 of a 1.7-unit cell apart at 800.
+_WELD_GAP = 0.02
+#: Two triangles on one edge whose third corners lie this nearly the same way from it
+#: (within 2 degrees) are folded onto each other, not a seam: a slab thinner than
+#: ``_WELD_GAP`` of its width is folded by more.
+_FOLDED = math.cos(math.radians(2.0))
 
 
 def _across(corners: np.ndarray, edge: np.ndarray, other: np.ndarray) -> np.ndarray:
