@@ -1024,6 +1024,51 @@ def test_points_dropped_on_a_thin_box_far_from_the_origin_rest_on_its_top(
     )
 
 
+def _curb(off, tile, rise, tiles=4):
+    """Triangles of a lower floor (z = 0, x < off) and an upper one (z = ``rise``, x > off)
+    of ``tiles`` x ``tiles`` square tiles each, and the riser between them facing -x, all
+    fronts toward the open side (float32 values, as Panda3D keeps them)."""
+    def floor(x0, z):
+        span = range(tiles + 1)
+        p = [[(x0 + i * tile, off + j * tile, z) for j in span] for i in span]
+        return [t for i in range(tiles) for j in range(tiles)
+                for t in ([p[i][j], p[i + 1][j], p[i + 1][j + 1]],
+                          [p[i][j], p[i + 1][j + 1], p[i][j + 1]])]  # fmt: skip
+    riser = []
+    for j in range(tiles):
+        y0, y1 = off + j * tile, off + (j + 1) * tile
+        riser += [[(off, y0, 0), (off, y1, rise), (off, y1, 0)],
+                  [(off, y0, 0), (off, y0, rise), (off, y1, rise)]]  # fmt: skip
+    tris = floor(off, rise) + floor(off - tiles * tile, 0.0) + riser
+    return np.array(tris).astype(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
+def test_a_small_step_in_a_polygon_floor_far_from_the_origin_stops_points_sliding_at_it(
+    base, ccd, static
+):
+    """A 5 mm step between two floors of 1-unit polygon tiles at 100 (one node): 20 points
+    resting on the lower floor, slid at the step and pressed down, stop at its riser and
+    stay on the lower floor. (Welding every pair of loosely matched edges as a seam closed
+    such steps, and the points went under the floor welded into a ramp.)"""
+    render = base.render
+    off = 100.0
+    register(ccd, mesh_node(render, "curb", _curb(off, 1.0, 0.005)), static)
+    points = []
+    for k, y in enumerate(off + 4.0 * (0.01 + 0.98 * np.arange(20) / 20)):
+        point = node(render, f"p{k}", (off - 0.5, y, 1e-4))
+        ccd.add_sphere(point, 0.0, response="slide", into_mask=0)
+        points.append(point)
+    ccd.step()
+    for _ in range(25):
+        for point in points:
+            point.setPos(point.getX() + 0.05, point.getY(), point.getZ() - 0.0015)
+        ccd.step()
+    for point in points:
+        end = world(point, render)
+        assert end[0] <= off + tol(end) and -tol(end) <= end[2] <= 1e-3, end
+
+
 # ============================================================================ grazing
 @FEW
 @given(

@@ -255,12 +255,17 @@ class PieceNodes:
                 continue
             geometry = tuple(np.concatenate(col) for col in zip(*parts))
             if static and kind == TRIANGLE and len(parts) > 1:
-                # The seams between static nodes closed too, in world coordinates (each
-                # node's own were at its registration; each triangle's neighbours stay
-                # those of its own node).
+                # The seams between static nodes closed too, in world coordinates: those
+                # of the triangles at a corner of an edge open in its own node (whose
+                # seams were closed at registration, so that all of a corner's copies in
+                # a node move alike; a box is closed). Each keeps its own node's
+                # neighbours.
                 a, b, c, two, across = geometry
-                corners = welded(np.stack([a, b, c], axis=1))[0]
-                geometry = (corners[:, 0], corners[:, 1], corners[:, 2], two, across)
+                rim = _at_open_corners(np.stack([a, b, c], axis=1), across)
+                corners = welded(np.stack([a[rim], b[rim], c[rim]], axis=1))
+                a, b, c = a.copy(), b.copy(), c.copy()
+                a[rim], b[rim], c[rim] = corners[:, 0], corners[:, 1], corners[:, 2]
+                geometry = (a, b, c, two, across)
             node_rows = np.concatenate(rows)
             code = kind if static else kind + KINEMATIC_CODE
             mask = np.array([self.nodes[r].into_mask for r in node_rows], np.int64)
@@ -318,6 +323,17 @@ class PieceNodes:
         """(node row, solid index, part) of rows of the table with ``code``."""
         node, solid, part = self._where[code]
         return node[rows], solid[rows], part[rows]
+
+
+def _at_open_corners(corners: np.ndarray, across: np.ndarray) -> np.ndarray:
+    """Rows of triangles (t, 3, 3) with a corner (exactly) at an end of an edge that has no
+    neighbour (``across`` NaN, see :func:`~._pieces.shared_edges`)."""
+    open_ = np.isnan(across[:, :, 0])  # (t, 3) edge e runs from corner e to e + 1
+    ends = np.concatenate([corners[open_], corners[:, [1, 2, 0]][open_]])
+    key = np.dtype((np.void, 3 * corners.itemsize))
+    every = np.ascontiguousarray(corners.reshape(-1, 3)).view(key).ravel()
+    near = np.isin(every, np.ascontiguousarray(ends).view(key).ravel())
+    return np.flatnonzero(near.reshape(-1, 3).any(axis=1))
 
 
 def _wound(

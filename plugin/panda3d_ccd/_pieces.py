@@ -122,24 +122,23 @@ def shared_edges(corners: np.ndarray) -> np.ndarray:
     return _across(corners, *_edge_matches(corners))
 
 
-def welded(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Triangles (t, 3, 3) with the corners of each edge two of them share made one,
-    exactly (every copy of a corner takes the value of one copy), and their
-    :func:`shared_edges`.
+def welded(corners: np.ndarray) -> np.ndarray:
+    """Polygons' triangles (t, 3, 3) with the copies of each corner of an edge two of them
+    share made one, exactly (every copy takes the value of one copy), where they are a
+    crack apart.
 
     Panda3D rebuilds a CollisionPolygon's corners from 2-d points and a float32 matrix, so
-    the corners two polygons share come out a few ulps apart (see ``SEAM_REL``): the seam
-    between them is a crack of about 1e-6 of the coordinates. A sphere spans it; a point
-    (radius 0) sliding along one polygon into a valley seam passed under its neighbour's
-    edge and through the surface.
+    the corners two polygons share come out apart: a few ulps near the origin, more for
+    small polygons far from it (about 2e-5 of a 1.7-unit triangle's coordinates at 800).
+    A sphere spans such a crack; a point (radius 0) sliding along one polygon into a
+    valley seam passed under its neighbour's edge and through the surface.
 
     Edges are matched loosely (``WELD_REL`` of the coordinates, see :func:`_edge_matches`),
-    so a pair is welded only where it is a crack: its copies of the two corners are closer
-    than ``_WELD_GAP`` of the shortest edge of either triangle (the two faces of a slab
-    thinner than that cell, or a fine mesh placed far from the origin, have distinct
-    corners that close), and the two triangles lie on either side of the edge, not folded
-    onto each other (the top and bottom of a thin box). A triangle that welding would give
-    two equal corners keeps its own."""
+    and a modelled feature can be that small (a curb, a slit, a thin slab): a pair is
+    welded only where its copies are no farther apart than Panda3D's rebuild can put
+    them (:func:`_rebuild_error`, and at most ``_WELD_GAP`` of the shortest edge of either
+    triangle), and its two triangles lie on either side of the edge, not folded onto each
+    other. A triangle that welding would give two equal corners keeps its own."""
     edge, other = _edge_matches(corners)
     n = 3 * len(corners)
     # Edge f runs from corner f to the next corner of its triangle; its match runs back.
@@ -150,8 +149,11 @@ def welded(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     back, front = 3 * to + (eo + 1) % 3, other  # the copies of start and end
     sides = (corners[:, [1, 2, 0]] - corners).reshape(-1, 3)  # each corner's edge
     shortest = np.sqrt((sides * sides).sum(axis=1)).reshape(-1, 3).min(axis=1)
+    size = np.minimum(shortest[t], shortest[to])
     gap = np.maximum(np.abs(flat[start] - flat[back]), np.abs(flat[end] - flat[front])).max(axis=1)
-    crack = gap <= _WELD_GAP * np.minimum(shortest[t], shortest[to])
+    largest = np.abs(corners).max(axis=(1, 2))
+    magnitude = np.maximum(largest[t], largest[to])
+    crack = gap <= np.minimum(_WELD_GAP * size, _rebuild_error(magnitude, size))
     # Square to the edge, toward each triangle's third corner: opposite ways on a seam.
     run = flat[end] - flat[start]
     own = flat[3 * t + (e + 2) % 3] - flat[start]
@@ -163,7 +165,7 @@ def welded(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     folded = (own * theirs).sum(axis=1) > _FOLDED * _length(own) * _length(theirs)
     weld = np.flatnonzero(crack & ~folded)
     if not len(weld):
-        return corners, _across(corners, edge, other)
+        return corners
     u = np.concatenate([start[weld], end[weld]])
     v = np.concatenate([back[weld], front[weld]])
     # Each copy of a corner labelled with the least index of its copies (joined along
@@ -180,12 +182,20 @@ def welded(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     tri = label.reshape(-1, 3)
     keep = (tri[:, 0] == tri[:, 1]) | (tri[:, 1] == tri[:, 2]) | (tri[:, 0] == tri[:, 2])
     tri[keep] = np.arange(n).reshape(-1, 3)[keep]
-    out = corners.reshape(-1, 3)[tri.ravel()].reshape(corners.shape)
-    return out, _across(out, edge, other)
+    return flat[tri.ravel()].reshape(corners.shape)
 
 
-#: The most a crack welded may be, as a fraction of the shortest edge of either triangle:
-#: Panda3D's rebuilt corners are up to about 1e-2 of a 1.7-unit cell apart at 800.
+def _rebuild_error(magnitude: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """About twice the farthest apart Panda3D rebuilds the copies of a polygon corner of
+    ``magnitude`` shared by triangles whose edges are at least ``size`` long: eight float32
+    spacings, and the rounding of the plane's placement, which grows as the magnitude
+    squared over the size (measured: 1.8e-6 of the coordinates at 5 for 1.7-unit
+    triangles, 3.3e-6 at 200, 1.8e-5 at 800; 3.4e-5 at 200 for 0.2-unit ones)."""
+    ulp = 2.0**-23 * np.maximum(magnitude, 1.0)
+    return 8.0 * ulp + ulp * magnitude / np.maximum(size, 1e-300)
+
+
+#: The most a crack welded may be, as a fraction of the shortest edge of either triangle.
 _WELD_GAP = 0.02
 #: Two triangles on one edge whose third corners lie this nearly the same way from it
 #: (within 2 degrees) are folded onto each other, not a seam: a slab thinner than
