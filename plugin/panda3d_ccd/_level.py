@@ -22,7 +22,7 @@ from panda3d.core import (
     PTA_LVecBase3f,
 )
 
-from ._pieces import BOX, CAPSULE, INV_SPHERE, TRIANGLE, shared_edges, welded
+from ._pieces import BOX, CAPSULE, INV_SPHERE, TRIANGLE, seams
 from ._tolerance import DEGENERATE_REL
 
 #: A polygon vertex farther than this fraction of the polygon's size from the plane of its
@@ -110,13 +110,12 @@ def read_solids(
         shapes.solid[kind] = np.array(owner[kind], np.int64)
         shapes.part[kind] = np.array(part[kind], np.int64)
         if kind == TRIANGLE:
-            corners = np.array(found, np.float64).reshape(-1, 3, 3)
             # The polygons' seams closed exactly (Panda3D rebuilds their shared corners
             # apart; a box's, made here, are exact copies already).
-            corners[:polygon_rows] = welded(corners[:polygon_rows])
+            corners, across = seams(np.array(found, np.float64).reshape(-1, 3, 3), polygon_rows)
             two = np.full(len(corners), bool(two_sided))
             a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
-            shapes.geometry[kind] = (a, b, c, two, shared_edges(corners))
+            shapes.geometry[kind] = (a, b, c, two, across)
         elif kind == BOX:
             lo = np.array([f[0] for f in found], np.float64)
             shapes.geometry[kind] = (lo, np.array([f[1] for f in found], np.float64))

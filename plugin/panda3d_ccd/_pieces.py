@@ -125,7 +125,15 @@ def shared_edges(corners: np.ndarray) -> np.ndarray:
 def welded(corners: np.ndarray) -> np.ndarray:
     """Polygons' triangles (t, 3, 3) with the copies of each corner of an edge two of them
     share made one, exactly (every copy takes the value of one copy), where they are a
-    crack apart.
+    crack apart (:func:`seams`)."""
+    return seams(corners, len(corners))[0]
+
+
+def seams(corners: np.ndarray, polygons: int) -> tuple[np.ndarray, np.ndarray]:
+    """Triangles (t, 3, 3) whose first ``polygons`` are polygons' (the rest are exact, a
+    box's faces) with the polygons' copies of each corner of an edge two of them share
+    made one, where they are a crack apart, and the :func:`shared_edges` of them all: the
+    edges matched once for both.
 
     Panda3D rebuilds a CollisionPolygon's corners from 2-d points and a float32 matrix, so
     the corners two polygons share come out apart: a few ulps near the origin, more for
@@ -140,6 +148,9 @@ def welded(corners: np.ndarray) -> np.ndarray:
     triangle), and its two triangles lie on either side of the edge, not folded onto each
     other. A triangle that welding would give two equal corners keeps its own."""
     edge, other = _edge_matches(corners)
+    matched = edge, other
+    mine = (edge < 3 * polygons) & (other < 3 * polygons)
+    edge, other = edge[mine], other[mine]
     n = 3 * len(corners)
     # Edge f runs from corner f to the next corner of its triangle; its match runs back.
     t, e = np.divmod(edge, 3)
@@ -165,7 +176,7 @@ def welded(corners: np.ndarray) -> np.ndarray:
     folded = (own * theirs).sum(axis=1) > _FOLDED * _length(own) * _length(theirs)
     weld = np.flatnonzero(crack & ~folded)
     if not len(weld):
-        return corners
+        return corners, _across(corners, *matched)
     u = np.concatenate([start[weld], end[weld]])
     v = np.concatenate([back[weld], front[weld]])
     # Each copy of a corner labelled with the least index of its copies (joined along
@@ -182,7 +193,8 @@ def welded(corners: np.ndarray) -> np.ndarray:
     tri = label.reshape(-1, 3)
     keep = (tri[:, 0] == tri[:, 1]) | (tri[:, 1] == tri[:, 2]) | (tri[:, 0] == tri[:, 2])
     tri[keep] = np.arange(n).reshape(-1, 3)[keep]
-    return flat[tri.ravel()].reshape(corners.shape)
+    out = flat[tri.ravel()].reshape(corners.shape)
+    return out, _across(out, *matched)
 
 
 def _rebuild_error(magnitude: np.ndarray, size: np.ndarray) -> np.ndarray:
