@@ -22,7 +22,6 @@ piece's frame and maps it back with the piece's end transform.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -37,7 +36,7 @@ from ._index import StaticIndex, _padded
 from ._obstacles import Response
 from ._paths import Bool, Float, Hits, Int, Paths, Segments, pick, slop, sub_steps, unit
 from ._raygrid import RayGrid
-from ._tolerance import TURN_TOLERANCE, WELD_REL
+from ._tolerance import TURN_TOLERANCE, WELD_FOLDED, WELD_GAP, WELD_REL
 from .sweep import sphere_box as _box
 from .sweep import sphere_capsule as _capsule
 from .sweep import sphere_inv_sphere as _inv
@@ -144,7 +143,7 @@ def seams(corners: np.ndarray, polygons: int) -> tuple[np.ndarray, np.ndarray]:
     Edges are matched loosely (``WELD_REL`` of the coordinates, see :func:`_edge_matches`),
     and a modelled feature can be that small (a curb, a slit, a thin slab): a pair is
     welded only where its copies are no farther apart than Panda3D's rebuild can put
-    them (:func:`_rebuild_error`, and at most ``_WELD_GAP`` of the shortest edge of either
+    them (:func:`_rebuild_error`, and at most ``WELD_GAP`` of the shortest edge of either
     triangle), and its two triangles lie on either side of the edge, not folded onto each
     other. A triangle that welding would give two equal corners keeps its own."""
     edge, other = _edge_matches(corners)
@@ -164,7 +163,7 @@ def seams(corners: np.ndarray, polygons: int) -> tuple[np.ndarray, np.ndarray]:
     gap = np.maximum(np.abs(flat[start] - flat[back]), np.abs(flat[end] - flat[front])).max(axis=1)
     largest = np.abs(corners).max(axis=(1, 2))
     magnitude = np.maximum(largest[t], largest[to])
-    crack = gap <= np.minimum(_WELD_GAP * size, _rebuild_error(magnitude, size))
+    crack = gap <= np.minimum(WELD_GAP * size, _rebuild_error(magnitude, size))
     # Square to the edge, toward each triangle's third corner: opposite ways on a seam.
     run = flat[end] - flat[start]
     own = flat[3 * t + (e + 2) % 3] - flat[start]
@@ -173,7 +172,7 @@ def seams(corners: np.ndarray, polygons: int) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         own = own - run * ((own * run).sum(axis=1)[:, None] / along)
         theirs = theirs - run * ((theirs * run).sum(axis=1)[:, None] / along)
-    folded = (own * theirs).sum(axis=1) > _FOLDED * _length(own) * _length(theirs)
+    folded = (own * theirs).sum(axis=1) > WELD_FOLDED * _length(own) * _length(theirs)
     weld = np.flatnonzero(crack & ~folded)
     if not len(weld):
         return corners, _across(corners, *matched)
@@ -198,21 +197,14 @@ def seams(corners: np.ndarray, polygons: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _rebuild_error(magnitude: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """About twice the farthest apart Panda3D rebuilds the copies of a polygon corner of
+    """About three times the farthest apart Panda3D rebuilds the copies of a polygon corner of
     ``magnitude`` shared by triangles whose edges are at least ``size`` long: eight float32
     spacings, and the rounding of the plane's placement, which grows as the magnitude
-    squared over the size (measured: 1.8e-6 of the coordinates at 5 for 1.7-unit
-    triangles, 3.3e-6 at 200, 1.8e-5 at 800; 3.4e-5 at 200 for 0.2-unit ones)."""
+    squared over the size (measured at most: 3.7e-7 of the coordinates at 5 for 1.7-unit
+    triangles, 3.3e-6 at 200, 1.8e-5 at 800; 3.4e-5 at 200 for 0.2-unit ones; 3.6 cm at
+    1,000 for 1-unit ones)."""
     ulp = 2.0**-23 * np.maximum(magnitude, 1.0)
     return 8.0 * ulp + ulp * magnitude / np.maximum(size, 1e-300)
-
-
-#: The most a crack welded may be, as a fraction of the shortest edge of either triangle.
-_WELD_GAP = 0.02
-#: Two triangles on one edge whose third corners lie this nearly the same way from it
-#: (within 2 degrees) are folded onto each other, not a seam: a slab thinner than
-#: ``_WELD_GAP`` of its width is folded by more.
-_FOLDED = math.cos(math.radians(2.0))
 
 
 def _across(corners: np.ndarray, edge: np.ndarray, other: np.ndarray) -> np.ndarray:

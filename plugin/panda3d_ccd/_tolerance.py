@@ -4,6 +4,8 @@ The kernels themselves are exact up to float64 rounding; these constants only de
 counts as "the same" where rounding makes an exact comparison meaningless.
 """
 
+import math
+
 #: Relative tolerance on a time of impact, as a fraction of the frame.
 TIME_EPS = 1e-12
 
@@ -48,6 +50,16 @@ SEAM_REL = 3e-5
 #: Panda3D rebuilds shared corners apart (see ``SEAM_REL``), below the size of any
 #: triangle worth a seam (1 mm at 10 units, 3 cm at 500).
 WELD_REL = 2.0**-14
+
+#: The most two copies of a polygon corner may be apart to be welded into one, as a
+#: fraction of the shortest edge of either triangle (besides Panda3D's own rebuild error
+#: there, see :func:`~._pieces.seams`): a modelled step or slit is not a crack.
+WELD_GAP = 0.02
+
+#: Two triangles on one edge whose third corners lie within 2 degrees of the same way
+#: from it (this cosine) are folded onto each other (a thin slab's faces), not a seam: a
+#: slab thinner than ``WELD_GAP`` of its width is folded by more.
+WELD_FOLDED = math.cos(math.radians(2.0))
 
 #: Upper bound on the number of resolution rounds in one pass before the solver gives up,
 #: holds the unresolved colliders where they are safe and warns.
