@@ -158,21 +158,18 @@ def seams(corners: np.ndarray, polygons: int) -> tuple[np.ndarray, np.ndarray]:
     start, end = edge, 3 * t + (e + 1) % 3
     back, front = 3 * to + (eo + 1) % 3, other  # the copies of start and end
     sides = (corners[:, [1, 2, 0]] - corners).reshape(-1, 3)  # each corner's edge
-    shortest = np.sqrt((sides * sides).sum(axis=1)).reshape(-1, 3).min(axis=1)
+    shortest = _length(sides).reshape(-1, 3).min(axis=1)
     size = np.minimum(shortest[t], shortest[to])
     gap = np.maximum(np.abs(flat[start] - flat[back]), np.abs(flat[end] - flat[front])).max(axis=1)
     largest = np.abs(corners).max(axis=(1, 2))
     magnitude = np.maximum(largest[t], largest[to])
     crack = gap <= np.minimum(WELD_GAP * size, _rebuild_error(magnitude, size))
-    # Square to the edge, toward each triangle's third corner: opposite ways on a seam.
+    # The edge crossed with the way to each triangle's third corner: opposite on a seam,
+    # the same on two triangles folded onto each other.
     run = flat[end] - flat[start]
-    own = flat[3 * t + (e + 2) % 3] - flat[start]
-    theirs = flat[3 * to + (eo + 2) % 3] - flat[start]
-    along = (run * run).sum(axis=1)[:, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        own = own - run * ((own * run).sum(axis=1)[:, None] / along)
-        theirs = theirs - run * ((theirs * run).sum(axis=1)[:, None] / along)
-    folded = (own * theirs).sum(axis=1) > WELD_FOLDED * _length(own) * _length(theirs)
+    own = _cross(run, flat[3 * t + (e + 2) % 3] - flat[start])
+    theirs = _cross(run, flat[3 * to + (eo + 2) % 3] - flat[start])
+    folded = np.einsum("ij,ij->i", own, theirs) > WELD_FOLDED * _length(own) * _length(theirs)
     weld = np.flatnonzero(crack & ~folded)
     if not len(weld):
         return corners, _across(corners, *matched)
