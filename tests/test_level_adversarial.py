@@ -989,6 +989,42 @@ def test_a_point_slid_across_a_rough_one_sided_terrain_never_goes_through_it(
     assert all(fault.endswith(" left open") for fault in balanced(names)), balanced(names)
 
 
+@pytest.mark.parametrize("seed", [2, 17])
+def test_a_point_slid_across_a_rough_terrain_the_game_moves_never_goes_through_it(
+    base, ccd, recorder, seed
+):
+    """The terrain of the test above as one kinematic node the game moves (0.0007, -0.0004,
+    0.0005) a frame, and a slide point moved 0.3 a frame across it, pressed into it by
+    0.05: every frame the point is in front of the terrain (in the terrain's frame),
+    or behind by no more than the slop and rounding, and its events are balanced.
+
+    A slide meeting a second face of a fixed surface is deflected from the motion it
+    meant to do by every face it met (Quake's clip: into a crease, along it); against
+    the faces of a moving piece it was deflected by the last alone. Into a valley it
+    went back and forth between the two faces, and was sent along the first one past the
+    crease, under the second, where a point on the crease has no face to meet: 0.66 and
+    0.0097 through the terrain (seeds 2 and 17)."""
+    render = base.render
+    h, triangles = _rough_terrain(seed)
+    ground = mesh_node(render, "ground", triangles)
+    register(ccd, ground, False)
+    start = np.array([-6.3, -5.7, 0.0])
+    start[2] = -_terrain_height(h, start) + 1.0
+    ball = node(render, "ball", tuple(start))
+    ccd.add_sphere(ball, 0.0, response="slide")
+    ccd.step()
+    way = 0.3 * np.array([0.83, 0.61, 0.0]) / math.hypot(0.83, 0.61)
+    for _ in range(40):
+        ground.setPos(ground.getPos() + LVector3(0.0007, -0.0004, 0.0005))
+        ball.setPos(render, *(world(ball, render) + way - (0.0, 0.0, 0.05)))
+        ccd.step()
+        end = np.array(tuple(ground.getRelativePoint(render, ball.getPos(render))))
+        assert _terrain_height(h, end) >= -tol(end), end
+    names = recorder.names()
+    assert names[0].startswith("ball-into-ground")
+    assert all(fault.endswith(" left open") for fault in balanced(names)), balanced(names)
+
+
 @pytest.mark.parametrize("radius", [0.0, 0.01])
 @pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
 def test_points_dropped_on_a_thin_box_far_from_the_origin_rest_on_its_top(

@@ -63,6 +63,11 @@ class Response(NamedTuple):
     #: (k,) the row of the pass's ``Frames`` of a turning piece that carries the body on
     #: (the body then turns with it: ``Paths.ride``), -1 for none; None: none at all
     frame: Int | None = None
+    #: (k,) the row of the pass's ``Frames`` of the moving piece touched, -1 for anything
+    #: else (the faces of one piece move as one: a slide meeting several of them is
+    #: deflected by all of them on its motion relative to the piece, as by a fixed
+    #: surface's); None: none at all
+    source: Int | None = None
 
 
 class Planes:

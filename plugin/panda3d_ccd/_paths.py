@@ -232,6 +232,11 @@ class Paths:
         return np.zeros((len(self.xs), 3), bool)
 
     @cached_property
+    def held_source(self) -> Int:
+        """The moving piece of each of those contacts (``Response.source``), -1 for none."""
+        return np.full((len(self.xs), 3), -1)
+
+    @cached_property
     def crushed(self) -> Bool:
         return np.zeros(len(self.xs), bool)
 

@@ -648,7 +648,7 @@ class Pieces:
             speed += paths.growth_rate(a, t)
         hits = Hits.of(a, k, self.kind, t, world_point, world_normal, np.maximum(speed, 0.0), pa,
                        feature=feature, part=part)  # fmt: skip
-        return hits, Response(push, carry, None, ride)
+        return hits, Response(push, carry, None, ride, np.where(self.moving[k], f, -1))
 
     def sensor_hits(self, paths: Paths, segs: Segments, i: Int, k: Int) -> Hits:
         """Overlap intervals of bodies i with rows k over every segment of the bodies'

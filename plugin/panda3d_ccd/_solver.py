@@ -542,11 +542,18 @@ def _general(
                 _ridden(paths, pushing, b_s), _ridden(paths, pushing, a_s),
                 *(np.full(len(r.carry), -1) if r.frame is None else r.frame for _, r in taken),
             ])  # fmt: skip
+        source = None
+        if any(r.source is not None for _, r in taken):
+            source = np.concatenate([
+                np.full(2 * len(a_s), -1),
+                *(np.full(len(r.carry), -1) if r.source is None else r.source for _, r in taken),
+            ])  # fmt: skip
         # A squeezed body that yielded to its carrier gives way to everything else.
         keep = ~still[body] & ~(paths.yielded[body] & ~_row_any(carry != 0.0))
         keep &= ~paths.crushed[body]
         response = Response(
-            push[keep], carry[keep], fixed[keep], None if frame is None else frame[keep]
+            push[keep], carry[keep], fixed[keep], None if frame is None else frame[keep],
+            None if source is None else source[keep],
         )
         changed = _respond(
             paths, rigid, body[keep], when[keep], response, slide, slides, t_stop
@@ -1063,7 +1070,7 @@ def _respond(
     """
     if len(body) == 0:
         return np.zeros(0, np.int64)
-    push, carry, fixed, frame = response
+    push, carry, fixed, frame, source = response
     if fixed is None:
         fixed = ~_row_any(carry != 0.0)
     # All accepted contacts of one group share its time (each was its earliest).
@@ -1120,17 +1127,25 @@ def _respond(
         latest_carry[s] = carry[order][rows]
     # A slide meeting a fixed surface after others this pass: deflected from the motion it
     # meant to do (as Quake's slide move clips the original velocity by every plane it
-    # touched): into a corner it goes into the corner, not back along the first wall.
-    prior = paths.held_fixed[lead] & (paths.held_t[lead] >= 0.0) & (paths.held_t[lead] < t[:, None])
+    # touched): into a corner it goes into the corner, not back along the first wall. The
+    # same against the faces of one moving piece, on the motion relative to it (which
+    # ``carry`` takes away, and gives back after).
+    earlier = (paths.held_t[lead] >= 0.0) & (paths.held_t[lead] < t[:, None])
     all_fixed = np.ones(len(uniq), bool)
     all_fixed[slot[~fixed[order]]] = False
+    prior = paths.held_fixed[lead] & all_fixed[:, None]
+    piece = np.full(len(uniq), -1) if source is None else source[first_row]
+    if source is not None:
+        prior |= (paths.held_source[lead] == piece[:, None]) & (piece >= 0)[:, None]
+    prior &= earlier
     single = np.bincount(slot, minlength=len(uniq)) == 1
-    again = deflect & all_fixed & single & prior.any(axis=1) & ~held
+    again = deflect & single & prior.any(axis=1) & ~held
     if grown is not None:
         again &= grown == 0
     if again.any():
-        remaining[again] = _clip_by_all(
-            paths.motion[lead[again]] * (1.0 - t[again])[:, None],
+        by = carry[first_row[again]]
+        remaining[again] = by + _clip_by_all(
+            paths.motion[lead[again]] * (1.0 - t[again])[:, None] - by,
             latest[again],
             paths.held_n[lead[again]],
             prior[again],
@@ -1180,6 +1195,8 @@ def _respond(
     paths.held_carry[members, ring] = latest_carry[slot]
     paths.held_t[members, ring] = t_m
     paths.held_fixed[members, ring] = all_fixed[slot]
+    if source is not None or "held_source" in vars(paths):  # (no stale piece in a slot)
+        paths.held_source[members, ring] = piece[slot]
     paths.normal_t[members] = t_m
     slides[members] = slides[lead][slot]
     stopped = ~deflect[slot]
