@@ -1025,6 +1025,50 @@ def test_a_point_slid_across_a_rough_terrain_the_game_moves_never_goes_through_i
     assert all(fault.endswith(" left open") for fault in balanced(names)), balanced(names)
 
 
+@pytest.mark.parametrize("moving", ["wall", "ramp"])
+def test_a_point_slid_along_a_wall_up_a_ramp_climbs_it_when_either_moves(
+    base, ccd, recorder, moving
+):
+    """A slide point moved (0.1, 0.3, -0.05) a frame into a wall (x = 2, facing -x), along
+    it on a floor (z = 0, y < 0) and up a 30 degree ramp from y = 0 (floor and ramp one
+    node): the game moves the wall along itself (0.001 a frame, a kinematic node; floor
+    and ramp static), or floor and ramp up (0.0005 a frame; the wall static). Every frame
+    the point is in front of the wall and of the floor or ramp under it, within the slop
+    and rounding, and it climbs the ramp as with all three still (3.39 along it after 20
+    frames).
+
+    A slide meeting the ramp after the wall was once deflected from its original motion
+    by the ramp's own faces alone, losing what the wall took: sent back into the wall,
+    then along the wall under the ramp (3.2 behind it), or back and forth between them
+    until its slides ran out (stopped dead a frame: 3.25)."""
+    render = base.render
+    ramp = 1.0 / math.sqrt(3.0)  # tan 30 degrees
+    piece = polygons(
+        render, "ramp",
+        [(-5, -10, 0), (5, -10, 0), (5, 0, 0), (-5, 0, 0)],
+        [(-5, 0, 0), (5, 0, 0), (5, 10, 10 * ramp), (-5, 10, 10 * ramp)],
+    )  # fmt: skip
+    wall = polygons(render, "wall", [(2, -20, -5), (2, -20, 20), (2, 20, 20), (2, 20, -5)])
+    register(ccd, piece, moving == "wall")
+    register(ccd, wall, moving == "ramp")
+    point = node(render, "point", (1.95, -1.0, 0.02))
+    ccd.add_sphere(point, 0.0, response="slide")
+    ccd.step()
+    up = np.array([0.0, -ramp, 1.0]) / math.hypot(ramp, 1.0)
+    for _ in range(20):
+        if moving == "wall":
+            wall.setY(wall.getY() + 0.001)
+        else:
+            piece.setZ(piece.getZ() + 0.0005)
+        point.setPos(render, *(world(point, render) + (0.1, 0.3, -0.05)))
+        ccd.step()
+        at = np.array(tuple(piece.getRelativePoint(render, point.getPos(render))))
+        assert world(point, render)[0] <= 2.0 + tol(at), at
+        assert (at[2] if at[1] < 0 else at @ up) >= -tol(at), at
+    assert at[1] > 3.3, at
+    assert all(fault.endswith(" left open") for fault in balanced(recorder.names()))
+
+
 @pytest.mark.parametrize("radius", [0.0, 0.01])
 @pytest.mark.parametrize("static", [True, False], ids=["static", "kinematic"])
 def test_points_dropped_on_a_thin_box_far_from_the_origin_rest_on_its_top(

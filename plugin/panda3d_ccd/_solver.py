@@ -1129,14 +1129,19 @@ def _respond(
     # meant to do (as Quake's slide move clips the original velocity by every plane it
     # touched): into a corner it goes into the corner, not back along the first wall. The
     # same against the faces of one moving piece, on the motion relative to it (which
-    # ``carry`` takes away, and gives back after).
+    # ``carry`` takes away, and gives back after), where that piece is all it has touched
+    # this pass: clipped from the original motion by the piece's faces alone, a slide
+    # would lose what anything else deflected it by, and go back into that (a wall beside
+    # a moving ramp), then back into the ramp, until its slides ran out.
     earlier = (paths.held_t[lead] >= 0.0) & (paths.held_t[lead] < t[:, None])
     all_fixed = np.ones(len(uniq), bool)
     all_fixed[slot[~fixed[order]]] = False
     prior = paths.held_fixed[lead] & all_fixed[:, None]
     piece = np.full(len(uniq), -1) if source is None else source[first_row]
     if source is not None:
-        prior |= (paths.held_source[lead] == piece[:, None]) & (piece >= 0)[:, None]
+        mine = paths.held_source[lead] == piece[:, None]
+        only = (piece >= 0) & ~(earlier & ~mine).any(axis=1)
+        prior |= mine & only[:, None]
     prior &= earlier
     single = np.bincount(slot, minlength=len(uniq)) == 1
     again = deflect & single & prior.any(axis=1) & ~held
