@@ -942,6 +942,17 @@ def _terrain_height(h, q):
     return q[2] - under
 
 
+def _slide_point_over(ccd, render, h, step):
+    """A slide point 1 over the terrain of heights h (see :func:`_rough_terrain`) near a
+    corner, registered and passed once, and its way across the terrain each frame."""
+    start = np.array([-6.3, -5.7, 0.0])
+    start[2] = -_terrain_height(h, start) + 1.0
+    ball = node(render, "ball", tuple(start))
+    ccd.add_sphere(ball, 0.0, response="slide")
+    ccd.step()
+    return ball, step * np.array([0.83, 0.61, 0.0]) / math.hypot(0.83, 0.61)
+
+
 @pytest.mark.parametrize("seed", [1, 5])
 @pytest.mark.parametrize("press", [0.05, 0.005])
 @pytest.mark.parametrize(
@@ -972,12 +983,7 @@ def test_a_point_slid_across_a_rough_one_sided_terrain_never_goes_through_it(
     for c in range(chunks**2):
         name = "ground" if chunks == 1 else f"ground{c}"
         register(ccd, mesh_node(render, name, triangles[chunk == c]), static)
-    start = np.array([-6.3, -5.7, 0.0])
-    start[2] = -_terrain_height(h, start) + 1.0
-    ball = node(render, "ball", tuple(start))
-    ccd.add_sphere(ball, 0.0, response="slide")
-    ccd.step()
-    way = 0.02 * np.array([0.83, 0.61, 0.0]) / math.hypot(0.83, 0.61)
+    ball, way = _slide_point_over(ccd, render, h, 0.02)
     for _ in range(300):
         ball.setPos(render, *(world(ball, render) + way - (0.0, 0.0, press)))
         ccd.step()
@@ -1008,12 +1014,7 @@ def test_a_point_slid_across_a_rough_terrain_the_game_moves_never_goes_through_i
     h, triangles = _rough_terrain(seed)
     ground = mesh_node(render, "ground", triangles)
     register(ccd, ground, False)
-    start = np.array([-6.3, -5.7, 0.0])
-    start[2] = -_terrain_height(h, start) + 1.0
-    ball = node(render, "ball", tuple(start))
-    ccd.add_sphere(ball, 0.0, response="slide")
-    ccd.step()
-    way = 0.3 * np.array([0.83, 0.61, 0.0]) / math.hypot(0.83, 0.61)
+    ball, way = _slide_point_over(ccd, render, h, 0.3)
     for _ in range(40):
         ground.setPos(ground.getPos() + LVector3(0.0007, -0.0004, 0.0005))
         ball.setPos(render, *(world(ball, render) + way - (0.0, 0.0, 0.05)))
