@@ -1200,8 +1200,7 @@ def _respond(
     paths.held_carry[members, ring] = latest_carry[slot]
     paths.held_t[members, ring] = t_m
     paths.held_fixed[members, ring] = all_fixed[slot]
-    if source is not None or "held_source" in vars(paths):  # (no stale piece in a slot)
-        paths.held_source[members, ring] = piece[slot]
+    paths.held_source[members, ring] = piece[slot]
     paths.normal_t[members] = t_m
     slides[members] = slides[lead][slot]
     stopped = ~deflect[slot]
