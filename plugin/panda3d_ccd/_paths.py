@@ -215,7 +215,7 @@ class Paths:
 
     @cached_property
     def held_n(self) -> Float:
-        """The last three contacts' normals, carries, times and fixedness (corners of
+        """The last three contacts' normals, carries, times and what they were (corners of
         moving walls)."""
         return np.zeros((len(self.xs), 3, 3))
 
@@ -228,12 +228,9 @@ class Paths:
         return np.full((len(self.xs), 3), -1.0)
 
     @cached_property
-    def held_fixed(self) -> Bool:
-        return np.zeros((len(self.xs), 3), bool)
-
-    @cached_property
-    def held_source(self) -> Int:
-        """The moving piece of each of those contacts (``Response.source``), -1 for none."""
+    def held_by(self) -> Int:
+        """What held each of those contacts: ``FIXED`` (-2) a fixed surface, a row of the
+        pass's ``Frames`` the moving piece (``Response.source``), -1 anything else."""
         return np.full((len(self.xs), 3), -1)
 
     @cached_property

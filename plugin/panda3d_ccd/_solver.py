@@ -1047,6 +1047,8 @@ def _sphere_hits(paths: Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
 
 #: Turns of keeping clear of two moving surfaces met at one instant (see _respond).
 _CORNER_STEPS = 4
+#: ``Paths.held_by`` of a contact with a fixed surface.
+FIXED = -2
 
 
 def _respond(
@@ -1133,17 +1135,20 @@ def _respond(
     # this pass: clipped from the original motion by the piece's faces alone, a slide
     # would lose what anything else deflected it by, and go back into that (a wall beside
     # a moving ramp), then back into the ramp, until its slides ran out.
-    earlier = (paths.held_t[lead] >= 0.0) & (paths.held_t[lead] < t[:, None])
     all_fixed = np.ones(len(uniq), bool)
     all_fixed[slot[~fixed[order]]] = False
-    prior = paths.held_fixed[lead] & all_fixed[:, None]
-    piece = np.full(len(uniq), -1) if source is None else source[first_row]
-    if source is not None:
-        mine = paths.held_source[lead] == piece[:, None]
-        only = (piece >= 0) & ~(earlier & ~mine).any(axis=1)
-        prior |= mine & only[:, None]
-    prior &= earlier
     single = np.bincount(slot, minlength=len(uniq)) == 1
+    # What held it (``Paths.held_by``): a moving piece only where it was the one contact.
+    surface = np.where(all_fixed, FIXED, -1)
+    if source is not None:
+        surface = np.where(all_fixed | ~single, surface, source[first_row])
+    earlier = (paths.held_t[lead] >= 0.0) & (paths.held_t[lead] < t[:, None])
+    prior = earlier & (paths.held_by[lead] == surface[:, None])
+    if source is not None:
+        alone = (surface >= 0) & ~(earlier & ~prior).any(axis=1)
+        prior &= (all_fixed | alone)[:, None]
+    else:
+        prior &= all_fixed[:, None]
     again = deflect & single & prior.any(axis=1) & ~held
     if grown is not None:
         again &= grown == 0
@@ -1199,8 +1204,7 @@ def _respond(
     paths.held_n[members, ring] = latest[slot]
     paths.held_carry[members, ring] = latest_carry[slot]
     paths.held_t[members, ring] = t_m
-    paths.held_fixed[members, ring] = all_fixed[slot]
-    paths.held_source[members, ring] = piece[slot]
+    paths.held_by[members, ring] = surface[slot]
     paths.normal_t[members] = t_m
     slides[members] = slides[lead][slot]
     stopped = ~deflect[slot]
