@@ -1138,10 +1138,8 @@ def _respond(
     all_fixed = np.ones(len(uniq), bool)
     all_fixed[slot[~fixed[order]]] = False
     single = np.bincount(slot, minlength=len(uniq)) == 1
-    # What held it (``Paths.held_by``): a moving piece only where it was the one contact.
-    surface = np.where(all_fixed, FIXED, -1)
-    if source is not None:
-        surface = np.where(all_fixed | ~single, surface, source[first_row])
+    # What held it (``Paths.held_by``).
+    surface = np.where(all_fixed, FIXED, -1 if source is None else source[first_row])
     earlier = (paths.held_t[lead] >= 0.0) & (paths.held_t[lead] < t[:, None])
     prior = earlier & (paths.held_by[lead] == surface[:, None])
     if source is not None:
