@@ -1137,19 +1137,20 @@ def _respond(
     # a moving ramp), then back into the ramp, until its slides ran out.
     all_fixed = np.ones(len(uniq), bool)
     all_fixed[slot[~fixed[order]]] = False
-    single = np.bincount(slot, minlength=len(uniq)) == 1
     # What held it (``Paths.held_by``).
     surface = np.where(all_fixed, FIXED, -1 if source is None else source[first_row])
-    earlier = (paths.held_t[lead] >= 0.0) & (paths.held_t[lead] < t[:, None])
-    prior = earlier & (paths.held_by[lead] == surface[:, None])
-    if source is not None:
-        alone = (surface >= 0) & ~(earlier & ~prior).any(axis=1)
-        prior &= (all_fixed | alone)[:, None]
-    else:
-        prior &= all_fixed[:, None]
-    again = deflect & single & prior.any(axis=1) & ~held
+    again = deflect & ~held
     if grown is not None:
         again &= grown == 0
+    if again.any():  # (a rewind never is: none of this for it)
+        earlier = (paths.held_t[lead] >= 0.0) & (paths.held_t[lead] < t[:, None])
+        prior = earlier & (paths.held_by[lead] == surface[:, None])
+        if source is not None:
+            alone = (surface >= 0) & ~(earlier & ~prior).any(axis=1)
+            prior &= (all_fixed | alone)[:, None]
+        else:
+            prior &= all_fixed[:, None]
+        again &= (np.bincount(slot, minlength=len(uniq)) == 1) & prior.any(axis=1)
     if again.any():
         by = carry[first_row[again]]
         remaining[again] = by + _clip_by_all(
