@@ -536,14 +536,13 @@ def _general(
         spheres = np.zeros(2 * len(a_s), bool)
         fixed = np.concatenate([spheres, *(~_row_any(r.carry != 0.0) for _, r in taken)])
         # What turns carries round (a rider pushing a sphere takes it round with it too).
-        frame = None
+        # And which moving piece each touched (only pieces move with frames).
+        frame = source = None
         if paths.frames is not None:
             frame = np.concatenate([
                 _ridden(paths, pushing, b_s), _ridden(paths, pushing, a_s),
                 *(np.full(len(r.carry), -1) if r.frame is None else r.frame for _, r in taken),
             ])  # fmt: skip
-        source = None
-        if any(r.source is not None for _, r in taken):
             source = np.concatenate([
                 np.full(2 * len(a_s), -1),
                 *(np.full(len(r.carry), -1) if r.source is None else r.source for _, r in taken),
@@ -1145,11 +1144,8 @@ def _respond(
     if again.any():  # (a rewind never is: none of this for it)
         earlier = (paths.held_t[lead] >= 0.0) & (paths.held_t[lead] < t[:, None])
         prior = earlier & (paths.held_by[lead] == surface[:, None])
-        if source is not None:
-            alone = (surface >= 0) & ~(earlier & ~prior).any(axis=1)
-            prior &= (all_fixed | alone)[:, None]
-        else:
-            prior &= all_fixed[:, None]
+        alone = (surface >= 0) & ~(earlier & ~prior).any(axis=1)  # (a moving piece's)
+        prior &= (all_fixed | alone)[:, None]
         again &= (np.bincount(slot, minlength=len(uniq)) == 1) & prior.any(axis=1)
     if again.any():
         by = carry[first_row[again]]
