@@ -104,3 +104,64 @@ def test_rotation_matrices_are_the_quaternion_formula_to_the_bit():
         panda = np.array([[m.getCell(i, j) for j in range(3)] for i in range(3)]).T
         assert np.allclose(got[row], panda, atol=1e-12)
     assert matrices(np.zeros((0, 4))).shape == (0, 3, 3)
+
+
+def _dykstra(m, n, b, on, turns=5000):
+    """The point nearest m (k, 3) in front of the planes n . x >= b that are on, by
+    Dykstra's alternating projections: an independent oracle for nearest_clear."""
+    x = m.copy()
+    fix = np.zeros(n.shape)
+    for _ in range(turns):
+        for i in range(n.shape[1]):
+            y = x + fix[:, i]
+            over = np.minimum(np.einsum("ij,ij->i", y, n[:, i]) - b[:, i], 0.0)
+            x_new = y - np.where(on[:, i], over, 0.0)[:, None] * n[:, i]
+            fix[:, i] = y - x_new
+            x = x_new
+    return x
+
+
+@pytest.mark.parametrize("cone", [True, False], ids=["through-the-origin", "offset"])
+def test_nearest_clear_is_the_nearest_point_in_front_of_every_plane(cone):
+    """Up to six planes, random normals, some off: the point nearest the motion m in front
+    of every plane that is on. It is in front of each of them; no point y in front of them
+    all (20,000 random ones each) is nearer, nor in a direction from it that would bring it
+    nearer ((m - x) . (y - x) <= 0, the projection's own condition); and where Dykstra's
+    alternating projections converge (most rows: not where the region is a thin wedge or
+    a point) they find the same point."""
+    rng = np.random.default_rng(7 if cone else 8)
+    k, p = 400, 6
+    n = rng.normal(size=(k, p, 3))
+    n /= np.linalg.norm(n, axis=2, keepdims=True)
+    # Through the origin (a slide's motion clipped by what it touched, always possible),
+    # or off it: the planes of carried surfaces, and a skin off each one touched.
+    b = np.zeros((k, p)) if cone else rng.uniform(-0.2, 0.1, (k, p))
+    on = rng.random((k, p)) < 0.7
+    m = rng.normal(size=(k, 3))
+    x = _arrays.nearest_clear(m, n, b, on)
+    found = np.isfinite(x).all(axis=1)
+    if cone:
+        assert found.all()
+    assert found.sum() > k // 2
+    front = np.einsum("kpj,kj->kp", n, np.where(found[:, None], x, 0.0)) - b
+    assert (front[found[:, None] & on] >= -1e-9).all()
+    pts = rng.normal(size=(20000, 3)) * 3.0
+    for row in np.flatnonzero(found):
+        y = pts[((pts @ n[row].T >= b[row]) | ~on[row]).all(axis=1)]
+        assert (np.linalg.norm(y - m[row], axis=1) >= np.linalg.norm(x[row] - m[row])).all()
+        assert ((y - x[row]) @ (m[row] - x[row]) <= 1e-9).all()
+    d = _dykstra(m[found], n[found], b[found], on[found])
+    settled = ((np.einsum("kpj,kj->kp", n[found], d) - b[found] >= -1e-9) | ~on[found]).all(1)
+    assert settled.mean() > 0.8
+    assert np.allclose(x[found][settled], d[settled], atol=1e-6)
+
+
+def test_nearest_clear_is_nan_where_no_point_is_in_front_of_them_all():
+    """Two opposite planes a gap apart facing away from each other leave no point in front
+    of both; a third plane does not change that, and one turned off gives it back."""
+    n = np.array([[[0.0, 0.0, 1.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]]] * 2)
+    b = np.array([[0.5, 0.5, 0.0]] * 2)
+    on = np.array([[True, True, True], [True, False, True]])
+    x = _arrays.nearest_clear(np.array([[0.3, 0.2, 0.1], [-0.3, 0.2, 0.1]]), n, b, on)
+    assert np.isnan(x[0]).all()
+    assert np.allclose(x[1], [0.0, 0.2, 0.5])

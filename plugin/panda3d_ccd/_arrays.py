@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from numpy.typing import NDArray
+
+from ._tolerance import DEGENERATE_REL, DIST_REL_EPS
+
+Float = NDArray[np.float64]
+Bool = NDArray[np.bool_]
 
 
 def unique(values: NDArray) -> NDArray:
@@ -91,3 +98,66 @@ def largest_abs(*points: NDArray) -> NDArray:
         np.maximum(scale, np.abs(p), out=scale)
     return row_max(scale)
 
+
+def nearest_clear(motion: Float, normals: Float, offsets: Float, on: Bool) -> Float:
+    """(k, 3) the point nearest ``motion`` (k, 3) with ``normal . x >= offset`` for each
+    plane (k, p, 3), (k, p) that is ``on`` (k, p); nan rows where there is none. It lies on
+    at most three of them (in 3D), so each face, edge and vertex of that region is tried:
+    the nearest of those that are clear of every plane."""
+    k = len(motion)
+    # The planes that are on first: only those are combined.
+    order = np.argsort(~on, axis=1, kind="stable")
+    on = np.take_along_axis(on, order, axis=1)
+    n = np.take_along_axis(normals, order[:, :, None], axis=1)
+    b = np.take_along_axis(offsets, order, axis=1)
+    p = int(on.sum(axis=1).max(initial=0))
+    on, n, b = on[:, :p], n[:, :p], b[:, :p]
+    eps = DIST_REL_EPS * np.maximum(1.0, length(motion))
+    best = np.where(_clear_of(motion, n, b, on, eps)[:, None], motion, np.nan)
+    gap = np.where(np.isfinite(best[:, 0]), 0.0, np.inf)
+    for size in (1, 2, 3):
+        combos = np.array(list(itertools.combinations(range(p), size)), np.int64)
+        if not len(combos):
+            break
+        # (k, c) candidates: the nearest point on each combination's planes.
+        c = len(combos)
+        x = _on_planes(
+            np.repeat(motion, c, axis=0),
+            n[:, combos].reshape(k * c, size, 3),
+            b[:, combos].reshape(k * c, size),
+        )
+        live = on[:, combos].all(axis=2).reshape(-1) & row_all(np.isfinite(x))
+        rows = np.repeat(np.arange(k), c)
+        fits = live.copy()
+        r = rows[live]
+        fits[live] = _clear_of(x[live], n[r], b[r], on[r], eps[r])
+        d = np.where(fits, ((x - motion[rows]) ** 2).sum(axis=1), np.inf).reshape(k, c)
+        pick = np.argmin(d, axis=1)
+        near = d[np.arange(k), pick]
+        better = near < gap
+        best[better] = x.reshape(k, c, 3)[better, pick[better]]
+        gap[better] = near[better]
+    return best
+
+
+def _clear_of(x: Float, n: Float, b: Float, on: Bool, eps: Float) -> Bool:
+    """(k,) points x (k, 3) on the front of every plane ``n . x >= b`` that is on, to eps."""
+    return ((np.einsum("ikj,ij->ik", n, x) >= b - eps[:, None]) | ~on).all(axis=1)
+
+
+def _on_planes(motion: Float, n: Float, b: Float) -> Float:
+    """(k, 3) the point nearest ``motion`` on the planes ``n . x = b`` (k, c, 3), (k, c),
+    c of 1 to 3; nan where they do not meet in one point, line or plane."""
+    c = n.shape[1]
+    if c == 1:
+        over = np.einsum("ij,ij->i", motion, n[:, 0]) - b[:, 0]
+        return motion - n[:, 0] * over[:, None]
+    if c == 2:  # a third row keeps the coordinate along their crease
+        crease = cross(n[:, 0], n[:, 1])
+        n = np.concatenate([n, crease[:, None]], axis=1)
+        b = np.concatenate([b, np.einsum("ij,ij->i", crease, motion)[:, None]], axis=1)
+    solid = np.abs(np.linalg.det(n)) > DEGENERATE_REL
+    x = np.full_like(motion, np.nan)
+    if solid.any():
+        x[solid] = np.linalg.solve(n[solid], b[solid][:, :, None])[:, :, 0]
+    return x

@@ -159,6 +159,10 @@ def unit(v: Float, fallback: Float) -> Float:
     return out
 
 
+#: How many of its last contacts a body holds in a pass (``Paths.held_n``).
+HELD = 8
+
+
 class Paths:
     """Current piecewise-linear paths of the spheres, and the log of finished segments."""
 
@@ -215,23 +219,29 @@ class Paths:
 
     @cached_property
     def held_n(self) -> Float:
-        """The last three contacts' normals, carries, times and what they were (corners of
-        moving walls)."""
-        return np.zeros((len(self.xs), 3, 3))
+        """The last ``HELD`` contacts' normals, carries, times and what they were (corners
+        of moving walls, the faces round a vertex)."""
+        return np.zeros((len(self.xs), HELD, 3))
 
     @cached_property
     def held_carry(self) -> Float:
-        return np.zeros((len(self.xs), 3, 3))
+        return np.zeros((len(self.xs), HELD, 3))
 
     @cached_property
     def held_t(self) -> Float:
-        return np.full((len(self.xs), 3), -1.0)
+        return np.full((len(self.xs), HELD), -1.0)
 
     @cached_property
     def held_by(self) -> Int:
         """What held each of those contacts: ``FIXED`` (-2) a fixed surface, a row of the
         pass's ``Frames`` the moving piece (``Response.source``), -1 anything else."""
-        return np.full((len(self.xs), 3), -1)
+        return np.full((len(self.xs), HELD), -1)
+
+    @cached_property
+    def held_count(self) -> Int:
+        """How many contacts each body has held this pass (the next slot is this modulo
+        ``HELD``)."""
+        return np.zeros(len(self.xs), np.int64)
 
     @cached_property
     def crushed(self) -> Bool:

@@ -5,6 +5,8 @@ This module never imports panda3d.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -69,10 +71,25 @@ def off_polygons(
     away, count = away[bodies], count[bodies]
     skin = skin_of(end[bodies])
 
+    # Each normal and its body (of ``bodies``), with those met across later.
+    owner, normals = np.searchsorted(bodies, a[rows]), hits.normal[rows]
+
     def off_normals(q: Int) -> Float:
-        """The ends of bodies q moved along the mean of their normals, a skin off two."""
-        scale = skin[q] * count[q] / (away[q] ** 2).sum(axis=1)
-        return end[bodies[q]] + away[q] * scale[:, None]
+        """The ends of bodies q moved a skin off each of their polygons: along the mean
+        of their normals (a skin off two), then by what each still lacks, along it. (Three
+        or more need not agree with their mean: in a pit, two like faces pull the mean
+        off the third.)"""
+        d = away[q] * (skin[q] * count[q] / (away[q] ** 2).sum(axis=1))[:, None]
+        at = np.full(len(bodies), -1)
+        at[q] = np.arange(len(q))
+        mine = at[owner] >= 0
+        o, n = at[owner[mine]], normals[mine]
+        for _ in range(_FITS):
+            short = skin[q][o] - np.einsum("ij,ij->i", d[o], n)
+            if not (short > 0).any():
+                break
+            np.add.at(d, o, np.maximum(short, 0.0)[:, None] * n)
+        return end[bodies[q]] + d
 
     # A rewind body goes back along its path, which it has just swept clear, a skin off
     # every polygon it met: moved along their normals and dropped straight back next
@@ -102,17 +119,17 @@ def off_polygons(
         placed[q] = True
         for table in tables:
             who = bodies[q]
-            found = _world_of(table).cast(
-                start[who], moved[q], np.zeros(len(q)), from_mask[who], False, exact=True
-            )
-            across = q[found.query]
-            rows_met = zip(bodies[across].tolist(), found.part.tolist())
-            new = np.array([(b, table.kind, r) not in touched for b, r in rows_met], bool)
-            across = across[new]
-            placed[across] = False
-            np.add.at(away, across, found.normal[new])
-            np.add.at(count, across, 1.0)
-            back[across] = False
+            for found in _casts(table, start[who], moved[q], from_mask[who]):
+                across = q[found.query]
+                rows_met = zip(bodies[across].tolist(), found.part.tolist())
+                new = np.array([(b, table.kind, r) not in touched for b, r in rows_met], bool)
+                across = across[new]
+                placed[across] = False
+                np.add.at(away, across, found.normal[new])
+                np.add.at(count, across, 1.0)
+                owner = np.concatenate([owner, across])
+                normals = np.concatenate([normals, found.normal[new]])
+                back[across] = False
         live &= back | (length(away) > _LEAST_MEAN * count)
         q = np.flatnonzero(live & ~placed)
         if not len(q):
@@ -120,6 +137,25 @@ def off_polygons(
         moved[q] = off_normals(q)
     clear = live & placed
     return bodies[clear], moved[clear]
+
+
+def _casts(table: Pieces, start: Float, end: Float, from_mask: Int) -> list[Any]:
+    """The polygons of ``table`` that casts from ``start`` (where the bodies began the
+    pass) to ``end`` (k, 3) cross. A kinematic piece moved during the pass: the body's
+    start is seen where the piece has carried it (its place in the piece's own frame at
+    the start of the pass), one cast for each frame, keeping that frame's polygons."""
+    zero = np.zeros(len(start))
+    frames = table.frames if table.frame is not None else None
+    if frames is None or not frames.moving.any():
+        return [_world_of(table).cast(start, end, zero, from_mask, False, exact=True)]
+    out = []
+    for f in unique(table.frame).tolist():
+        fs = np.full(len(start), f)
+        seen = frames.carried(fs, zero, start)
+        found = _world_of(table).cast(seen, end, zero, from_mask, False, exact=True)
+        mine = table.frame[found.part] == f
+        out.append(found._replace(**{name: col[mine] for name, col in found._asdict().items()}))
+    return out
 
 
 def _world_of(table: Pieces) -> World:
@@ -134,6 +170,9 @@ def _world_of(table: Pieces) -> World:
 
 #: How many times a skin is moved to hold the polygons its start sees it across.
 _TRIES = 3
+#: How many times a skin is corrected by the polygons it is not yet a skin off (each
+#: time by what each one lacks, along its normal).
+_FITS = 8
 #: Normals that cancel (their sum shorter than this times their number) leave no way off.
 _LEAST_MEAN = 0.1
 

@@ -41,6 +41,7 @@ from . import _one_round
 from ._arrays import cross as _cross
 from ._arrays import isin_sorted as _isin_sorted
 from ._arrays import length as _length
+from ._arrays import nearest_clear as _nearest_clear
 from ._arrays import row_all as _row_all
 from ._arrays import row_any as _row_any
 from ._arrays import row_max as _row_max
@@ -50,6 +51,7 @@ from ._arrays import unique as _unique
 from ._obstacles import PLANE as PLANE
 from ._obstacles import Planes, Response
 from ._paths import (
+    HELD,
     SPHERE,
     Hits,
     Paths,
@@ -502,12 +504,16 @@ def _general(
         np.minimum.at(first, b_s, t_s)
         for a, t in zip(a_o, t_o):
             np.minimum.at(first, a, t)
-        soonest = rigid.spread_min(first)
+        soonest = rigid.spread_min(first.copy())  # (kept: ``first`` is reset below)
         if not rigid.trivial:
             active = rigid.members(_unique(rigid.group[active]))[0]
         # A stationary body is never changed by a contact, so it need not be "first".
         first_s = (still[a_s] | (t_s == soonest[a_s])) & (still[b_s] | (t_s == soonest[b_s]))
-        first_o = [t == soonest[a] for a, t in zip(a_o, t_o)]
+        # An obstacle contact within rounding of a slide's earliest is at that instant too
+        # (several faces met at a vertex): all of them are taken, and answered, at once.
+        # (A rewind stops at the first: what it is a rounding short of, it never meets.)
+        instant = soonest + np.where(bends, _instant(paths), 0.0)
+        first_o = [t <= instant[a] for a, t in zip(a_o, t_o)]
         free = pairs.free(
             soonest, still, rigid, a_s[first_s], b_s[first_s], *(a[f] for a, f in zip(a_o, first_o))
         )
@@ -518,7 +524,7 @@ def _general(
         hs = _sphere_hits(paths, radius, a_s, b_s, t_s)
         pairs.toi[pend_s[acc_s]] = np.inf
         taken = [
-            o.accept(f & ((t == t_min) | free[a])) for o, a, t, f in zip(struck, a_o, t_o, first_o)
+            o.accept(f & ((soonest[a] == t_min) | free[a])) for o, a, f in zip(struck, a_o, first_o)
         ]
         accepted = [h for h, _ in taken]
         hits += [hs, *accepted]
@@ -526,7 +532,7 @@ def _general(
         # Each accepted contact pushes on its moving bodies: (body, time, normal toward it,
         # and where what it touched carries it by the end of the pass).
         body = np.concatenate([a_s, b_s, *(h.a for h in accepted)])
-        when = np.concatenate([t_s, t_s, *(h.t for h in accepted)])
+        when = np.concatenate([t_s, t_s, *(soonest[h.a] for h in accepted)])
         push = np.concatenate([hs.normal, -hs.normal, *(r.push for _, r in taken)])
         # A kinematic sphere, or a body that yielded to its carrier, carries what it meets.
         pushing = kin | paths.yielded
@@ -586,6 +592,15 @@ def _general(
         capped=capped,
         squeezed=int(np.count_nonzero(paths.yielded)),
     )
+
+
+def _instant(paths: Paths) -> Float:
+    """(n,) the time each body's current segment takes to move ``DIST_REL_EPS`` of its
+    coordinates: contacts closer in time than that are at one place, to rounding."""
+    span = np.maximum(1.0 - paths.ts, 1e-300)
+    speed = _length(paths.xe - paths.xs) / span
+    scale = DIST_REL_EPS * np.maximum(1.0, _row_max(np.abs(paths.xe)))
+    return np.where(speed > 0.0, scale / np.maximum(speed, 1e-300), 0.0)
 
 
 def _reaches(
@@ -1046,6 +1061,8 @@ def _sphere_hits(paths: Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
 
 #: Turns of keeping clear of two moving surfaces met at one instant (see _respond).
 _CORNER_STEPS = 4
+#: How many of a body's last contacts in a pass are held (``Paths.held_n``).
+_RING = HELD
 #: ``Paths.held_by`` of a contact with a fixed surface.
 FIXED = -2
 
@@ -1106,11 +1123,18 @@ def _respond(
     slot = np.searchsorted(uniq, sorted_group)
     latest = np.zeros_like(remaining)
     latest_carry = np.zeros_like(remaining)
+    meant = remaining.copy()
+    # This instant's contacts of each group, by rank (k, ranks, 3).
+    ranks = int(rank.max()) + 1
+    now_n = np.zeros((len(uniq), ranks, 3))
+    now_carry = np.zeros((len(uniq), ranks, 3))
+    now_on = np.zeros((len(uniq), ranks), bool)
+    now_n[slot, rank], now_carry[slot, rank], now_on[slot, rank] = push[order], carry[order], True
     # Touched something that moves at this same instant before: those surfaces still hold
     # the body (a corner of walls closing in takes it along all of them).
     previous, previous_carry = paths.normal[lead], paths.normal_carry[lead]
     moved = carried_now.copy()
-    moved |= _row_any(paths.held_carry[lead].reshape(-1, 9) != 0.0)
+    moved |= (paths.held_carry[lead] != 0.0).any(axis=(1, 2))
     same = (paths.held_t[lead] == t[:, None]) & moved[:, None]
     held = same.any(axis=1)
     # A growing slide keeps clear of what it touches: its motion away from each surface
@@ -1146,6 +1170,22 @@ def _respond(
         prior = earlier & (paths.held_by[lead] == surface[:, None])
         alone = (surface >= 0) & ~(earlier & ~prior).any(axis=1)  # (a moving piece's)
         prior &= (all_fixed | alone)[:, None]
+        # Several at one instant (the faces round a vertex): the motion nearest the one
+        # meant that is clear of all of them, and of those held before where one alone
+        # would be clipped by them.
+        several = again & (ranks > 1) & (now_on.sum(axis=1) > 1)
+        if several.any():
+            g = np.flatnonzero(several)
+            by = carry[first_row[g]]
+            whole = paths.motion[lead[g]] * (1.0 - t[g])[:, None]
+            meant[g] = np.where(prior[g].any(axis=1)[:, None], whole, meant[g])
+            planes = np.concatenate([now_n[g], paths.held_n[lead[g]]], axis=1)
+            carries = np.concatenate([now_carry[g], paths.held_carry[lead[g]]], axis=1)
+            offsets = np.einsum("ikj,ikj->ik", planes, carries - by[:, None])
+            on = np.concatenate([now_on[g], prior[g]], axis=1)
+            clear = _nearest_clear(meant[g] - by, planes, offsets, on)
+            ok = _row_all(np.isfinite(clear))
+            remaining[g[ok]] = by[ok] + clear[ok]
         again &= (np.bincount(slot, minlength=len(uniq)) == 1) & prior.any(axis=1)
     if again.any():
         by = carry[first_row[again]]
@@ -1164,7 +1204,9 @@ def _respond(
     if held.any():
         # Between surfaces that move: keep clear of all of them, by turns (each step only
         # adds motion away from one of them).
-        slots = [(paths.held_n[lead, j], paths.held_carry[lead, j], same[:, j]) for j in range(3)]
+        slots = [
+            (paths.held_n[lead, j], paths.held_carry[lead, j], same[:, j]) for j in range(_RING)
+        ]
         slots.append((latest, latest_carry, held))
         for _ in range(_CORNER_STEPS):
             for nrm, by, on in slots:
@@ -1195,11 +1237,16 @@ def _respond(
     at_m = paths.at(members, t_m)
     paths.normal[members] = latest[slot]
     paths.normal_carry[members] = latest_carry[slot]
-    ring = slides[lead][slot] % 3
-    paths.held_n[members, ring] = latest[slot]
-    paths.held_carry[members, ring] = latest_carry[slot]
-    paths.held_t[members, ring] = t_m
-    paths.held_by[members, ring] = surface[slot]
+    # Every contact of the instant is held (the faces round a vertex, met at once).
+    count = paths.held_count[members]
+    for r in range(ranks):
+        on = now_on[slot, r]
+        m, ring = members[on], (count[on] + r) % _RING
+        paths.held_n[m, ring] = now_n[slot[on], r]
+        paths.held_carry[m, ring] = now_carry[slot[on], r]
+        paths.held_t[m, ring] = t_m[on]
+        paths.held_by[m, ring] = surface[slot[on]]
+    paths.held_count[members] = count + now_on.sum(axis=1)[slot]
     paths.normal_t[members] = t_m
     slides[members] = slides[lead][slot]
     stopped = ~deflect[slot]
