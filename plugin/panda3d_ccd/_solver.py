@@ -481,6 +481,7 @@ def _general(
     capped = False
     t_hold = np.inf
 
+    bending = bool(bends.any())
     while len(pend_s) or any(len(o.pend) for o in struck):
         t_s = pairs.toi[pend_s]
         t_o = [o.toi[o.pend] for o in struck]
@@ -512,7 +513,7 @@ def _general(
         # An obstacle contact within rounding of a slide's earliest is at that instant too
         # (several faces met at a vertex): all of them are taken, and answered, at once.
         # (A rewind stops at the first: what it is a rounding short of, it never meets.)
-        instant = soonest + np.where(bends, _instant(paths), 0.0)
+        instant = soonest + np.where(bends, _instant(paths), 0.0) if bending else soonest
         first_o = [t <= instant[a] for a, t in zip(a_o, t_o)]
         free = pairs.free(
             soonest, still, rigid, a_s[first_s], b_s[first_s], *(a[f] for a, f in zip(a_o, first_o))
@@ -1061,8 +1062,6 @@ def _sphere_hits(paths: Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
 
 #: Turns of keeping clear of two moving surfaces met at one instant (see _respond).
 _CORNER_STEPS = 4
-#: How many of a body's last contacts in a pass are held (``Paths.held_n``).
-_RING = HELD
 #: ``Paths.held_by`` of a contact with a fixed surface.
 FIXED = -2
 
@@ -1121,9 +1120,6 @@ def _respond(
     sorted_group = group[order]
     rank = np.arange(len(group)) - np.searchsorted(sorted_group, sorted_group)
     slot = np.searchsorted(uniq, sorted_group)
-    latest = np.zeros_like(remaining)
-    latest_carry = np.zeros_like(remaining)
-    meant = remaining.copy()
     # This instant's contacts of each group, by rank (k, ranks, 3).
     ranks = int(rank.max()) + 1
     now_n = np.zeros((len(uniq), ranks, 3))
@@ -1140,16 +1136,16 @@ def _respond(
     # A growing slide keeps clear of what it touches: its motion away from each surface
     # must be at least what it still grows (nothing else: no growth, no push).
     grown = None if paths.grow is None else np.where(deflect, paths.growth_left(lead, t), 0.0)
-    for r in range(int(rank.max()) + 1):
-        rows = rank == r
-        s = slot[rows]
-        nrm = push[order][rows]
-        away = np.einsum("ij,ij->i", remaining[s] - carry[order][rows], nrm)
+    latest = np.zeros_like(remaining)
+    latest_carry = np.zeros_like(remaining)
+    for r in range(ranks):
+        s = np.flatnonzero(now_on[:, r])
+        nrm, by = now_n[s, r], now_carry[s, r]
+        away = np.einsum("ij,ij->i", remaining[s] - by, nrm)
         if grown is not None:
             away -= grown[s]
         remaining[s] -= nrm * np.minimum(away, 0.0)[:, None]
-        latest[s] = nrm
-        latest_carry[s] = carry[order][rows]
+        latest[s], latest_carry[s] = nrm, by
     # A slide meeting a fixed surface after others this pass: deflected from the motion it
     # meant to do (as Quake's slide move clips the original velocity by every plane it
     # touched): into a corner it goes into the corner, not back along the first wall. The
@@ -1170,31 +1166,25 @@ def _respond(
         prior = earlier & (paths.held_by[lead] == surface[:, None])
         alone = (surface >= 0) & ~(earlier & ~prior).any(axis=1)  # (a moving piece's)
         prior &= (all_fixed | alone)[:, None]
-        # Several at one instant (the faces round a vertex): the motion nearest the one
-        # meant that is clear of all of them, and of those held before where one alone
-        # would be clipped by them.
-        several = again & (ranks > 1) & (now_on.sum(axis=1) > 1)
-        if several.any():
-            g = np.flatnonzero(several)
-            by = carry[first_row[g]]
-            whole = paths.motion[lead[g]] * (1.0 - t[g])[:, None]
-            meant[g] = np.where(prior[g].any(axis=1)[:, None], whole, meant[g])
-            planes = np.concatenate([now_n[g], paths.held_n[lead[g]]], axis=1)
-            carries = np.concatenate([now_carry[g], paths.held_carry[lead[g]]], axis=1)
-            offsets = np.einsum("ikj,ikj->ik", planes, carries - by[:, None])
-            on = np.concatenate([now_on[g], prior[g]], axis=1)
-            clear = _nearest_clear(meant[g] - by, planes, offsets, on)
-            ok = _row_all(np.isfinite(clear))
-            remaining[g[ok]] = by[ok] + clear[ok]
-        again &= (np.bincount(slot, minlength=len(uniq)) == 1) & prior.any(axis=1)
+        # Several at one instant (the faces round a vertex), or one after that surface's
+        # earlier ones: the motion nearest the one meant clear of every one of them (each
+        # of this instant relative to its own carry, the earlier ones to the surface's).
+        again &= prior.any(axis=1) | (now_on.sum(axis=1) > 1)
     if again.any():
-        by = carry[first_row[again]]
-        remaining[again] = by + _clip_by_all(
-            paths.motion[lead[again]] * (1.0 - t[again])[:, None] - by,
-            latest[again],
-            paths.held_n[lead[again]],
-            prior[again],
+        g = np.flatnonzero(again)
+        by = carry[first_row[g]]
+        meant = np.where(
+            prior[g].any(axis=1)[:, None],
+            paths.motion[lead[g]] * (1.0 - t[g])[:, None],
+            paths.xe[lead[g]] - at_t[g],
         )
+        planes = np.concatenate([now_n[g], paths.held_n[lead[g]]], axis=1)
+        own = np.einsum("ikj,ikj->ik", now_n[g], now_carry[g] - by[:, None])
+        offsets = np.concatenate([own, np.zeros((len(g), HELD))], axis=1)
+        on = np.concatenate([now_on[g], prior[g]], axis=1)
+        clear = _nearest_clear(meant - by, planes, offsets, on)
+        ok = _row_all(np.isfinite(clear))
+        remaining[g[ok]] = by[ok] + clear[ok]
     # Deflected twice at one instant and sent back into the first surface: a wedge. Keep
     # only the motion along the crease of the two surfaces (parallel ones: none at all),
     # as a fluid pusher does, instead of bouncing between them until MAX_SLIDES.
@@ -1205,7 +1195,7 @@ def _respond(
         # Between surfaces that move: keep clear of all of them, by turns (each step only
         # adds motion away from one of them).
         slots = [
-            (paths.held_n[lead, j], paths.held_carry[lead, j], same[:, j]) for j in range(_RING)
+            (paths.held_n[lead, j], paths.held_carry[lead, j], same[:, j]) for j in range(HELD)
         ]
         slots.append((latest, latest_carry, held))
         for _ in range(_CORNER_STEPS):
@@ -1241,7 +1231,7 @@ def _respond(
     count = paths.held_count[members]
     for r in range(ranks):
         on = now_on[slot, r]
-        m, ring = members[on], (count[on] + r) % _RING
+        m, ring = members[on], (count[on] + r) % HELD
         paths.held_n[m, ring] = now_n[slot[on], r]
         paths.held_carry[m, ring] = now_carry[slot[on], r]
         paths.held_t[m, ring] = t_m[on]
@@ -1258,26 +1248,6 @@ def _respond(
         members, t_m, at_m, at_m + displacement[slot], None if ride is None else ride[slot]
     )
     return members
-
-
-def _clip_by_all(motion: Float, normal: Float, planes: Float, on: Bool) -> Float:
-    """(k, 3) ``motion`` with what goes into ``normal`` removed; if that goes into one of
-    the earlier ``planes`` (k, 3, 3) that are ``on`` (k, 3), only the motion along the
-    crease of the two; into two or more of them (a corner), none."""
-    out = motion - normal * np.minimum(np.einsum("ij,ij->i", motion, normal), 0.0)[:, None]
-    eps = DIST_REL_EPS * _length(motion)
-    into = on & (np.einsum("ikj,ij->ik", planes, out) < -eps[:, None])
-    count = into.sum(axis=1)
-    one = np.flatnonzero(count == 1)
-    if len(one):
-        other = planes[one, np.argmax(into[one], axis=1)]
-        along = unit(_cross(normal[one], other), np.zeros_like(other))
-        crease = along * np.einsum("ij,ij->i", motion[one], along)[:, None]
-        # The crease may still go into a third one: then a corner too.
-        third = on[one] & (np.einsum("ikj,ij->ik", planes[one], crease) < -eps[one, None])
-        out[one] = np.where(third.any(axis=1)[:, None], 0.0, crease)
-    out[count >= 2] = 0.0
-    return out
 
 
 class _Rigid:
