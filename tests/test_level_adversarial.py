@@ -1018,7 +1018,7 @@ def _slide_pressed_across(base, ccd, recorder, seed, moving, step, frames):
     pressed into it by 0.05, the terrain static or kinematic and moved by the game
     (0.0007, -0.0004, 0.0005) a frame: asserts every frame that the point is in front of
     the terrain (in its frame), or behind by no more than the slop and rounding, and at
-    the end that its events are balanced."""
+    the end that its events are balanced. Returns its last place in the terrain's frame."""
     render = base.render
     h, triangles = _rough_terrain(seed)
     ground = mesh_node(render, "ground", triangles)
@@ -1034,6 +1034,7 @@ def _slide_pressed_across(base, ccd, recorder, seed, moving, step, frames):
     names = recorder.names()
     assert names[0].startswith("ball-into-ground")
     assert all(fault.endswith(" left open") for fault in balanced(names)), balanced(names)
+    return end
 
 
 @pytest.mark.parametrize(
@@ -1044,16 +1045,19 @@ def test_a_point_slid_into_the_pits_of_a_rough_terrain_stays_in_front_of_every_f
 ):
     """The terrain of the tests above, static or kinematic and moved by the game (0.0007,
     -0.0004, 0.0005) a frame, and a slide point moved 0.02 a frame across it, pressed into
-    it by 0.05: it slides into pits, vertices that four to six faces share, and stays
-    there. Every frame the point is in front of the terrain (in its frame), or behind by
-    no more than the slop and rounding, and its events are balanced.
+    it by 0.05: it slides into a pit, a vertex that four to six faces share, and ends the
+    300 frames on it (in the terrain's frame). Every frame the point is in front of the
+    terrain (in its frame), or behind by no more than the slop and rounding, and its
+    events are balanced.
 
     In a pit the point met several faces at times a rounding apart. The solver took the
     earliest alone, and the point was left on the others with no distance to them, where
     a path out of the vertex under them is seen by none of them; its skin moved it off
     along the mean of their normals, which two like faces pulled off a third. It went
     through (5 to 29 below) on these seeds."""
-    _slide_pressed_across(base, ccd, recorder, seed, moving, 0.02, 300)
+    end = _slide_pressed_across(base, ccd, recorder, seed, moving, 0.02, 300)
+    # In a pit at the end: on a vertex of the grid, in the terrain's frame.
+    assert np.abs(end[:2] - np.round(end[:2])).max() < 1e-5, end
 
 
 @pytest.mark.parametrize("moving", ["wall", "ramp"])
