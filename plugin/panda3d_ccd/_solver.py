@@ -1166,25 +1166,41 @@ def _respond(
         prior = earlier & (paths.held_by[lead] == surface[:, None])
         alone = (surface >= 0) & ~(earlier & ~prior).any(axis=1)  # (a moving piece's)
         prior &= (all_fixed | alone)[:, None]
-        # Several at one instant (the faces round a vertex), or one after that surface's
-        # earlier ones: the motion nearest the one meant clear of every one of them (each
-        # of this instant relative to its own carry, the earlier ones to the surface's).
-        again &= prior.any(axis=1) | (now_on.sum(axis=1) > 1)
+        several = now_on.sum(axis=1) > 1
+        again &= prior.any(axis=1) | several
     if again.any():
-        g = np.flatnonzero(again)
-        by = carry[first_row[g]]
-        meant = np.where(
-            prior[g].any(axis=1)[:, None],
-            paths.motion[lead[g]] * (1.0 - t[g])[:, None],
-            paths.xe[lead[g]] - at_t[g],
-        )
-        planes = np.concatenate([now_n[g], paths.held_n[lead[g]]], axis=1)
-        own = np.einsum("ikj,ikj->ik", now_n[g], now_carry[g] - by[:, None])
-        offsets = np.concatenate([own, np.zeros((len(g), HELD))], axis=1)
-        on = np.concatenate([now_on[g], prior[g]], axis=1)
-        clear = _nearest_clear(meant - by, planes, offsets, on)
-        ok = _row_all(np.isfinite(clear))
-        remaining[g[ok]] = by[ok] + clear[ok]
+        # One contact after that surface's earlier ones: Quake's clip of the motion meant
+        # by the latest plane, then along the crease with one earlier plane it goes into,
+        # or none (most slides on a level: rolling on over a floor's faces).
+        g = np.flatnonzero(again & ~several)
+        if len(g):
+            by = carry[first_row[g]]
+            remaining[g] = by + _clip_by_all(
+                paths.motion[lead[g]] * (1.0 - t[g])[:, None] - by,
+                latest[g],
+                paths.held_n[lead[g]],
+                prior[g],
+            )
+        # Several at one instant (the faces round a vertex): a crease of two is not enough.
+        # The motion nearest the one meant clear of every one of them, and of that
+        # surface's earlier ones (each of this instant relative to its own carry, the
+        # earlier ones to the surface's); that meant is the original motion where there
+        # are earlier ones, else what the segment had left.
+        g = np.flatnonzero(again & several)
+        if len(g):
+            by = carry[first_row[g]]
+            meant = np.where(
+                prior[g].any(axis=1)[:, None],
+                paths.motion[lead[g]] * (1.0 - t[g])[:, None],
+                paths.xe[lead[g]] - at_t[g],
+            )
+            planes = np.concatenate([now_n[g], paths.held_n[lead[g]]], axis=1)
+            own = np.einsum("ikj,ikj->ik", now_n[g], now_carry[g] - by[:, None])
+            offsets = np.concatenate([own, np.zeros((len(g), HELD))], axis=1)
+            on = np.concatenate([now_on[g], prior[g]], axis=1)
+            clear = _nearest_clear(meant - by, planes, offsets, on)
+            ok = _row_all(np.isfinite(clear))
+            remaining[g[ok]] = by[ok] + clear[ok]
     # Deflected twice at one instant and sent back into the first surface: a wedge. Keep
     # only the motion along the crease of the two surfaces (parallel ones: none at all),
     # as a fluid pusher does, instead of bouncing between them until MAX_SLIDES.
@@ -1248,6 +1264,26 @@ def _respond(
         members, t_m, at_m, at_m + displacement[slot], None if ride is None else ride[slot]
     )
     return members
+
+
+def _clip_by_all(motion: Float, normal: Float, planes: Float, on: Bool) -> Float:
+    """(k, 3) ``motion`` with what goes into ``normal`` removed; if that goes into one of
+    the earlier ``planes`` (k, HELD, 3) that are ``on`` (k, HELD), only the motion along the
+    crease of the two; into two or more of them (a corner), none."""
+    out = motion - normal * np.minimum(np.einsum("ij,ij->i", motion, normal), 0.0)[:, None]
+    eps = DIST_REL_EPS * _length(motion)
+    into = on & (np.einsum("ikj,ij->ik", planes, out) < -eps[:, None])
+    count = into.sum(axis=1)
+    one = np.flatnonzero(count == 1)
+    if len(one):
+        other = planes[one, np.argmax(into[one], axis=1)]
+        along = unit(_cross(normal[one], other), np.zeros_like(other))
+        crease = along * np.einsum("ij,ij->i", motion[one], along)[:, None]
+        # The crease may still go into a third one: then a corner too.
+        third = on[one] & (np.einsum("ikj,ij->ik", planes[one], crease) < -eps[one, None])
+        out[one] = np.where(third.any(axis=1)[:, None], 0.0, crease)
+    out[count >= 2] = 0.0
+    return out
 
 
 class _Rigid:
