@@ -80,8 +80,9 @@ def test_a_small_call_of_each_level_kernel_stays_within_its_numpy_budget():
 
 
 def test_a_piece_table_sweeps_many_rows_as_it_sweeps_few(monkeypatch):
-    """Past _BOTH_AT_ONCE rows a piece table sweeps the slop-shrunk radius only for the
-    rows that hit at full radius; below it, every row at both radii in one call. The two
+    """A kind without a ``deep`` kernel: past _BOTH_AT_ONCE rows a piece table sweeps the
+    slop-shrunk radius only for the rows that hit at full radius; below it, every row at
+    both radii in one call. Triangles have one (both radii in one exact stage). The three
     must agree on every row: balls sinking into a floor by less than the slop (no
     contact), by more (a contact), and passing by."""
     rng = np.random.default_rng(3)
@@ -97,14 +98,18 @@ def test_a_piece_table_sweeps_many_rows_as_it_sweeps_few(monkeypatch):
     end = start + np.column_stack([rng.normal(0, 0.3, (n, 2)), -sink])
     r = np.full(n, 0.5)
 
-    def sweep(at_once):
+    spec = table.spec
+    assert spec.deep is not None
+
+    def sweep(at_once, deep):
         monkeypatch.setattr(_pieces, "_BOTH_AT_ONCE", at_once)
+        table.spec = spec._replace(deep=deep)
         return table._sweep(start, end, r, np.zeros(n), k, np.full((n, 8), np.nan))
 
-    t_one, extra_one = sweep(10**9)
-    t_two, extra_two = sweep(0)
-    assert t_one.tobytes() == t_two.tobytes()
-    np.testing.assert_array_equal(extra_one, extra_two)
+    t_one, extra_one = sweep(10**9, None)
+    for t_other, extra_other in (sweep(0, None), sweep(0, spec.deep)):
+        assert t_one.tobytes() == t_other.tobytes()
+        np.testing.assert_array_equal(extra_one, extra_other)
     hit_full = np.isfinite(table.spec.sweep(start, end, r, a[k], b[k], c[k]).t)
     assert (hit_full & ~np.isfinite(t_one)).sum() > 100  # shallow: the shrunk sweep decided
     assert np.isfinite(t_one).sum() > 100

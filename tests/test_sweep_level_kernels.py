@@ -666,6 +666,35 @@ def test_a_sphere_pressed_into_a_shared_edge_from_outside_is_stopped_at_once(fol
     assert np.all(np.minimum(t1, t2) == 0.0), np.flatnonzero(np.minimum(t1, t2) != 0.0)[:5]
 
 
+@pytest.mark.parametrize("block", [5, 16384], ids=["many-blocks", "one-block"])
+def test_the_deep_sweep_is_the_sweep_at_both_radii_bit_for_bit(block, monkeypatch):
+    """``_sweep_deep`` tests the rows its culls keep at the full and the shrunk radius in
+    one exact stage: it answers as two calls of ``_sweep`` do, row for row and bit for bit,
+    on folded pairs with their neighbours known (the sides), one- and two-sided, points and
+    spheres, radii shrunk by anything from nothing to all of them, in small blocks of the
+    cull (batched across blocks) or one."""
+    monkeypatch.setattr(tri_mod, "_BLOCK", block)
+    rng = np.random.default_rng(5)
+    n = 3000
+    first, second, c0, c1, *_ = shared_edges_pairs(rng, n, 20.0)
+    a, b, c = first
+    far = np.full((n, 3, 3), np.nan)
+    far[:, 0] = second[2]
+    sides = tri_mod.neighbour_sides(a, b, c, 0, far)
+    r = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.05, 3.0, n))
+    shrunk = r * np.where(rng.random(n) < 0.2, rng.choice([0.0, 1.0], n), rng.random(n))
+    two = rng.random(n) < 0.3
+    found, deep = tri_mod._sweep_deep(c0, c1, r, shrunk, a, b, c, two, sides)
+    whole = tri_mod._sweep(c0, c1, r, a, b, c, two, sides)
+    alone = tri_mod._sweep(c0, c1, shrunk, a, b, c, two, sides).t
+    for got, want in zip(found, whole):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(deep, alone)
+    # Not a vacuous match: many rows hit at both radii, and some only at the full one.
+    hit, deep_hit = np.isfinite(whole.t), np.isfinite(alone)
+    assert deep_hit.sum() > n // 4 and (hit & ~deep_hit).sum() > n // 100
+
+
 @pytest.mark.parametrize("size", [1.0, 8.0])
 def test_shared_edges_finds_the_seams_of_a_mesh_built_on_powers_of_two(size):
     """A grid mesh whose corners are round (0 to 20 cells of ``size``, so on 1, 2, 4 ... 128),
@@ -1135,9 +1164,10 @@ def test_a_few_rows_skipped_by_the_plane_cull_are_what_the_kernel_finds(seed, mo
     table = _pieces.Pieces(_pieces.TRIANGLE, (a, b, c, rng.random(8) < 0.3), np.ones(8, np.int64))
     few = _pieces._CULL_FIRST
     kernel_calls = []
-    sweep = table.spec.sweep
+    sweep, deep = table.spec.sweep, table.spec.deep
     table.spec = table.spec._replace(
-        sweep=lambda *args: kernel_calls.append(len(args[0])) or sweep(*args)
+        sweep=lambda *args: kernel_calls.append(len(args[0])) or sweep(*args),
+        deep=lambda *args: kernel_calls.append(len(args[0])) or deep(*args),
     )
     n = np.cross(b - a, c - a)
     n /= np.linalg.norm(n, axis=1)[:, None]

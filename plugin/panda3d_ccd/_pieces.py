@@ -67,6 +67,9 @@ class Kind(NamedTuple):
     #: ``cull(c0, c1, r, *geometry rows)`` -> (k,) bool, False only for rows whose
     #: ``sweep`` surely misses, as the kernel's own first cull finds them; None: none.
     cull: Callable[..., NDArray[np.bool_]] | None = None
+    #: ``deep(c0, c1, r, shrunk, *geometry rows)`` -> (``sweep`` at r, (k,) times at the
+    #: radii ``shrunk``) from one pass of the kernel's exact stage; None: two ``sweep`` calls.
+    deep: Callable[..., tuple[Sweep, Float]] | None = None
 
 
 def _triangle_bounds(a: Float, b: Float, c: Float, *_flags: NDArray) -> tuple[Float, Float]:
@@ -288,7 +291,7 @@ def _inv_closest(p: Float, center: Float, radius: Float) -> tuple[Float, Float]:
 
 KINDS = {
     TRIANGLE: Kind(TRIANGLE, "triangle", _tri._sweep, _triangle_bounds, _triangle_closest,
-                   _tri._point_data, _tri._point_hits, _tri._may_touch),
+                   _tri._point_data, _tri._point_hits, _tri._may_touch, _tri._sweep_deep),
     BOX: Kind(BOX, "box", _box._sweep, _box_bounds, _box_closest),
     CAPSULE: Kind(CAPSULE, "capsule", _capsule._sweep, _capsule_bounds, _capsule_closest),
     INV_SPHERE: Kind(INV_SPHERE, "inverse sphere", _inv._sweep, None, _inv_closest),
@@ -515,8 +518,9 @@ class Pieces:
                 geometry, reach = _grown_in_plane(geometry, r, dev, axis)
             c0 = _onto_front(c0, c1, geometry)
         # The rows at full radius, then at the radius less the slop (a row that misses at
-        # full radius misses at less). Few rows: both sweeps in one kernel call, whose
-        # cost is then mostly per call; many: the second only for the rows that hit.
+        # full radius misses at less). A kind with ``deep`` tests both in one exact stage
+        # (the rows its culls keep, twice). Else few rows: both sweeps in one kernel call,
+        # whose cost is then mostly per call; many: the second only for the rows that hit.
         sl = np.minimum(slop(c0, c1), 0.5 * reach)
         shrunk = np.maximum(reach - sl, 0.0)
         p = len(c0)
@@ -526,7 +530,10 @@ class Pieces:
         cull = self.spec.cull
         if p <= _CULL_FIRST and cull is not None and not cull(c0, c1, shrunk, *geometry).any():
             return np.full(p, np.inf), extra
-        if p <= _BOTH_AT_ONCE:
+        if self.spec.deep is not None:
+            found, deep_t = self.spec.deep(c0, c1, reach, shrunk, *geometry)
+            t = np.where(np.isfinite(deep_t), found.t, np.inf)
+        elif p <= _BOTH_AT_ONCE:
             both = self.spec.sweep(
                 np.concatenate([c0, c0]),
                 np.concatenate([c1, c1]),

@@ -140,6 +140,28 @@ def _sweep(
     :func:`neighbour_sides`), NaN where none. Where a sphere already within r of the
     triangle is nearest such an edge from the neighbour's side, the neighbour decides (see
     :func:`_exact`)."""
+    return _gathered(c0, c1, r, a, b, c, two_sided, sides, None)[0]
+
+
+def _sweep_deep(
+    c0: Float,
+    c1: Float,
+    r: Float,
+    shrunk: Float,
+    a: Float,
+    b: Float,
+    c: Float,
+    two_sided: ArrayLike = False,
+    sides: Float | None = None,
+) -> tuple[Sweep, Float]:
+    """:func:`_sweep` at radii r, and (k,) the times of impact at radii ``shrunk`` (each at
+    most its r), from one exact stage: the rows that survive the culls at r are tested at
+    both radii in one call (a row that misses at r misses at less), so the stage's fixed
+    cost, about a thousand numpy calls, is paid once."""
+    return _gathered(c0, c1, r, a, b, c, two_sided, sides, shrunk)
+
+
+def _gathered(c0, c1, r, a, b, c, two_sided, sides, shrunk) -> tuple[Sweep, Float | None]:
     k = len(c0)
     two = np.broadcast_to(np.asarray(two_sided, dtype=bool), (k,))
     t = np.full(k, np.inf)
@@ -147,13 +169,16 @@ def _sweep(
     normal = np.full((k, 3), np.nan)
     feature = np.full(k, -1, dtype=np.int8)
     index = np.full(k, -1, dtype=np.int64)
-    for rows, (tt, pp, nn, ff, ii) in _blocks(c0, c1, r, a, b, c, two, sides, True):
+    deep = None if shrunk is None else np.full(k, np.inf)
+    for rows, (tt, pp, nn, ff, ii, *td) in _blocks(c0, c1, r, a, b, c, two, sides, True, shrunk):
         t[rows] = tt
         point[rows] = pp.T
         normal[rows] = nn.T
         feature[rows] = ff
         index[rows] = ii
-    return Sweep(t, point, normal, feature, index)
+        if td:
+            deep[rows] = td[0]
+    return Sweep(t, point, normal, feature, index), deep
 
 
 def neighbour_sides(a: Float, b: Float, c: Float, _two: ArrayLike, across: Float) -> Float:
@@ -386,9 +411,10 @@ def _point_contacts(
     return Sweep(t, point, normal, np.full(h, FACE, np.int8), np.zeros(h, np.int64))
 
 
-def _blocks(c0, c1, r, a, b, c, two, sides, contacts):
+def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None):
     """Yield (rows, results of :func:`_exact`) for the rows that survive the culls, about
-    ``_BLOCK`` of them at a time.
+    ``_BLOCK`` of them at a time; with ``shrunk`` (k,) radii, the results then end with the
+    times at those radii, from the same call (the rows twice over, the second time shrunk).
 
     Each block of the input is turned into columns once, while it is in the cache; the
     culls run over those, and the survivors are gathered from them (several times faster
@@ -414,7 +440,18 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts):
                 np.concatenate(part, axis=-1) if len(batch) > 1 else part[0] for part in zip(*batch)
             )
             beside = None if sides is None else sides.take(rows, axis=0)
-            yield rows, _exact(*cols, rb, tb, beside, contacts)
+            if shrunk is None:
+                yield rows, _exact(*cols, rb, tb, beside, contacts)
+            else:
+                h = len(rows)
+                both = _exact(
+                    *(np.concatenate([x, x], axis=-1) for x in cols),
+                    np.concatenate([rb, shrunk[rows]]),
+                    np.concatenate([tb, tb]),
+                    None if beside is None else np.concatenate([beside, beside]),
+                    contacts,
+                )
+                yield rows, (*(x[..., :h] for x in both), both[0][h:])
             batch, batched = [], 0
 
 
