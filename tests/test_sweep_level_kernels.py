@@ -668,11 +668,12 @@ def test_a_sphere_pressed_into_a_shared_edge_from_outside_is_stopped_at_once(fol
 
 @pytest.mark.parametrize("block", [5, 16384], ids=["many-blocks", "one-block"])
 def test_the_deep_sweep_is_the_sweep_at_both_radii_bit_for_bit(block, monkeypatch):
-    """``_sweep_deep`` tests the rows its culls keep at the full and the shrunk radius in
-    one exact stage: it answers as two calls of ``_sweep`` do, row for row and bit for bit,
-    on folded pairs with their neighbours known (the sides), one- and two-sided, points and
-    spheres, radii shrunk by anything from nothing to all of them, in small blocks of the
-    cull (batched across blocks) or one."""
+    """``_sweep_deep`` culls at the shrunk radius and tests the rows it keeps at both radii
+    in one exact stage: it answers as two calls of ``_sweep`` do (the first's answer where
+    the second hits too, a miss elsewhere), row for row and bit for bit, on folded pairs
+    with their neighbours known (the sides), one- and two-sided, points and spheres, radii
+    shrunk by anything from nothing to all of them, in small blocks of the cull (batched
+    across blocks) or one."""
     monkeypatch.setattr(tri_mod, "_BLOCK", block)
     rng = np.random.default_rng(5)
     n = 3000
@@ -683,16 +684,33 @@ def test_the_deep_sweep_is_the_sweep_at_both_radii_bit_for_bit(block, monkeypatc
     sides = tri_mod.neighbour_sides(a, b, c, 0, far)
     r = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.05, 3.0, n))
     shrunk = r * np.where(rng.random(n) < 0.2, rng.choice([0.0, 1.0], n), rng.random(n))
+    # A third rolls over the face at about r and sinks into it, by less and more than a
+    # slop of 1e-4 r, never reaching the plane: the cull at the shrunk radius decides.
+    roll = slice(0, n // 3)
+    up = np.cross(b - a, c - a)[roll]
+    up /= np.linalg.norm(up, axis=1)[:, None]
+    w = rng.dirichlet(np.ones(3), n // 3)
+    on = w[:, :1] * a[roll] + w[:, 1:2] * b[roll] + w[:, 2:] * c[roll]
+    r[roll] = rng.uniform(0.2, 2.0, n // 3)
+    c0[roll] = on + (r[roll] * (1 + rng.choice([0.0, 1e-9, 1e-3], n // 3)))[:, None] * up
+    sink = r[roll] * rng.choice([0.0, 1e-6, 1e-3, 0.3], n // 3)
+    along = rng.normal(0, 1, (n // 3, 3))
+    along -= (along * up).sum(axis=1)[:, None] * up
+    c1[roll] = c0[roll] + along - sink[:, None] * up
+    shrunk[roll] = r[roll] * (1 - 1e-4)
     two = rng.random(n) < 0.3
-    found, deep = tri_mod._sweep_deep(c0, c1, r, shrunk, a, b, c, two, sides)
+    found = tri_mod._sweep_deep(c0, c1, r, shrunk, a, b, c, two, sides)
     whole = tri_mod._sweep(c0, c1, r, a, b, c, two, sides)
-    alone = tri_mod._sweep(c0, c1, shrunk, a, b, c, two, sides).t
-    for got, want in zip(found, whole):
+    deep = np.isfinite(tri_mod._sweep(c0, c1, shrunk, a, b, c, two, sides).t)
+    missed = tri_mod._sweep(c0, c1, r, a, b, c, two, sides)  # then cleared where not deep
+    missed.t[~deep], missed.point[~deep], missed.normal[~deep] = np.inf, np.nan, np.nan
+    missed.feature[~deep], missed.index[~deep] = -1, -1
+    for got, want in zip(found, missed):
         np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(deep, alone)
     # Not a vacuous match: many rows hit at both radii, and some only at the full one.
-    hit, deep_hit = np.isfinite(whole.t), np.isfinite(alone)
-    assert deep_hit.sum() > n // 4 and (hit & ~deep_hit).sum() > n // 100
+    hit = np.isfinite(whole.t)
+    assert deep.sum() > n // 4 and (hit & ~deep).sum() > n // 100
+    assert deep[roll].sum() > n // 30 and (hit & ~deep)[roll].sum() > n // 30
 
 
 @pytest.mark.parametrize("size", [1.0, 8.0])

@@ -67,9 +67,10 @@ class Kind(NamedTuple):
     #: ``cull(c0, c1, r, *geometry rows)`` -> (k,) bool, False only for rows whose
     #: ``sweep`` surely misses, as the kernel's own first cull finds them; None: none.
     cull: Callable[..., NDArray[np.bool_]] | None = None
-    #: ``deep(c0, c1, r, shrunk, *geometry rows)`` -> (``sweep`` at r, (k,) times at the
-    #: radii ``shrunk``) from one pass of the kernel's exact stage; None: two ``sweep`` calls.
-    deep: Callable[..., tuple[Sweep, Float]] | None = None
+    #: ``deep(c0, c1, r, shrunk, *geometry rows)`` -> ``sweep`` at r of the rows that touch
+    #: at the radii ``shrunk`` too, the rest missing (the slop rule in one kernel call);
+    #: None: ``sweep`` at both radii.
+    deep: Callable[..., Sweep] | None = None
 
 
 def _triangle_bounds(a: Float, b: Float, c: Float, *_flags: NDArray) -> tuple[Float, Float]:
@@ -519,7 +520,7 @@ class Pieces:
             c0 = _onto_front(c0, c1, geometry)
         # The rows at full radius, then at the radius less the slop (a row that misses at
         # full radius misses at less). A kind with ``deep`` tests both in one exact stage
-        # (the rows its culls keep, twice). Else few rows: both sweeps in one kernel call,
+        # (the rows its culls keep at the less, twice). Else few rows: both in one call,
         # whose cost is then mostly per call; many: the second only for the rows that hit.
         sl = np.minimum(slop(c0, c1), 0.5 * reach)
         shrunk = np.maximum(reach - sl, 0.0)
@@ -531,8 +532,8 @@ class Pieces:
         if p <= _CULL_FIRST and cull is not None and not cull(c0, c1, shrunk, *geometry).any():
             return np.full(p, np.inf), extra
         if self.spec.deep is not None:
-            found, deep_t = self.spec.deep(c0, c1, reach, shrunk, *geometry)
-            t = np.where(np.isfinite(deep_t), found.t, np.inf)
+            found = self.spec.deep(c0, c1, reach, shrunk, *geometry)
+            t = found.t
         elif p <= _BOTH_AT_ONCE:
             both = self.spec.sweep(
                 np.concatenate([c0, c0]),

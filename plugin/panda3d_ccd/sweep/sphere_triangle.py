@@ -140,7 +140,7 @@ def _sweep(
     :func:`neighbour_sides`), NaN where none. Where a sphere already within r of the
     triangle is nearest such an edge from the neighbour's side, the neighbour decides (see
     :func:`_exact`)."""
-    return _gathered(c0, c1, r, a, b, c, two_sided, sides, None)[0]
+    return _gathered(c0, c1, r, a, b, c, two_sided, sides, None)
 
 
 def _sweep_deep(
@@ -153,15 +153,16 @@ def _sweep_deep(
     c: Float,
     two_sided: ArrayLike = False,
     sides: Float | None = None,
-) -> tuple[Sweep, Float]:
-    """:func:`_sweep` at radii r, and (k,) the times of impact at radii ``shrunk`` (each at
-    most its r), from one exact stage: the rows that survive the culls at r are tested at
-    both radii in one call (a row that misses at r misses at less), so the stage's fixed
-    cost, about a thousand numpy calls, is paid once."""
+) -> Sweep:
+    """:func:`_sweep` at radii r of the rows that touch at radii ``shrunk`` too (each at
+    most its r); the rest miss. The culls run at ``shrunk`` (a row they clear there misses
+    there), and the rows they keep are tested at both radii in one exact stage, whose
+    fixed cost, about a thousand numpy calls, is then paid once: the slop rule of
+    :meth:`~panda3d_ccd._pieces.Pieces._sweep` at the cost of one call."""
     return _gathered(c0, c1, r, a, b, c, two_sided, sides, shrunk)
 
 
-def _gathered(c0, c1, r, a, b, c, two_sided, sides, shrunk) -> tuple[Sweep, Float | None]:
+def _gathered(c0, c1, r, a, b, c, two_sided, sides, shrunk) -> Sweep:
     k = len(c0)
     two = np.broadcast_to(np.asarray(two_sided, dtype=bool), (k,))
     t = np.full(k, np.inf)
@@ -169,16 +170,13 @@ def _gathered(c0, c1, r, a, b, c, two_sided, sides, shrunk) -> tuple[Sweep, Floa
     normal = np.full((k, 3), np.nan)
     feature = np.full(k, -1, dtype=np.int8)
     index = np.full(k, -1, dtype=np.int64)
-    deep = None if shrunk is None else np.full(k, np.inf)
-    for rows, (tt, pp, nn, ff, ii, *td) in _blocks(c0, c1, r, a, b, c, two, sides, True, shrunk):
+    for rows, (tt, pp, nn, ff, ii) in _blocks(c0, c1, r, a, b, c, two, sides, True, shrunk):
         t[rows] = tt
         point[rows] = pp.T
         normal[rows] = nn.T
         feature[rows] = ff
         index[rows] = ii
-        if td:
-            deep[rows] = td[0]
-    return Sweep(t, point, normal, feature, index), deep
+    return Sweep(t, point, normal, feature, index)
 
 
 def neighbour_sides(a: Float, b: Float, c: Float, _two: ArrayLike, across: Float) -> Float:
@@ -413,8 +411,8 @@ def _point_contacts(
 
 def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None):
     """Yield (rows, results of :func:`_exact`) for the rows that survive the culls, about
-    ``_BLOCK`` of them at a time; with ``shrunk`` (k,) radii, the results then end with the
-    times at those radii, from the same call (the rows twice over, the second time shrunk).
+    ``_BLOCK`` of them at a time; with ``shrunk`` (k,) radii, culled at those and tested at
+    both radii in one call (the rows twice over), for the rows that touch at both.
 
     Each block of the input is turned into columns once, while it is in the cache; the
     culls run over those, and the survivors are gathered from them (several times faster
@@ -428,10 +426,11 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None):
     for lo in range(0, len(c0), _BLOCK):
         cols = [F.columns(x[lo : lo + _BLOCK]) for x in (c0, c1, a, b, c)]
         rb, tb = r[lo : lo + _BLOCK], two[lo : lo + _BLOCK]
-        keep = np.flatnonzero(_cull_plane(*cols, rb, tb))
+        least = rb if shrunk is None else shrunk[lo : lo + _BLOCK]
+        keep = np.flatnonzero(_cull_plane(*cols, least, tb))
         cols = [F.take(x, keep) for x in cols]
-        rb, tb = rb[keep], tb[keep]
-        kept = np.flatnonzero(_cull_gathered(*cols, rb, tb))
+        rb, tb, least = rb[keep], tb[keep], least[keep]
+        kept = np.flatnonzero(_cull_gathered(*cols, least, tb))
         if len(kept):
             batch.append((keep[kept] + lo, *(F.take(x, kept) for x in cols), rb[kept], tb[kept]))
             batched += len(kept)
@@ -451,7 +450,8 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None):
                     None if beside is None else np.concatenate([beside, beside]),
                     contacts,
                 )
-                yield rows, (*(x[..., :h] for x in both), both[0][h:])
+                deep = np.flatnonzero(np.isfinite(both[0][h:]))  # (the first copies' rows)
+                yield rows[deep], tuple(x[..., deep] for x in both)
             batch, batched = [], 0
 
 
