@@ -131,6 +131,8 @@ def _sweep(
     c: Float,
     two_sided: ArrayLike = False,
     sides: Float | None = None,
+    *,
+    shrunk: Float | None = None,
 ) -> Sweep:
     """:func:`sphere_triangle_toi` of rows already checked and broadcast ((k, 3) float64,
     (k,) float64; ``two_sided`` a bool or (k,) bool), with where and how each touched.
@@ -139,30 +141,13 @@ def _sweep(
     polygon's fan diagonal, a seam of a mesh), the side the neighbour lies on (see
     :func:`neighbour_sides`), NaN where none. Where a sphere already within r of the
     triangle is nearest such an edge from the neighbour's side, the neighbour decides (see
-    :func:`_exact`)."""
-    return _gathered(c0, c1, r, a, b, c, two_sided, sides, None)
+    :func:`_exact`).
 
-
-def _sweep_deep(
-    c0: Float,
-    c1: Float,
-    r: Float,
-    shrunk: Float,
-    a: Float,
-    b: Float,
-    c: Float,
-    two_sided: ArrayLike = False,
-    sides: Float | None = None,
-) -> Sweep:
-    """:func:`_sweep` at radii r of the rows that touch at radii ``shrunk`` too (each at
-    most its r); the rest miss. The culls run at ``shrunk`` (a row they clear there misses
+    ``shrunk`` (k,): only the rows that touch at these radii too (each at most its r)
+    touch; the rest miss. The culls then run at ``shrunk`` (a row they clear there misses
     there), and the rows they keep are tested at both radii in one exact stage, whose
     fixed cost, about a thousand numpy calls, is then paid once: the slop rule of
     :meth:`~panda3d_ccd._pieces.Pieces._sweep` at the cost of one call."""
-    return _gathered(c0, c1, r, a, b, c, two_sided, sides, shrunk)
-
-
-def _gathered(c0, c1, r, a, b, c, two_sided, sides, shrunk) -> Sweep:
     k = len(c0)
     two = np.broadcast_to(np.asarray(two_sided, dtype=bool), (k,))
     t = np.full(k, np.inf)
@@ -177,6 +162,12 @@ def _gathered(c0, c1, r, a, b, c, two_sided, sides, shrunk) -> Sweep:
         feature[rows] = ff
         index[rows] = ii
     return Sweep(t, point, normal, feature, index)
+
+
+def _sweep_deep(c0: Float, c1: Float, r: Float, shrunk: Float, *triangles: ArrayLike) -> Sweep:
+    """:func:`_sweep` with ``shrunk`` (the table's ``deep`` entry: the slop rule in one
+    call), ``triangles`` its a, b, c, two_sided and sides."""
+    return _sweep(c0, c1, r, *triangles, shrunk=shrunk)
 
 
 def neighbour_sides(a: Float, b: Float, c: Float, _two: ArrayLike, across: Float) -> Float:
