@@ -15,7 +15,8 @@ from . import _frames
 from ._arrays import largest_abs as _largest_abs
 from ._arrays import length as _length
 from ._arrays import row_all as _row_all
-from ._tolerance import MAX_SUBSTEPS, SLOP_REL
+from ._arrays import row_max as _row_max
+from ._tolerance import DIST_REL_EPS, MAX_SUBSTEPS, SLOP_REL
 from .sweep._result import FACE
 
 Float = NDArray[np.float64]
@@ -339,6 +340,15 @@ class Paths:
         if self.grow is not None:
             still &= (self.grow == 0) | (self.t_stop < 1.0)
         return still
+
+    def instant(self, idx: Int | slice = slice(None)) -> Float:
+        """(k,) the time the current segments of bodies ``idx`` (default all) take to move
+        ``DIST_REL_EPS`` of their coordinates: contacts closer in time than that are at one
+        place, to rounding (a slide meets them at once)."""
+        span = np.maximum(1.0 - self.ts[idx], 1e-300)
+        speed = _length(self.xe[idx] - self.xs[idx]) / span
+        scale = DIST_REL_EPS * np.maximum(1.0, _row_max(np.abs(self.xe[idx])))
+        return np.where(speed > 0.0, scale / np.maximum(speed, 1e-300), 0.0)
 
     def stationary_of(self, idx: Int) -> Bool:
         still = _row_all(self.xs[idx] == self.xe[idx])

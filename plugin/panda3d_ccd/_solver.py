@@ -513,7 +513,7 @@ def _general(
         # An obstacle contact within rounding of a slide's earliest is at that instant too
         # (several faces met at a vertex): all of them are taken, and answered, at once.
         # (A rewind stops at the first: what it is a rounding short of, it never meets.)
-        instant = soonest + np.where(bends, _instant(paths), 0.0) if bending else soonest
+        instant = soonest + np.where(bends, paths.instant(), 0.0) if bending else soonest
         first_o = [t <= instant[a] for a, t in zip(a_o, t_o)]
         free = pairs.free(
             soonest, still, rigid, a_s[first_s], b_s[first_s], *(a[f] for a, f in zip(a_o, first_o))
@@ -593,15 +593,6 @@ def _general(
         capped=capped,
         squeezed=int(np.count_nonzero(paths.yielded)),
     )
-
-
-def _instant(paths: Paths) -> Float:
-    """(n,) the time each body's current segment takes to move ``DIST_REL_EPS`` of its
-    coordinates: contacts closer in time than that are at one place, to rounding."""
-    span = np.maximum(1.0 - paths.ts, 1e-300)
-    speed = _length(paths.xe - paths.xs) / span
-    scale = DIST_REL_EPS * np.maximum(1.0, _row_max(np.abs(paths.xe)))
-    return np.where(speed > 0.0, scale / np.maximum(speed, 1e-300), 0.0)
 
 
 def _reaches(
