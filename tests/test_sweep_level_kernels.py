@@ -712,6 +712,76 @@ def test_the_deep_sweep_is_the_sweep_at_both_radii_bit_for_bit(block, monkeypatc
     assert deep[roll].sum() > n // 30 and (hit & ~deep)[roll].sum() > n // 30
 
 
+@pytest.mark.parametrize("deep", [False, True], ids=["one-radius", "both-radii"])
+def test_a_grouped_sweep_is_exact_for_each_groups_first_contacts(deep):
+    """With ``first_of`` (the rows' groups, as a body's rows) and ``within``, the sweep is
+    exact, bit for bit and contacts included, for each group's earliest contacts and those
+    up to ``within`` later; every other row comes back later than that, as its true time
+    is. On folded pairs aimed at their shared edge, whose entries there are often the
+    neighbour's (the part of the exact stage a later row skips), rows rolling onto the face
+    and rows stopping short of a corner that touch at full radius only (the culls at the
+    less radius drop the first, keep the second), in groups of about four, with margins from none
+    to half the frame, at one radius or both (the slop rule: a row touches only where it
+    does at both, and only those can tell which rows are later)."""
+    rng = np.random.default_rng(11)
+    n = 3000
+    first, second, c0, c1, *_ = shared_edges_pairs(rng, n, 20.0)
+    a, b, c = first
+    far = np.full((n, 3, 3), np.nan)
+    far[:, 0] = second[2]
+    sides = tri_mod.neighbour_sides(a, b, c, 0, far)
+    r = rng.uniform(0.05, 3.0, n)
+    shrunk = r * rng.uniform(0.5, 1.0, n)
+    # A third roll over the face just above r, and sink by less than r less ``shrunk``
+    # (they touch at r, not at the slop rule's less) or more.
+    roll = slice(0, n // 3)
+    up = np.cross(b - a, c - a)[roll]
+    up /= np.linalg.norm(up, axis=1)[:, None]
+    w = rng.dirichlet(np.ones(3), n // 3)
+    on = w[:, :1] * a[roll] + w[:, 1:2] * b[roll] + w[:, 2:] * c[roll]
+    c0[roll] = on + (r[roll] * 1.001)[:, None] * up
+    along = rng.normal(0, 1, (n // 3, 3))
+    along -= (along * up).sum(axis=1)[:, None] * up
+    c1[roll] = c0[roll] + along - (r[roll] * rng.choice([0.01, 0.3], n // 3))[:, None] * up
+    shrunk[roll] = r[roll] * 0.9
+    # A sixth, of triangles without neighbours, come at corner a from outside, in the
+    # plane along the corner's outer bisector, and stop between the two radii: they touch
+    # it at r early in the frame, never at less, and the culls at less keep them.
+    skim = slice(n // 3, n // 2)
+    sides[skim] = np.nan
+    shrunk[skim] = 0.5 * r[skim]
+    out = -sum(u / np.linalg.norm(u, axis=1)[:, None] for u in (b - a, c - a))[skim]
+    out /= np.linalg.norm(out, axis=1)[:, None]
+    c1[skim] = a[skim] + (0.55 * r[skim])[:, None] * out
+    c0[skim] = c1[skim] + (0.5 * r[skim])[:, None] * out
+    two = rng.random(n) < 0.3
+    group = rng.integers(0, n // 4, n) * 7  # (sparse numbers: any ints name groups)
+    within = rng.choice([0.0, 1e-9, 0.01, 0.5], n // 4)[group // 7]  # a group's own
+    if deep:
+        want = tri_mod._sweep_deep(c0, c1, r, shrunk, a, b, c, two, sides)
+        got = tri_mod._sweep_deep(
+            c0, c1, r, shrunk, a, b, c, two, sides, first_of=group, within=within
+        )
+    else:
+        want = tri_mod._sweep(c0, c1, r, a, b, c, two, sides)
+        got = tri_mod._sweep(c0, c1, r, a, b, c, two, sides, first_of=group, within=within)
+    earliest = np.full(group.max() + 1, np.inf)
+    np.minimum.at(earliest, group, want.t)
+    soon = earliest[group] + within
+    exact = want.t <= soon
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g[exact], w[exact])
+    # The rest: later than their group's earliest by more than the margin, as they are.
+    assert np.all(got.t[~exact] > soon[~exact])
+    # Not vacuous: many groups touch, many rows are the earliest or near it, and many
+    # later rows were not asked about their neighbours (their times are not their own).
+    assert np.isfinite(earliest).sum() > n // 20 and exact.sum() > n // 10
+    assert (got.t[~exact] != want.t[~exact]).sum() > n // 50
+    if deep:  # (and many touch only at full radius, early, as a sure row would)
+        whole = tri_mod._sweep(c0, c1, r, a, b, c, two, sides).t[skim]
+        assert (whole < 0.2).sum() > n // 10 and not np.isfinite(want.t[skim]).any()
+
+
 @pytest.mark.parametrize("size", [1.0, 8.0])
 def test_shared_edges_finds_the_seams_of_a_mesh_built_on_powers_of_two(size):
     """A grid mesh whose corners are round (0 to 20 cells of ``size``, so on 1, 2, 4 ... 128),

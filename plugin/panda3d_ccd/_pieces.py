@@ -67,9 +67,11 @@ class Kind(NamedTuple):
     #: ``cull(c0, c1, r, *geometry rows)`` -> (k,) bool, False only for rows whose
     #: ``sweep`` surely misses, as the kernel's own first cull finds them; None: none.
     cull: Callable[..., NDArray[np.bool_]] | None = None
-    #: ``deep(c0, c1, r, shrunk, *geometry rows)`` -> ``sweep`` at r of the rows that touch
-    #: at the radii ``shrunk`` too, the rest missing (the slop rule in one kernel call);
-    #: None: ``sweep`` at both radii.
+    #: ``deep(c0, c1, r, shrunk, *geometry rows, first_of=None, within=None)`` -> ``sweep``
+    #: at r of the rows that touch at the radii ``shrunk`` too, the rest missing (the slop
+    #: rule in one kernel call); with ``first_of`` (k,) the rows' groups and ``within``
+    #: (k,), exact for each group's earliest contacts and those up to ``within`` later, the
+    #: others no earlier than that. None: ``sweep`` at both radii.
     deep: Callable[..., Sweep] | None = None
 
 
@@ -475,7 +477,11 @@ class Pieces:
         # Against rows still or only translating, a path is straight in their frames.
         if self.frames is None or self.frame is None or not self.turning[k].any():
             c0, c1 = self._local(i, k, start, paths.xs[i]), self._local(i, k, end, paths.xe[i])
-            t, extra = self._sweep(c0, c1, r, np.zeros(len(i)), k, extra)
+            # Only each body's earliest contacts matter, and those a slide meets at the
+            # same instant (Paths.instant; in the segment's time, twice over for rounding):
+            # a later time is never taken before the body's path changes and is retested.
+            within = 2.0 * paths.instant(i) / np.maximum(1.0 - start, 1e-300)
+            t, extra = self._sweep(c0, c1, r, np.zeros(len(i)), k, extra, first=(i, within))
             hit = np.isfinite(t)
             t = np.where(hit, start + np.where(hit, t, 0.0) * (1.0 - start), np.inf)
             riders = np.flatnonzero(paths.riding(i)) if paths.ride is not None else ()
@@ -506,12 +512,16 @@ class Pieces:
         k: Int,
         extra: Float,
         axis: Float | None = None,
+        first: tuple[Int, Float] | None = None,
     ) -> tuple[Float, Float]:
         """Local sweeps of rows k inflated by dev (strays across the local ``axis`` only,
         if given), with the slop rule: a contact that could never sink deeper than the slop
         (a ball rolling on float32 positions along a floor or across its seams) does not
         count. The distance to a convex piece is convex along a segment, so a sweep with
-        the radius shrunk by the slop finds a deeper overlap exactly where there is one."""
+        the radius shrunk by the slop finds a deeper overlap exactly where there is one.
+        ``first`` ((p,) the rows' bodies, (p,) times): only a body's earliest contacts,
+        and those up to that time later, need be exact; a later one may come back earlier
+        than it is, but never within that time of the earliest (a ``deep`` kind's)."""
         geometry = self.rows(k)
         reach = r + dev
         if self.shape == TRIANGLE:
@@ -532,7 +542,8 @@ class Pieces:
         if p <= _CULL_FIRST and cull is not None and not cull(c0, c1, shrunk, *geometry).any():
             return np.full(p, np.inf), extra
         if self.spec.deep is not None:
-            found = self.spec.deep(c0, c1, reach, shrunk, *geometry)
+            group = {} if first is None else dict(zip(("first_of", "within"), first))
+            found = self.spec.deep(c0, c1, reach, shrunk, *geometry, **group)
             t = found.t
         elif p <= _BOTH_AT_ONCE:
             both = self.spec.sweep(

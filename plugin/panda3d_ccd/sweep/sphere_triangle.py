@@ -29,6 +29,7 @@ array([0.5])
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -133,6 +134,8 @@ def _sweep(
     sides: Float | None = None,
     *,
     shrunk: Float | None = None,
+    first_of: NDArray[np.int64] | None = None,
+    within: Float | None = None,
 ) -> Sweep:
     """:func:`sphere_triangle_toi` of rows already checked and broadcast ((k, 3) float64,
     (k,) float64; ``two_sided`` a bool or (k,) bool), with where and how each touched.
@@ -147,7 +150,14 @@ def _sweep(
     touch; the rest miss. The culls then run at ``shrunk`` (a row they clear there misses
     there), and the rows they keep are tested at both radii in one exact stage, whose
     fixed cost, about a thousand numpy calls, is then paid once: the slop rule of
-    :meth:`~panda3d_ccd._pieces.Pieces._sweep` at the cost of one call."""
+    :meth:`~panda3d_ccd._pieces.Pieces._sweep` at the cost of one call.
+
+    ``first_of`` (k,) int and ``within`` (k,) float: the rows' groups (the rows of one
+    body) and how much later than a group's earliest contact another is at the same
+    instant. Then only a group's earliest contacts, and those within ``within`` of them,
+    are sure to be exact; every other row comes back no earlier than that either, but its
+    time may not be its own: a row whose first entry is later is not asked whether the
+    entry is its neighbour's (see :func:`_exact`), which could only make it later still."""
     k = len(c0)
     two = np.broadcast_to(np.asarray(two_sided, dtype=bool), (k,))
     t = np.full(k, np.inf)
@@ -155,7 +165,10 @@ def _sweep(
     normal = np.full((k, 3), np.nan)
     feature = np.full(k, -1, dtype=np.int8)
     index = np.full(k, -1, dtype=np.int64)
-    for rows, (tt, pp, nn, ff, ii) in _blocks(c0, c1, r, a, b, c, two, sides, True, shrunk):
+    if first_of is not None:
+        within = np.zeros(k) if within is None else within
+    first = None if first_of is None else _First(first_of, within, shrunk is not None)
+    for rows, (tt, pp, nn, ff, ii) in _blocks(c0, c1, r, a, b, c, two, sides, True, shrunk, first):
         t[rows] = tt
         point[rows] = pp.T
         normal[rows] = nn.T
@@ -164,10 +177,13 @@ def _sweep(
     return Sweep(t, point, normal, feature, index)
 
 
-def _sweep_deep(c0: Float, c1: Float, r: Float, shrunk: Float, *triangles: ArrayLike) -> Sweep:
+def _sweep_deep(
+    c0: Float, c1: Float, r: Float, shrunk: Float, *triangles: ArrayLike, **first: Any
+) -> Sweep:
     """:func:`_sweep` with ``shrunk`` (the table's ``deep`` entry: the slop rule in one
-    call), ``triangles`` its a, b, c, two_sided and sides."""
-    return _sweep(c0, c1, r, *triangles, shrunk=shrunk)
+    call), ``triangles`` its a, b, c, two_sided and sides, ``first`` its ``first_of`` and
+    ``within``."""
+    return _sweep(c0, c1, r, *triangles, shrunk=shrunk, **first)
 
 
 def neighbour_sides(a: Float, b: Float, c: Float, _two: ArrayLike, across: Float) -> Float:
@@ -400,10 +416,11 @@ def _point_contacts(
     return Sweep(t, point, normal, np.full(h, FACE, np.int8), np.zeros(h, np.int64))
 
 
-def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None):
+def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None, first=None):
     """Yield (rows, results of :func:`_exact`) for the rows that survive the culls, about
     ``_BLOCK`` of them at a time; with ``shrunk`` (k,) radii, culled at those and tested at
-    both radii in one call (the rows twice over), for the rows that touch at both.
+    both radii in one call (the rows twice over), for the rows that touch at both; with
+    ``first`` (a :class:`_First` of all the rows), exact where :func:`_sweep` says.
 
     Each block of the input is turned into columns once, while it is in the cache; the
     culls run over those, and the survivors are gathered from them (several times faster
@@ -430,8 +447,9 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None):
                 np.concatenate(part, axis=-1) if len(batch) > 1 else part[0] for part in zip(*batch)
             )
             beside = None if sides is None else sides.take(rows, axis=0)
+            mine = None if first is None else first.take(rows)
             if shrunk is None:
-                yield rows, _exact(*cols, rb, tb, beside, contacts)
+                yield rows, _exact(*cols, rb, tb, beside, contacts, mine)
             else:
                 h = len(rows)
                 both = _exact(
@@ -440,6 +458,7 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None):
                     np.concatenate([tb, tb]),
                     None if beside is None else np.concatenate([beside, beside]),
                     contacts,
+                    mine,
                 )
                 deep = np.flatnonzero(np.isfinite(both[0][h:]))  # (the first copies' rows)
                 yield rows[deep], tuple(x[..., deep] for x in both)
@@ -584,6 +603,7 @@ def _exact(
     two: Bool,
     sides: Float | None,
     contacts: bool = False,
+    first: _First | None = None,
 ) -> tuple:
     """The exact test on (3, k) columns of rows that survived the cull: ``(t,)``, or with
     ``contacts`` ``(t, point, normal, feature, index)`` with point and normal as columns.
@@ -599,7 +619,10 @@ def _exact(
     first entry on such an edge or a corner on it: the neighbour was within r first (see
     :class:`_Neighbours`). Beyond both sides' lines (outside a ridge's edge) both keep it.
     Of a flat surface's corner, the triangles on either side of each shared edge's line:
-    the one on the centre's side keeps its contact, so a corner is never lost."""
+    the one on the centre's side keeps its contact, so a corner is never lost.
+
+    With ``first`` (see :func:`_sweep`'s ``first_of``), a row whose first contact is later
+    than a sure one of its group is not asked about its neighbours."""
     k = len(r)
     w0 = c0 - a
     v = c1 - c0
@@ -695,16 +718,19 @@ def _exact(
         near_rate[rest[closer]] = rate_rest[closer]
         near.offer_rows(rest, near_rest)
         if sides is not None:
+            look, start = _looked(sides, rest, best, near, near_rate, r, m)
+            if first is not None and len(look):
+                # The neighbours can only move a contact later, or away: where a row's is
+                # later than a sure one of its group already, they need not be asked.
+                t, _inside = _times(near, near_rate, best, r, t_lo, closed, approach_eps, late)
+                asked = ~first.later(t, rest[look])[rest[look]]
+                look, start = look[asked], start[asked]
             late = _leave_to_neighbours(
-                sides, rest, tri, two, dn > approach_eps, pr, m, best, near, near_rate, r,
-                edge.dist, vertex.dist,
+                sides, rest, look, start, tri, two, dn > approach_eps, pr, m, best, near,
+                near_rate, r, edge.dist, vertex.dist,
             )  # fmt: skip
 
-    inside = near.t <= r
-    inside[late] = False  # their contact is later (see _leave_to_neighbours)
-    approaching = (near.t > 0) & (near_rate < -near.t * approach_eps)
-    t = np.where(inside, np.where(approaching, t_lo, np.inf), t_lo + best.t)
-    t[closed] = np.inf
+    t, inside = _times(near, near_rate, best, r, t_lo, closed, approach_eps, late)
     if not contacts:
         return (t,)
 
@@ -735,9 +761,77 @@ def _exact(
     return t, point, normal, feature, index
 
 
+def _times(
+    near: F.Best,
+    near_rate: Float,
+    best: F.Best,
+    r: Float,
+    t_lo: Float,
+    closed: Bool,
+    approach_eps: Float,
+    late: NDArray,
+) -> tuple[Float, Bool]:
+    """(k,) the rows' times of first contact (see :func:`_exact`), and whether each is
+    within r of its nearest feature where its window opens (``late``: rows whose contact
+    there is later after all, see :func:`_leave_to_neighbours`)."""
+    inside = near.t <= r
+    inside[late] = False
+    approaching = (near.t > 0) & (near_rate < -near.t * approach_eps)
+    t = np.where(inside, np.where(approaching, t_lo, np.inf), t_lo + best.t)
+    t[closed] = np.inf
+    return t, inside
+
+
+class _First(NamedTuple):
+    """Rows' groups and margins (see :func:`_sweep`'s ``first_of``). ``twins``: the exact
+    stage's rows are these twice over, at full radius and then shrunk (see
+    :func:`_blocks`), and a row touches only where both copies do."""
+
+    group: NDArray[np.int64]
+    within: Float
+    twins: bool
+
+    def take(self, rows: NDArray) -> _First:
+        return _First(self.group[rows], self.within[rows], self.twins)
+
+    def later(self, t: Float, unsure: NDArray) -> Bool:
+        """Of rows with times ``t`` (twice over with ``twins``), those later by more than
+        ``within`` than a sure time of their group: finite, of a row not in ``unsure`` (whose
+        time may yet move later), in both copies with ``twins``."""
+        sure = np.isfinite(t)
+        sure[unsure] = False
+        h = len(self.group)
+        if self.twins:
+            sure = sure[:h] & sure[h:]
+        if not sure.any():
+            return np.zeros(len(t), bool)
+        earliest = np.full(self.group.max() + 1, np.inf)
+        np.minimum.at(earliest, self.group[sure], t[:h][sure])
+        later = t[:h] > earliest[self.group] + self.within
+        return np.concatenate([later, later]) if self.twins else later
+
+
+def _looked(
+    sides: Float, rest: NDArray, best: F.Best, near: F.Best, near_rate: Float, r: Float,
+    m: F.Motion,
+) -> tuple[NDArray, Bool]:
+    """The ``rest`` rows (indices into them) :func:`_leave_to_neighbours` looks at: those
+    of triangles with a shared edge that would touch by an edge or a corner, a first entry
+    or a start within r of the nearest feature approaching it; and (l,) which are starts."""
+    entry = best.feature[rest] > FACE  # a first entry on an edge or a corner (-1: none)
+    nearest = near.t[rest]
+    start = (nearest <= r[rest]) & (nearest > 0)
+    start &= near_rate[rest] < -nearest * m.approach_eps
+    has = np.isfinite(sides[rest, :, 0]).any(axis=1)  # any edge shared
+    look = np.flatnonzero((entry | start) & has)
+    return look, start[look]
+
+
 def _leave_to_neighbours(
     sides: Float,
     rest: NDArray,
+    look: NDArray,
+    start: Bool,
     tri: _Triangles,
     two: Bool,
     away: Bool,
@@ -756,20 +850,15 @@ def _leave_to_neighbours(
     ``best`` becomes inf, a start within r of the nearest feature in ``near`` is no longer
     approaching (``near_rate`` 0). Where the centre then comes back over this triangle's
     side of the edge within r of it and approaching it, that is the contact, as a late
-    entry in ``best``: returns those rows (of all k) whose start was so moved. Only rows
-    that would touch by an edge or a corner are looked at."""
-    q = len(rest)
-    feature = best.feature[rest]
-    entry = feature > FACE  # a first entry on an edge or a corner (-1: none)
-    nearest = near.t[rest]
-    start = (nearest <= r[rest]) & (nearest > 0)
-    start &= near_rate[rest] < -nearest * m.approach_eps
-    has = np.isfinite(sides[rest, :, 0]).any(axis=1)  # any edge shared
-    look = np.flatnonzero((entry | start) & has)
+    entry in ``best``: returns those rows (of all k) whose start was so moved. Only the
+    rows ``look`` (of rest; ``start`` (l,) which are starts, see :func:`_looked`) that
+    would touch by an edge or a corner are looked at. A contact only ever moves later."""
     if not len(look):
         return look
+    q = len(rest)
     rows = rest[look]
-    entry, start = entry[look] & ~start[look], start[look]
+    feature = best.feature[rows]
+    entry = (feature > FACE) & ~start
     t, index = np.where(entry, best.t[rows], 0.0), best.index[rows]
     v = m.v[:, look]
     # Where the centre is when it touches: at the entry, or where the window opens.
@@ -786,12 +875,12 @@ def _leave_to_neighbours(
         cols = np.arange(len(look))
         own = side[index.clip(0, 2), cols]
         before = side[(index.clip(0, 2) + 2) % 3, cols]
-        gone = entry & (own | ((feature[look] == VERTEX) & before))
+        gone = entry & (own | ((feature == VERTEX) & before))
         best.t[rows[gone]] = np.inf
     if start.any():
         # The nearest point on a shared edge: within it, or at either of its ends.
         edges, corners = edge_dist.reshape(3, q)[:, look], vertex_dist.reshape(3, q)[:, look]
-        least = nearest[look]
+        least = near.t[rows]
         on = (edges <= least) | (corners <= least) | (corners[[1, 2, 0]] <= least)
         beyond = start & (side & on).any(axis=0)
         near_rate[rows[beyond]] = 0.0  # the neighbour's to decide: not approaching here
