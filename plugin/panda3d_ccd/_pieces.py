@@ -542,8 +542,10 @@ class Pieces:
         if p <= _CULL_FIRST and cull is not None and not cull(c0, c1, shrunk, *geometry).any():
             return np.full(p, np.inf), extra
         if self.spec.deep is not None:
-            group = {} if first is None else dict(zip(("first_of", "within"), first))
-            found = self.spec.deep(c0, c1, reach, shrunk, *geometry, **group)
+            first_of, within = (None, None) if first is None else first
+            found = self.spec.deep(
+                c0, c1, reach, shrunk, *geometry, first_of=first_of, within=within
+            )
             t = found.t
         elif p <= _BOTH_AT_ONCE:
             both = self.spec.sweep(

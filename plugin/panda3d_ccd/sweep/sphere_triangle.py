@@ -29,7 +29,7 @@ array([0.5])
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -178,12 +178,17 @@ def _sweep(
 
 
 def _sweep_deep(
-    c0: Float, c1: Float, r: Float, shrunk: Float, *triangles: ArrayLike, **first: Any
+    c0: Float,
+    c1: Float,
+    r: Float,
+    shrunk: Float,
+    *triangles: ArrayLike,
+    first_of: NDArray[np.int64] | None = None,
+    within: Float | None = None,
 ) -> Sweep:
     """:func:`_sweep` with ``shrunk`` (the table's ``deep`` entry: the slop rule in one
-    call), ``triangles`` its a, b, c, two_sided and sides, ``first`` its ``first_of`` and
-    ``within``."""
-    return _sweep(c0, c1, r, *triangles, shrunk=shrunk, **first)
+    call), ``triangles`` its a, b, c, two_sided and sides."""
+    return _sweep(c0, c1, r, *triangles, shrunk=shrunk, first_of=first_of, within=within)
 
 
 def neighbour_sides(a: Float, b: Float, c: Float, _two: ArrayLike, across: Float) -> Float:
