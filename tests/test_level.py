@@ -282,6 +282,58 @@ def test_a_ball_squeezed_between_a_lift_and_a_ceiling_ends_touching_the_lift(bas
     assert squeezed > 0
 
 
+@pytest.mark.parametrize("start", [(0.3, -0.2, 0.5), (-0.2, 0.3, 0.5)])
+def test_a_squeezed_ball_meets_its_later_contacts_at_their_exact_times(
+    base, make_ccd, monkeypatch, start
+):
+    """A ball a lift squeezes into a quad ceiling near the quad's fan diagonal yields to
+    the lift, and its contacts then change nothing: it goes on to its next contact on the
+    same path. The triangle table makes only a body's earliest contact exact (Pieces.toi)
+    and the solver asks again for the next: every pass's contacts and rounds are those of
+    a table whose every time is exact. (Found by review: without asking again, the next
+    was an edge contact that is the diagonal's other triangle's, or none at all.)"""
+    from panda3d_ccd import _pieces, _solver
+
+    sweep, solve = _pieces.Pieces._sweep, _solver.solve
+
+    def run(exact):
+        if exact:
+            monkeypatch.setattr(
+                _pieces.Pieces, "_sweep", lambda self, *a, first=None, **k: sweep(self, *a, **k)
+            )
+        passes = []
+        monkeypatch.setattr(
+            _solver, "solve", lambda *a, **k: passes.append(solve(*a, **k)) or passes[-1]
+        )
+        ccd = make_ccd()
+        root = base.render.attachNewNode("scene")
+        lift = cnode(root, "lift", CollisionBox(LPoint3(-2, -2, -1), LPoint3(2, 2, 0)))
+        ccd.add_collision_node(lift)
+        corners = (-5, -5, 2.2), (-5, 5, 2.2), (5, 5, 2.2), (5, -5, 2.2)
+        ceiling = cnode(root, "ceiling", quad(*corners))
+        ccd.add_collision_node(ceiling, static=True)
+        b = ball(ccd, root, "b", start)
+        ccd.step()
+        squeezed = 0
+        for k in range(1, 21):
+            lift.setZ(0.1 * k)
+            b.setX(b.getX() + 1e-3)
+            ccd.step()
+            squeezed += ccd.squeezed
+        root.removeNode()
+        monkeypatch.undo()
+        return passes, squeezed, b.getPos()
+
+    grouped, squeezed, end = run(exact=False)
+    exact, _squeezed, exact_end = run(exact=True)
+    assert squeezed > 0 and end == exact_end
+    assert len(grouped) == len(exact) > 10
+    for got, want in zip(grouped, exact):
+        assert got.rounds == want.rounds
+        for name, have, need in zip(got.hits._fields, got.hits, want.hits):
+            np.testing.assert_array_equal(have, need, err_msg=name)
+
+
 def test_a_kinematic_target_is_never_moved_and_stops_a_bullet(base, ccd, recorder):
     render = base.render
     target = cnode(render, "target", CollisionSphere(0, 0, 0, 1), pos=(10, 0, 0))

@@ -464,9 +464,12 @@ class Pieces:
         return self._index
 
     # ------------------------------------------------------------------ narrow phase
-    def toi(self, paths: Paths, i: Int, k: Int) -> tuple[Float, Float]:
+    def toi(self, paths: Paths, i: Int, k: Int, every: bool = False) -> tuple[Float, Float]:
         """Times of impact of bodies i with rows k on the bodies' current segments, and per
-        pair (p, 8) what the hit needs later: local point, local normal, feature, index."""
+        pair (p, 8) what the hit needs later: local point, local normal, feature, index.
+        Exact for each body's earliest contacts and those a slide meets at that instant;
+        a later one may come back earlier than it is, never that early (its time is not
+        taken before the body's path changes and it is asked again), unless ``every``."""
         extra = np.full((len(i), 8), np.nan)
         if len(i) == 0:
             return np.zeros(0), extra
@@ -477,11 +480,13 @@ class Pieces:
         # Against rows still or only translating, a path is straight in their frames.
         if self.frames is None or self.frame is None or not self.turning[k].any():
             c0, c1 = self._local(i, k, start, paths.xs[i]), self._local(i, k, end, paths.xe[i])
-            # Only each body's earliest contacts matter, and those a slide meets at the
-            # same instant (Paths.instant; in the segment's time, twice over for rounding):
-            # a later time is never taken before the body's path changes and is retested.
-            within = 2.0 * paths.instant(i) / np.maximum(1.0 - start, 1e-300)
-            t, extra = self._sweep(c0, c1, r, np.zeros(len(i)), k, extra, first=(i, within))
+            # Only each body's earliest contacts need be exact, and those a slide meets
+            # at the same instant (Paths.instant; in the segment's time, twice over for
+            # rounding): the solver asks again before it takes a later one.
+            first = None
+            if not every:
+                first = i, 2.0 * paths.instant(i) / np.maximum(1.0 - start, 1e-300)
+            t, extra = self._sweep(c0, c1, r, np.zeros(len(i)), k, extra, first=first)
             hit = np.isfinite(t)
             t = np.where(hit, start + np.where(hit, t, 0.0) * (1.0 - start), np.inf)
             riders = np.flatnonzero(paths.riding(i)) if paths.ride is not None else ()

@@ -574,6 +574,15 @@ def _general(
         pend_s = pend_s[np.isfinite(pairs.toi[pend_s])]
         for o in struck:
             o.retest(changed)
+        # A body whose contact changed nothing (squeezed, crushed, still) goes on along the
+        # same path to its next contact, whose time a table made exact only if it was the
+        # body's earliest (Pieces.toi): now it is.
+        quiet = np.zeros(n, bool)
+        quiet[body] = True
+        quiet[changed] = False
+        if quiet.any():
+            for o in struck:
+                o.settle(np.flatnonzero(quiet))
 
     solid_hits = _first_per_pair(concat_hits(hits))
     if capped:
@@ -760,6 +769,21 @@ class _ObstaclePairs:
         self.toi[taken] = np.inf
         extra = None if self.extra is None else self.extra[taken]
         return self.table.hits(self._paths, self.i[taken], self.k[taken], t, extra)
+
+    def settle(self, bodies: Int) -> None:
+        """Exact times for the pending pairs of ``bodies``, which go on along the paths
+        they had past a contact taken without a response: of a body's times only its
+        earliest was sure to be exact (see :meth:`~panda3d_ccd._pieces.Pieces.toi`), and
+        the next one is now its earliest."""
+        mine = self._by_body.pairs_of(bodies)
+        mine = mine[np.isfinite(self.toi[mine])]
+        if len(mine) == 0:
+            return
+        toi, extra = self.table.toi(self._paths, self.i[mine], self.k[mine], every=True)
+        self.toi[mine] = toi
+        if self.extra is not None:
+            self.extra[mine] = extra
+        self.pend = self.pend[np.isfinite(self.toi[self.pend])]
 
     def retest(self, changed: Int) -> None:
         """New times of impact for the pairs of bodies whose paths changed: of the bodies
