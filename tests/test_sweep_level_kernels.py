@@ -1257,7 +1257,7 @@ def test_a_few_rows_skipped_by_the_plane_cull_are_what_the_kernel_finds(seed, mo
     sweep, deep = table.spec.sweep, table.spec.deep
     table.spec = table.spec._replace(
         sweep=lambda *args: kernel_calls.append(len(args[0])) or sweep(*args),
-        deep=lambda *args: kernel_calls.append(len(args[0])) or deep(*args),
+        deep=lambda *args, **kw: kernel_calls.append(len(args[0])) or deep(*args, **kw),
     )
     n = np.cross(b - a, c - a)
     n /= np.linalg.norm(n, axis=1)[:, None]

@@ -112,9 +112,9 @@ class Planes:
             p0, p1, reach, nrm, off0, off1, from_mask, self.mask, moving, self.moving, scale
         )
 
-    def toi(self, paths: Paths, i: Int, k: Int, every: bool = True) -> tuple[Float, None]:
+    def toi(self, paths: Paths, i: Int, k: Int, every: bool = False) -> tuple[Float, None]:
         """Times of impact of spheres with (translating) planes on the current segments,
-        every pair's exact (``every``: as a table's ``toi`` is asked, always so here)."""
+        every pair's exact (``every``, which a table's ``toi`` takes, changes nothing here)."""
         if len(i) == 0:  # most scenes' rounds: no plane pair to retest
             return np.zeros(0), None
         off0, off1 = self.off0, self.off1
