@@ -504,3 +504,32 @@ def test_an_out_handler_of_a_dropped_node_may_destroy_the_component(
     base.taskMgr.step()
     assert balanced(recorder.names()) == []
     assert base.taskMgr.getTasksNamed("panda3d-ccd") == []
+
+
+def test_sub_steps_tile_the_rest_of_the_pass_with_no_empty_step():
+    """A pair whose segment starts on the sub-step grid (a stop at ``k / steps``, as a
+    contact at the end of a sub-step leaves it) got a first step of zero length where
+    ``start * steps`` rounds below ``k`` (15 / 22, 13 / 23, ... : 748 of the grid points of
+    up to 200 steps). There the pair's test has no contact, ``ta + inf * 0`` is nan, and
+    the nan won the pair's earliest over the real contact of a later step (found by the
+    level soak at other seeds, as numpy's warnings). Every step now has length, and the
+    steps run from the start to 1 without gaps."""
+    from panda3d_ccd._paths import sub_steps
+
+    starts, steps = [], []
+    for n in range(1, 200):
+        k = np.arange(n)
+        starts.append(k / n)
+        steps.append(np.full(n, n))
+    start, want = np.concatenate(starts), np.concatenate(steps)
+    # A stray that asks for ``want`` steps over the rest of the pass, at allowed = 1.
+    stray = ((want - 0.5) * (1.0 - start)) ** 2
+    pair, ta, tb = sub_steps(start, stray, np.ones(len(start)))
+    assert np.all(tb > ta), np.flatnonzero(tb <= ta)[:5]
+    first = np.r_[True, pair[1:] != pair[:-1]]
+    last = np.r_[pair[1:] != pair[:-1], True]
+    np.testing.assert_array_equal(ta[first], start)
+    assert np.all(tb[last] == 1.0)
+    assert np.all(ta[~first] == tb[np.flatnonzero(~first) - 1])
+    # Not vacuous: many starts are on the grid where the rounding bites.
+    assert (np.floor(start * want) < np.rint(start * want)).sum() > 500

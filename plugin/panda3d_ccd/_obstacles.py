@@ -40,6 +40,7 @@ from ._paths import (
     Paths,
     Segments,
     earliest_of,
+    in_step,
     pick,
     slop_of,
     sub_steps,
@@ -155,7 +156,7 @@ class Planes:
         c1 -= n * (paths.radius_at(ip, tb) - radius)[:, None]
         dev = paths.stray(ip, ta, tb) * across[pair]
         s, shallow = self._toi(c0, c1, radius + dev, kp, off_a)
-        return earliest_of(pair, np.where(shallow, np.inf, ta + s * (tb - ta)), len(i))
+        return earliest_of(pair, in_step(s, ta, tb, shallow), len(i))
 
     def first_toi(self, paths: Paths, i: Int, k: Int) -> tuple[Float, None]:
         """:meth:`toi` of bodies i on their whole straight paths (no segment begun yet),

@@ -457,12 +457,22 @@ def sub_steps(start: Float, stray: Float, allowed: Float) -> tuple[Int, Float, F
     steps = steps.astype(np.int64)
     # The first step of a pair starts at its segment's start.
     first = np.floor(start * steps).astype(np.int64)
+    # (On a grid point, start * steps can round below it: that step would be empty.)
+    first += (first + 1) / steps <= start
     count = np.maximum(steps - first, 1)
     pair = np.repeat(np.arange(len(start)), count)
     j = first[pair] + (np.arange(len(pair)) - np.repeat(np.cumsum(count) - count, count))
     ta = np.maximum(j / steps[pair], start[pair])
     tb = np.minimum((j + 1) / steps[pair], 1.0)
     return pair, ta, tb
+
+
+def in_step(s: Float, ta: Float, tb: Float, shallow: Bool | None = None) -> Float:
+    """Times in the pass of times ``s`` within sub-steps ta -> tb (inf: none; ``shallow``:
+    none either): inf where there is none, never nan (inf times a step of no length, the
+    pass's end, would be, and a nan would win the pair's :func:`earliest_of`)."""
+    hit = np.isfinite(s) if shallow is None else np.isfinite(s) & ~shallow
+    return np.where(hit, ta + np.where(hit, s, 0.0) * (tb - ta), np.inf)
 
 
 def earliest_of(pair: Int, t: Float, k: int) -> Float:

@@ -34,7 +34,7 @@ from ._arrays import length as _length
 from ._frames import Frames
 from ._index import StaticIndex, _padded
 from ._obstacles import Response
-from ._paths import Bool, Float, Hits, Int, Paths, Segments, pick, slop, sub_steps, unit
+from ._paths import Bool, Float, Hits, Int, Paths, Segments, in_step, pick, slop, sub_steps, unit
 from ._raygrid import RayGrid
 from ._tolerance import TURN_TOLERANCE, WELD_FOLDED, WELD_GAP, WELD_REL
 from .sweep import sphere_box as _box
@@ -630,7 +630,7 @@ class Pieces:
         s, found = self._sweep(
             ca, cb, r[pair], dev, k[pair], np.full((len(pair), 8), np.nan), axis
         )
-        t_rows = np.where(np.isfinite(s), ta + s * (tb - ta), np.inf)
+        t_rows = in_step(s, ta, tb)
         best = pick(pair, t_rows)  # the earliest step's contact of each pair
         t = np.full(len(i), np.inf)
         t[pair[best]] = t_rows[best]

@@ -59,6 +59,7 @@ from ._paths import (
     concat_hits,
     earliest_of,
     empty_hits,
+    in_step,
     pick,
     position,
     renumbered,
@@ -170,7 +171,7 @@ def _ridden_segment_toi(paths: Paths, radius: Float, i: Int, j: Int, start: Floa
     _into_frame(paths, same[pair], ip, jp, ta, a0, b0, a1, b1, tb)
     dev = np.where(same[pair], 0.0, paths.stray(ip, ta, tb) + paths.stray(jp, ta, tb))
     s, shallow = straight_pair_toi(a0, a1, ra[pair] + dev, b0, b1, rb[pair])
-    return earliest_of(pair, np.where(shallow, np.inf, ta + s * (tb - ta)), len(i))
+    return earliest_of(pair, in_step(s, ta, tb, shallow), len(i))
 
 
 def _into_frame(
