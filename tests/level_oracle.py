@@ -21,6 +21,11 @@ the path is read both ways (straight in the world, and straight between the same
 the piece's frame), and a tunnel counts only where both readings pass through the piece. A
 piece moves between Panda3D's transforms at the two ends, turning by slerp and its origin
 linearly (the motion the plugin documents), sampled in ``steps`` sub-steps.
+
+Where polygons share corners, Panda3D rebuilds each polygon's copy of a corner apart from
+the others', and the plugin welds the copies into one surface: a triangle's ``slack``
+(:meth:`Solid.with_shared_corners`) is how far another polygon's copy of one of its
+corners is, and adds to ``tol`` for that triangle.
 """
 
 from __future__ import annotations
@@ -231,6 +236,33 @@ class Solid:
     tri: tuple[np.ndarray, ...] = field(default_factory=lambda: _none(3) + (np.zeros(0, bool),))
     box: tuple[np.ndarray, ...] = field(default_factory=lambda: _none(2))
     cap: tuple[np.ndarray, ...] = field(default_factory=lambda: _none(2) + (np.zeros(0),))
+    #: (m,) per triangle, added to the tolerance: see :meth:`with_shared_corners`.
+    slack: np.ndarray | None = None
+
+    @staticmethod
+    def with_shared_corners(solids: list[Solid], key: np.ndarray) -> list[Solid]:
+        """The triangle ``solids`` with each triangle's ``slack``: the farthest any copy of
+        one of its corners (as Panda3D holds them) is from its own, where ``key`` (t, 3)
+        int names the corner each of the solids' t triangles' corners is a copy of (in
+        order, solid after solid)."""
+        corners = np.concatenate([np.stack(s.tri[:3], axis=1) for s in solids]).reshape(-1, 3)
+        key = key.reshape(-1)
+        order = np.argsort(key, kind="stable")
+        k, p = key[order], corners[order]
+        start = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        lo = np.minimum.reduceat(p, start, axis=0)
+        hi = np.maximum.reduceat(p, start, axis=0)
+        group = np.cumsum(np.r_[True, k[1:] != k[:-1]]) - 1
+        # The farthest another copy can be: within the box of all the copies.
+        far = np.zeros(len(p))
+        far[order] = np.linalg.norm(np.maximum(hi[group] - p, p - lo[group]), axis=1)
+        per_tri = far.reshape(-1, 3).max(axis=1)
+        out, at = [], 0
+        for s in solids:
+            m = len(s.tri[0])
+            out.append(Solid(s.name, s.tri, s.box, s.cap, per_tri[at : at + m]))
+            at += m
+        return out
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """(m, 3) lo and hi of every row: triangles, then boxes, then capsules."""
@@ -295,7 +327,8 @@ def check(
     segments = len(readings[0]) - 1
     lo_path = np.min([w.min(axis=0) for w in readings], axis=0)
     hi_path = np.max([w.max(axis=0) for w in readings], axis=0)
-    reach = (r + np.abs(tol))[:, None]
+    slack = np.zeros(len(solid.tri[0])) if solid.slack is None else solid.slack
+    reach = (r + np.abs(tol) + slack.max(initial=0.0))[:, None]
     lo, hi = solid.bounds()
     low, high = lo_path - reach, hi_path + reach
     near = np.all((low[:, None] <= hi[None]) & (high[:, None] >= lo[None]), axis=2)
@@ -311,7 +344,7 @@ def check(
     if sel.any():
         i_, row = i[sel], k[sel]
         a, b, c, two = (g[row] for g in solid.tri)
-        rb, tb = r[i_], tol[i_]
+        rb, tb = r[i_], tol[i_] + slack[row]
         d0, h0, _ = triangle_distance(ends[0, i_], a, b, c)
         d1, h1, _ = triangle_distance(ends[1, i_], a, b, c)
         side = np.where(two & (h0 < 0), -1.0, 1.0)

@@ -190,6 +190,32 @@ def test_the_oracle_finds_a_tunnel_and_an_overlap_and_passes_a_near_miss():
     assert [f[0] for f in found.overlaps + found.tunnels] == [0]
 
 
+def test_the_oracles_slack_is_the_farthest_copy_of_a_shared_corner():
+    """Two polygons share an edge whose corners Panda3D holds a little apart (one copy
+    raised 2e-4): each of the two triangles gets that as its slack, a third triangle
+    apart none. A body ending 1e-4 into the raised triangle is an overlap without the
+    slack and not with it; 1e-3 into it is one either way."""
+    lift = 2e-4
+    first = [(0, 0, 0), (1, 0, 0), (0, 1, 0)]
+    second = [(1, 0, lift), (1, 1, 0), (0, 1, 0)]  # its copy of (1, 0, 0), raised
+    apart = [(5, 5, 0), (6, 5, 0), (5, 6, 0)]
+    solid = solid_of([first, second, apart])
+    corners = np.stack(solid.tri[:3], axis=1)
+    key = np.rint(corners[..., 0] * 10 + corners[..., 1]).astype(int)
+    (slacked,) = level_oracle.Solid.with_shared_corners([solid], key)
+    np.testing.assert_allclose(slacked.slack, [lift, lift, 0.0], rtol=1e-12)
+    still = level_oracle.Frame.identity()
+    start = np.array([[0.8, 0.6, 1.0], [0.8, 0.6, 1.0]])  # over the raised triangle
+    top = lift * (1 - 0.6)  # its height there
+    end = np.array([[0.8, 0.6, 0.5 + top - 1e-4], [0.8, 0.6, 0.5 + top - 1e-3]])
+    knots = level_oracle.Knots.straight(start, end)
+    tol = np.full(2, 1e-6)
+    for held, overlaps in ((solid, [0, 1]), (slacked, [1])):
+        found = level_oracle.Findings()
+        level_oracle.check(held, knots, np.full(2, 0.5), tol, still, still, 1, found)
+        assert sorted({f[0] for f in found.overlaps}) == overlaps
+
+
 def quarter_turn(p):
     """Points turned 45 degrees about z (the frame ``quarter`` above)."""
     c, s = math.cos(math.pi / 4), math.sin(math.pi / 4)

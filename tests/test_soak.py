@@ -941,11 +941,16 @@ def static_level(rng, render, half):
     statics: list[level_oracle.Solid] = []
     cells = 40
     tris = terrain_triangles(cells, half)
+    keys = []
     for q in range(4):
         part = tris[(q // 2) * cells // 2 : (q // 2 + 1) * cells // 2]
         part = part[:, (q % 2) * cells // 2 : (q % 2 + 1) * cells // 2].reshape(-1, 3, 3)
         _, (a, b, c) = polygon_node(level, f"terrain{q}", part)
         statics.append(level_oracle.Solid(f"terrain{q}", tri=(a, b, c, np.zeros(len(a), bool))))
+        # Which grid point each corner is a copy of (Panda3D holds each polygon's apart).
+        grid = np.rint((np.stack([a, b, c], axis=1)[..., :2] + half) * cells / (2 * half))
+        keys.append(grid[..., 0] * (cells + 1) + grid[..., 1])
+    statics = level_oracle.Solid.with_shared_corners(statics, np.concatenate(keys).astype(int))
     heights = tris.reshape(-1, 3, 3)[:, :, 2]
     static_frames: list[level_oracle.Frame] = [level_oracle.Frame.identity()] * 4
     for k in range(8):  # boxes half sunk in the terrain, most of them turned
