@@ -666,6 +666,16 @@ def test_a_sphere_pressed_into_a_shared_edge_from_outside_is_stopped_at_once(fol
     assert np.all(np.minimum(t1, t2) == 0.0), np.flatnonzero(np.minimum(t1, t2) != 0.0)[:5]
 
 
+def _folded_pairs_with_sides(rng, n):
+    """n first triangles of :func:`shared_edges_pairs` (a, b, c), the paths aimed at their
+    shared edge (c0, c1), and the sides of their neighbours across it."""
+    first, second, c0, c1, *_ = shared_edges_pairs(rng, n, 20.0)
+    a, b, c = first
+    far = np.full((n, 3, 3), np.nan)
+    far[:, 0] = second[2]
+    return a, b, c, c0, c1, tri_mod.neighbour_sides(a, b, c, 0, far)
+
+
 @pytest.mark.parametrize("block", [5, 16384], ids=["many-blocks", "one-block"])
 def test_the_deep_sweep_is_the_sweep_at_both_radii_bit_for_bit(block, monkeypatch):
     """``_sweep_deep`` culls at the shrunk radius and tests the rows it keeps at both radii
@@ -677,11 +687,7 @@ def test_the_deep_sweep_is_the_sweep_at_both_radii_bit_for_bit(block, monkeypatc
     monkeypatch.setattr(tri_mod, "_BLOCK", block)
     rng = np.random.default_rng(5)
     n = 3000
-    first, second, c0, c1, *_ = shared_edges_pairs(rng, n, 20.0)
-    a, b, c = first
-    far = np.full((n, 3, 3), np.nan)
-    far[:, 0] = second[2]
-    sides = tri_mod.neighbour_sides(a, b, c, 0, far)
+    a, b, c, c0, c1, sides = _folded_pairs_with_sides(rng, n)
     r = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.05, 3.0, n))
     shrunk = r * np.where(rng.random(n) < 0.2, rng.choice([0.0, 1.0], n), rng.random(n))
     # A third rolls over the face at about r and sinks into it, by less and more than a
@@ -725,11 +731,7 @@ def test_a_grouped_sweep_is_exact_for_each_groups_first_contacts(deep):
     does at both, and only those can tell which rows are later)."""
     rng = np.random.default_rng(11)
     n = 3000
-    first, second, c0, c1, *_ = shared_edges_pairs(rng, n, 20.0)
-    a, b, c = first
-    far = np.full((n, 3, 3), np.nan)
-    far[:, 0] = second[2]
-    sides = tri_mod.neighbour_sides(a, b, c, 0, far)
+    a, b, c, c0, c1, sides = _folded_pairs_with_sides(rng, n)
     r = rng.uniform(0.05, 3.0, n)
     shrunk = r * rng.uniform(0.5, 1.0, n)
     # A third roll over the face just above r, and sink by less than r less ``shrunk``
