@@ -2501,3 +2501,51 @@ def test_a_turning_triangle_is_never_passed_closer_than_the_slop_by_the_true_pat
             at = int(round(t[k] * 4000))
             assert dist[at] <= r * (1 + 5 * TURN_TOLERANCE) + 2e-3, (k, dist[at])
     assert checked > n // 2 and np.isfinite(t).sum() > n // 4
+
+
+def test_a_skins_casts_see_each_moving_piece_from_where_it_carried_the_start():
+    """``_skin._casts`` against a table of two kinematic pieces (one rising by 1, one
+    still): each body's start is seen where each piece carried it, and only that piece's
+    polygons count from there. Body 0 starts 0.5 over the rising floor, which rises 1:
+    seen from where the floor carried its start (1.5 up), its end (0.9) is across it. Body
+    1 goes down through the still floor. Body 2, under the still floor, crosses it only
+    from where the rising piece would have carried its start, which is not that floor's:
+    no hit. The same hits as a cast a piece (the loop this was before)."""
+    from panda3d_ccd._frames import Frames
+    from panda3d_ccd._pieces import TRIANGLE, Pieces
+    from panda3d_ccd._skin import _casts, _world_of
+
+    # Two floors at local z = 0, front up: rows 0-1 on piece 0 (x 0..4), 2-3 on piece 1.
+    quads = [(0.0, 4.0), (10.0, 14.0)]
+    tris = []
+    for x0, x1 in quads:
+        a, b, c, d = (x0, 0, 0), (x1, 0, 0), (x1, 4, 0), (x0, 4, 0)
+        tris += [(a, b, c), (a, c, d)]
+    tris = np.array(tris, float)
+    one = np.array([[1.0, 0, 0, 0]] * 2)
+    frames = Frames(one, np.zeros((2, 3)), one, np.array([[0, 0, 1.0], [0, 0, 0]]))
+    table = Pieces(
+        TRIANGLE,
+        (tris[:, 0].copy(), tris[:, 1].copy(), tris[:, 2].copy(), np.zeros(4, bool)),
+        np.ones(4, np.int64),
+        frame=np.array([0, 0, 1, 1]),
+        frames=frames,
+    )
+    start = np.array([[1.0, 0.5, 0.5], [12.0, 0.5, 0.5], [12.0, 0.5, -0.8]])
+    end = np.array([[1.0, 0.5, 0.9], [12.0, 0.5, -0.5], [12.0, 0.5, -0.5]])
+    mask = np.ones(3, np.int64)
+    found = _casts(table, start, end, mask)
+    got = sorted(zip(found.query.tolist(), (table.frame[found.part]).tolist()))
+    assert got == [(0, 0), (1, 1)]
+    # The same as a cast a piece, each from the start that piece carried, kept to its rows.
+    want = []
+    for f in (0, 1):
+        seen = frames.carried(np.full(3, f), np.zeros(3), start)
+        each = _world_of(table).cast(seen, end, np.zeros(3), mask, False, exact=True)
+        keep = table.frame[each.part] == f
+        want += zip(each.query[keep].tolist(), each.part[keep].tolist())
+    assert sorted(zip(found.query.tolist(), found.part.tolist())) == sorted(want)
+    # (Body 2's cast from where piece 0 carried it does cross piece 1's floor.)
+    seen = frames.carried(np.zeros(1, np.int64), np.zeros(1), start[2:])
+    across = _world_of(table).cast(seen, end[2:], np.zeros(1), mask[2:], False, exact=True)
+    assert (table.frame[across.part] == 1).any()

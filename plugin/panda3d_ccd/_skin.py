@@ -5,16 +5,14 @@ This module never imports panda3d.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
 from . import _solver
-from ._arrays import largest_abs, length, unique
+from ._arrays import isin_sorted, largest_abs, length, unique
 from ._paths import Float, Hits, Int, unit
 from ._pieces import TRIANGLE, Pieces
-from ._queries import PieceRows, World
+from ._queries import Found, PieceRows, World
 from ._tolerance import SKIN_REL
 
 
@@ -110,7 +108,13 @@ def off_polygons(
     )[:, None]
     # The polygons each body touched are not looked at again: one that moved toward it this
     # frame (a lift rising under it) stands between its start and its end.
-    touched = set(zip(a[rows].tolist(), hits.kind[rows].tolist(), hits.b[rows].tolist()))
+    kinds = 1 + max(table.kind for table in tables)
+    size = 1 + max(len(table) for table in tables)
+
+    def key(body: Int, kind: Int | int, row: Int) -> Int:
+        return (body * kinds + kind) * size + row
+
+    touched = unique(key(a[rows], hits.kind[rows], hits.b[rows]))
     placed = np.zeros(len(bodies), bool)
     q = np.flatnonzero(live)
     for _ in range(_TRIES):
@@ -119,17 +123,16 @@ def off_polygons(
         placed[q] = True
         for table in tables:
             who = bodies[q]
-            for found in _casts(table, start[who], moved[q], from_mask[who]):
-                across = q[found.query]
-                rows_met = zip(bodies[across].tolist(), found.part.tolist())
-                new = np.array([(b, table.kind, r) not in touched for b, r in rows_met], bool)
-                across = across[new]
-                placed[across] = False
-                np.add.at(away, across, found.normal[new])
-                np.add.at(count, across, 1.0)
-                owner = np.concatenate([owner, across])
-                normals = np.concatenate([normals, found.normal[new]])
-                back[across] = False
+            found = _casts(table, start[who], moved[q], from_mask[who])
+            across = q[found.query]
+            new = ~isin_sorted(key(bodies[across], table.kind, found.part), touched)
+            across = across[new]
+            placed[across] = False
+            np.add.at(away, across, found.normal[new])
+            np.add.at(count, across, 1.0)
+            owner = np.concatenate([owner, across])
+            normals = np.concatenate([normals, found.normal[new]])
+            back[across] = False
         live &= back | (length(away) > _LEAST_MEAN * count)
         q = np.flatnonzero(live & ~placed)
         if not len(q):
@@ -139,23 +142,24 @@ def off_polygons(
     return bodies[clear], moved[clear]
 
 
-def _casts(table: Pieces, start: Float, end: Float, from_mask: Int) -> list[Any]:
+def _casts(table: Pieces, start: Float, end: Float, from_mask: Int) -> Found:
     """The polygons of ``table`` that casts from ``start`` (where the bodies began the
-    pass) to ``end`` (k, 3) cross. A kinematic piece moved during the pass: the body's
-    start is seen where the piece has carried it (its place in the piece's own frame at
-    the start of the pass), one cast for each frame, keeping that frame's polygons."""
-    zero = np.zeros(len(start))
+    pass) to ``end`` (k, 3) cross (``query``: which body). A kinematic piece moved during
+    the pass: the body's start is seen where the piece has carried it (its place in the
+    piece's own frame at the start of the pass), one cast for each body and frame (all in
+    one call), keeping that frame's polygons."""
     frames = table.frames if table.frame is not None else None
     if frames is None or not frames.moving.any():
-        return [_world_of(table).cast(start, end, zero, from_mask, False, exact=True)]
-    out = []
-    for f in unique(table.frame).tolist():
-        fs = np.full(len(start), f)
-        seen = frames.carried(fs, zero, start)
-        found = _world_of(table).cast(seen, end, zero, from_mask, False, exact=True)
-        mine = table.frame[found.part] == f
-        out.append(found._replace(**{name: col[mine] for name, col in found._asdict().items()}))
-    return out
+        zero = np.zeros(len(start))
+        return _world_of(table).cast(start, end, zero, from_mask, False, exact=True)
+    each = unique(table.frame)
+    body = np.repeat(np.arange(len(start)), len(each))
+    frame = np.tile(each, len(start))
+    zero = np.zeros(len(body))
+    seen = frames.carried(frame, zero, start[body])
+    found = _world_of(table).cast(seen, end[body], zero, from_mask[body], False, exact=True)
+    found = Found(*(col[table.frame[found.part] == frame[found.query]] for col in found))
+    return found._replace(query=body[found.query])
 
 
 def _world_of(table: Pieces) -> World:

@@ -165,9 +165,9 @@ def _sweep(
     normal = np.full((k, 3), np.nan)
     feature = np.full(k, -1, dtype=np.int8)
     index = np.full(k, -1, dtype=np.int64)
+    first = None
     if first_of is not None:
-        within = np.zeros(k) if within is None else within
-    first = None if first_of is None else _First(first_of, within, shrunk is not None)
+        first = _First(first_of, np.zeros(k) if within is None else within, shrunk is not None)
     for rows, (tt, pp, nn, ff, ii) in _blocks(c0, c1, r, a, b, c, two, sides, True, shrunk, first):
         t[rows] = tt
         point[rows] = pp.T
