@@ -316,7 +316,7 @@ def test_a_bodys_later_contacts_left_inexact_change_no_answer(response, monkeypa
 
     monkeypatch.setattr(tri_mod._First, "later", counted)
 
-    def run(exact: bool) -> list[np.ndarray]:
+    def run(exact: bool) -> tuple[list[np.ndarray], list[list[tuple]]]:
         if exact:
             monkeypatch.setattr(
                 pieces.Pieces, "_sweep", lambda self, *a, first=None, **k: sweep(self, *a, **k)
@@ -326,19 +326,27 @@ def test_a_bodys_later_contacts_left_inexact_change_no_answer(response, monkeypa
         spheres = _Spheres.build(render, motion.start[0])
         PandaNode.resetAllPrevTransform()
         plugin = _Plugin(spheres, build.root, response)
-        ends = []
+        ends, contacts = [], []
         for k in range(1, 5):
             spheres.move(motion.frame(k)[1])
             plugin.run()
             ends.append(spheres.read())
+            contacts.append([
+                (c.getFromNodePath().getName(), c.getIntoNodePath().getName(), c.t,
+                 tuple(c.getSurfacePoint(render)), tuple(c.getSurfaceNormal(render)))
+                for c in plugin.ccd.contacts
+            ])  # fmt: skip
         plugin.close()
         spheres.remove()
         build.root.detachNode()
-        return ends
+        return ends, contacts
 
-    grouped = run(exact=False)
+    grouped, touched = run(exact=False)
     assert sum(skipped) > 1000  # (rows not asked about their neighbours)
-    for got, want in zip(grouped, run(exact=True)):
+    ends, contacts = run(exact=True)
+    for got, want in zip(grouped, ends):
         np.testing.assert_array_equal(got, want)
+    # And every contact, its time, point and normal, in the same order.
+    assert touched == contacts and sum(map(len, contacts)) > 100
     # Not vacuous: many spheres were stopped or turned by the level.
     assert (np.abs(grouped[-1] - motion.frame(4)[1]).max(axis=1) > 1e-3).sum() > 50
