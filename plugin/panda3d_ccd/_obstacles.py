@@ -76,6 +76,8 @@ class Planes:
     offsets ``off0`` at the start of the frame and ``off1`` at the end."""
 
     kind = PLANE
+    #: Every pair's time of impact is exact (see ``Pieces.earliest_only``).
+    earliest_only = False
 
     def __init__(
         self,

@@ -341,13 +341,16 @@ class Paths:
             still &= (self.grow == 0) | (self.t_stop < 1.0)
         return still
 
-    def instant(self, idx: Int | slice = slice(None)) -> Float:
+    def instant(self, idx: Int | None = None) -> Float:
         """(k,) the time the current segments of bodies ``idx`` (default all) take to move
         ``DIST_REL_EPS`` of their coordinates: contacts closer in time than that are at one
         place, to rounding (a slide meets them at once)."""
-        span = np.maximum(1.0 - self.ts[idx], 1e-300)
-        speed = _length(self.xe[idx] - self.xs[idx]) / span
-        scale = DIST_REL_EPS * np.maximum(1.0, _row_max(np.abs(self.xe[idx])))
+        ts, xs, xe = self.ts, self.xs, self.xe
+        if idx is not None:
+            ts, xs, xe = ts[idx], xs[idx], xe[idx]
+        span = np.maximum(1.0 - ts, 1e-300)
+        speed = _length(xe - xs) / span
+        scale = DIST_REL_EPS * np.maximum(1.0, _row_max(np.abs(xe)))
         return np.where(speed > 0.0, scale / np.maximum(speed, 1e-300), 0.0)
 
     def stationary_of(self, idx: Int) -> Bool:

@@ -350,6 +350,12 @@ class Pieces:
         self.skin_world: Any = None
         self.set_frames(frames)
 
+    @property
+    def earliest_only(self) -> bool:
+        """Whether :meth:`toi` is exact only for each body's earliest contacts (a kind
+        with ``deep``: triangles), so that the solver must ask again for a body's next."""
+        return self.spec.deep is not None
+
     def __len__(self) -> int:
         return len(self.mask)
 

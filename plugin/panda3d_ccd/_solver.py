@@ -578,11 +578,13 @@ def _general(
         # A body whose contact changed nothing (squeezed, crushed, still) goes on along the
         # same path to its next contact, whose time a table made exact only if it was the
         # body's earliest (Pieces.toi): now it is.
-        quiet = np.zeros(n, bool)
-        quiet[body] = True
-        quiet[changed] = False
-        if quiet.any():
-            for o in struck:
+        # (_respond changes every body it answers: those are the ones kept out of it.)
+        settling = [o for o in struck if o.table.earliest_only]
+        if settling and not keep.all():
+            quiet = np.zeros(n, bool)
+            quiet[body[~keep]] = True
+            quiet[changed] = False
+            for o in settling:
                 o.settle(np.flatnonzero(quiet))
 
     solid_hits = _first_per_pair(concat_hits(hits))
