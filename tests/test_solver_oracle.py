@@ -426,6 +426,63 @@ def test_a_batch_of_small_lattice_scenes_matches_the_serial_solver():
         lattice_check(lattice_scene(rng), [0.0, 1.0, -2.0][k % 3])
 
 
+
+# ------------------------------------------------------------- the change bound itself
+def minimax_change(n, i, j, earliest, first, still, group):
+    """The earliest moment each body can change, by Dijkstra on bottleneck paths: a body
+    changes at its own earliest contact, or once a neighbour has changed and the pair's
+    bound has passed; the members of a rigid group change together. Still bodies never
+    change, nor pass a change on."""
+    import heapq
+
+    links = [[] for _ in range(n)]
+    for a, b, e in zip(i.tolist(), j.tolist(), earliest.tolist()):
+        if not (still[a] or still[b]) and np.isfinite(e):
+            links[a].append((b, e))
+            links[b].append((a, e))
+    if group is not None:
+        for a in range(n):
+            links[a] += [(b, -np.inf) for b in np.flatnonzero(group == group[a]) if b != a]
+    change = np.where(still, np.inf, first)
+    heap = [(c, b) for b, c in enumerate(change.tolist()) if np.isfinite(c)]
+    heapq.heapify(heap)
+    while heap:
+        c, a = heapq.heappop(heap)
+        if c > change[a]:
+            continue
+        for b, e in links[a]:
+            if max(c, e) < change[b]:
+                change[b] = max(c, e)
+                heapq.heappush(heap, (change[b], b))
+    return change
+
+
+def test_the_change_bound_is_the_bottleneck_path_fixpoint():
+    # Random pair graphs: chains long enough that a change crosses many pairs (a crowd
+    # pushed along), ties, infinite and zero bounds, still bodies and rigid groups. A
+    # body is blocked exactly where something can change it before its earliest contact.
+    rng = np.random.default_rng(35)
+    blocked_somewhere = 0
+    for k in range(400):
+        n = int(rng.integers(1, 60))
+        m = int(rng.integers(0, 3 * n))
+        i, j = rng.integers(0, n, m), rng.integers(0, n, m)
+        if k % 4 == 0:  # a chain: a change travels the whole of it
+            i, j = np.arange(n - 1), np.arange(1, n)
+        keep = i != j
+        i, j = i[keep], j[keep]
+        earliest = rng.choice([0.0, 0.25, 0.5, 1.0, np.inf], len(i)) * rng.uniform(0.5, 1, len(i))
+        first = np.where(rng.random(n) < 0.3, np.inf, rng.choice([0.1, 0.3, 0.6, 0.9], n))
+        still = rng.random(n) < 0.15
+        group = rng.integers(0, max(n // 2, 1), n) if k % 3 == 0 else None
+        rigid = _solver._Rigid(n, group)
+        first = rigid.spread_min(first)  # (as the solver hands it over: a group's earliest)
+        got = _solver._blocked(i, j, np.zeros(len(i)), first, still, earliest, rigid)
+        change = minimax_change(n, i, j, earliest, first, still, group)
+        np.testing.assert_array_equal(got, ~still & (change < first), err_msg=f"graph {k}")
+        blocked_somewhere += int(got.any())
+    assert blocked_somewhere > 100  # the graphs do block bodies, through many pairs
+
 # ------------------------------------------------------------------ slides: invariants
 def slide_scene(rng, bodies, half, speeds, groups=True):
     size = rng.integers(1, 4 if groups else 2, bodies)

@@ -1043,21 +1043,28 @@ def _blocked(
     Still bodies never change, so they neither block nor are blocked.
     """
     live = ~still[i] & ~still[j] & np.isfinite(earliest)
-    i, j, earliest = i[live], j[live], earliest[live]
     change = np.where(still, np.inf, first)
-    # Bellman-Ford on a work list: only pairs next to a body whose bound just fell.
-    adjacency = _Adjacency(len(first), i, j)
-    frontier = np.arange(len(i))
-    while len(frontier):
-        a, b, e = i[frontier], j[frontier], earliest[frontier]
+    if not live.any():
+        return np.zeros(len(first), bool)
+    # Each pair both ways (from c to b), grouped by b: a sweep over every pair is then one
+    # gather and one segmented minimum (in a crowd the fixpoint takes some thirty sweeps,
+    # and a work list's bookkeeping cost more than the sweeps it saved).
+    i, j, earliest = i[live], j[live], earliest[live]
+    to = np.concatenate([j, i])
+    order = np.argsort(to, kind="stable")
+    to = to[order]
+    src = np.concatenate([i, j])[order]
+    bound = np.concatenate([earliest, earliest])[order]
+    starts = np.flatnonzero(np.concatenate([[True], to[1:] != to[:-1]]))
+    body = to[starts]
+    while True:
         lowered = change.copy()
-        np.minimum.at(lowered, a, np.maximum(e, change[b]))
-        np.minimum.at(lowered, b, np.maximum(e, change[a]))
+        reached = np.minimum.reduceat(np.maximum(bound, change[src]), starts)
+        lowered[body] = np.minimum(change[body], reached)
         lowered = rigid.spread_min(lowered)
-        fell = np.flatnonzero(lowered < change)
+        if not (lowered < change).any():
+            return ~still & (change < first)
         change = lowered
-        frontier = adjacency.pairs_of(fell) if len(fell) else fell
-    return ~still & (change < first)
 
 
 def _sphere_hits(paths: Paths, radius: Float, a: Int, b: Int, t: Float) -> Hits:
