@@ -855,6 +855,9 @@ class _PairSet:
         # Bounds use the frame's original paths, which every response stays within.
         self._bound_args = (paths.xs.copy(), paths.xe.copy(), radius, slide, reach)
         self._earliest: Float | None = None
+        # The change bound's pairs, with bounds 0 and with the real ones (see free).
+        self._crude: _ChangeGraph | None = None
+        self._graph: _ChangeGraph | None = None
         if len(i) > _LAZY_PAIRS:
             earliest = self._bounds(i, j)
             # Pairs that cannot touch this frame whatever happens need no test at all.
@@ -884,10 +887,15 @@ class _PairSet:
         bounds computed (in a small scene of isolated contacts, never).
         """
         if self._earliest is None:
-            crude = _blocked(self.i, self.j, self.toi, first, still, np.zeros(len(self.i)), rigid)
+            zero = np.zeros(len(self.i))
+            if self._crude is None:
+                self._crude = _ChangeGraph.of(self.i, self.j, zero)
+            crude = _blocked(self.i, self.j, self.toi, first, still, zero, rigid, self._crude)
             if not any(crude[b].any() for b in bodies):
                 return ~crude
-        return ~_blocked(self.i, self.j, self.toi, first, still, self.earliest, rigid)
+        if self._graph is None:
+            self._graph = _ChangeGraph.of(self.i, self.j, self.earliest)
+        return ~_blocked(self.i, self.j, self.toi, first, still, self.earliest, rigid, self._graph)
 
     def pairs_of(self, bodies: Int) -> Int:
         return self._adjacency.pairs_of(bodies)
@@ -1025,8 +1033,38 @@ class _Prefixes:
         return np.sqrt(np.einsum("ij,ij->i", gap, gap))
 
 
+class _ChangeGraph(NamedTuple):
+    """The pairs of a change bound (see :func:`_blocked`) each both ways, from ``src`` to
+    ``to`` with its ``bound``, grouped by ``to``: the groups begin at ``starts``, and
+    ``body`` is each group's. Made once a pass for each set of bounds: the pairs and their
+    bounds stay while the rounds go on."""
+
+    src: Int
+    to: Int
+    bound: Float
+    starts: Int
+    body: Int
+
+    @classmethod
+    def of(cls, i: Int, j: Int, earliest: Float) -> _ChangeGraph:
+        to = np.concatenate([j, i])
+        order = np.argsort(to, kind="stable")
+        to = to[order]
+        starts = np.flatnonzero(np.diff(to, prepend=-1))  # (bodies are >= 0)
+        src = np.concatenate([i, j])[order]
+        bound = np.concatenate([earliest, earliest])[order]
+        return cls(src, to, bound, starts, to[starts])
+
+
 def _blocked(
-    i: Int, j: Int, toi: Float, first: Float, still: Bool, earliest: Float, rigid: _Rigid
+    i: Int,
+    j: Int,
+    toi: Float,
+    first: Float,
+    still: Bool,
+    earliest: Float,
+    rigid: _Rigid,
+    graph: _ChangeGraph | None = None,
 ) -> Bool:
     """(n,) bodies whose earliest contact cannot be accepted yet: a neighbour could change
     its path early enough to reach them before that time.
@@ -1041,22 +1079,20 @@ def _blocked(
     neighbour that could change only at or after a body's contact never blocks it (the
     old rule blocked on any moving neighbour close enough, however late it could change).
     Still bodies never change, so they neither block nor are blocked.
+
+    ``graph``: the pairs (i, j) with ``earliest`` as :class:`_ChangeGraph` holds them, if
+    the caller keeps them. A sweep over every pair is one gather and one segmented
+    minimum; in a crowd the fixpoint takes some thirty sweeps a round (a work list of the
+    pairs next to a body whose bound fell cost more in bookkeeping than it saved).
     """
-    live = ~still[i] & ~still[j] & np.isfinite(earliest)
     change = np.where(still, np.inf, first)
-    if not live.any():
+    if graph is None:
+        graph = _ChangeGraph.of(i, j, earliest)
+    if len(graph.src) == 0:
         return np.zeros(len(first), bool)
-    # Each pair both ways (from c to b), grouped by b: a sweep over every pair is then one
-    # gather and one segmented minimum (in a crowd the fixpoint takes some thirty sweeps,
-    # and a work list's bookkeeping cost more than the sweeps it saved).
-    i, j, earliest = i[live], j[live], earliest[live]
-    to = np.concatenate([j, i])
-    order = np.argsort(to, kind="stable")
-    to = to[order]
-    src = np.concatenate([i, j])[order]
-    bound = np.concatenate([earliest, earliest])[order]
-    starts = np.flatnonzero(np.concatenate([[True], to[1:] != to[:-1]]))
-    body = to[starts]
+    src, body, starts = graph.src, graph.body, graph.starts
+    # A pair with a still body passes nothing on: that body never changes.
+    bound = np.where(still[src] | still[graph.to], np.inf, graph.bound)
     while True:
         lowered = change.copy()
         reached = np.minimum.reduceat(np.maximum(bound, change[src]), starts)
