@@ -368,9 +368,26 @@ def _general(
     kinematic: Bool | None = None,
     all_finite: bool = False,
     known: _one_round.Declined | None = None,
+    hopeful: bool = True,
 ) -> PassResult:
     """:func:`solve`'s general solver, on the obstacle ``tables`` (planes included); with
-    ``known``, the broad phase's pairs one round found (a frame it declined)."""
+    ``known``, the broad phase's pairs one round found (a frame it declined).
+
+    Where something moves by itself, a body it carries may go further than its own motion:
+    by what carries it, at each of its contacts, at most ``carry_margin``. The bounds that
+    let a round take many contacts at once must hold that far, and in a crowd such a reach
+    ties every body to its neighbours: a round takes one contact. So the pass first hopes
+    for what nearly every frame holds, a carry of one push (``hopeful``): a carried body
+    goes at most its own motion and what carries it further. If a carried body's path
+    ever leaves that reach (squeezed, pushed by several at once), the bounds may not
+    hold: the pass is made again with the full margin."""
+    again = None
+    if hopeful:  # (the same call, with the full margin)
+        again = (p0, p1, radius, response, from_mask, into_mask, tables)
+        again_kw = dict(
+            group=group, radius0=radius0, static=static, kinematic=kinematic,
+            all_finite=all_finite, known=known, hopeful=False,
+        )  # fmt: skip
     n = len(p0)
     if all_finite:
         finite = np.ones(n, bool)
@@ -392,6 +409,9 @@ def _general(
     bends = rigid.spread_any(slide)
     size, own, reach = _reaches(p0, p1, radius, radius0, bends, rigid)
     carry = carry_margin(own, kin & finite, tables)
+    hopeful = hopeful and carry > 0
+    if hopeful:
+        carry /= MAX_SLIDES + 1
     # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
     # the broad phase keeps them; solids drop them below: they cannot start a contact.
     # Straight paths are cut into pieces, so a fast mover's box does not take in the whole
@@ -565,6 +585,8 @@ def _general(
         changed = _respond(
             paths, rigid, body[keep], when[keep], response, slide, slides, t_stop
         )
+        if hopeful and _beyond_reach(paths, changed[carried[changed]], p0, bound_reach):
+            return _general(*again, **again_kw)  # type: ignore[arg-type, misc]
         # _respond changes whole groups: a group is still once every member is.
         moves = np.zeros(n, bool)
         moves[changed] = ~paths.stationary_of(changed)
@@ -630,6 +652,32 @@ def _reaches(
         own = own + (MAX_SLIDES + 1) * np.maximum(radius - radius0, 0.0)
     reach = np.where(bends, rigid.spread_max(np.where(bends & np.isfinite(own), own, 0.0)), 0.0)
     return size, own, reach
+
+
+def _beyond_reach(paths: Paths, bodies: Int, p0: Float, reach: Float) -> bool:
+    """Whether the new segment of any of ``bodies`` (carried) leaves the ball the bounds
+    put it in, of ``reach`` t around its start at time t (its start was in it). Along a
+    straight segment the distance to the start less ``reach`` t is convex: its end tells.
+
+    A rider's path bows off its chord: by at most ``Paths.stray`` s, a curve whose
+    acceleration is at most ``8 s / (1 - ts)^2`` (``Frames.chord_deviation``), so at most
+    ``a (t - ts) (1 - t) / 2`` at time t. It stays in the ball if its chord does, bowed
+    out that much at either end, or if it is never faster than ``reach``: the chord's
+    speed and ``a (1 - ts) / 2`` more."""
+    if len(bodies) == 0:
+        return False
+    start = paths.ts[bodies]
+    stray = paths.stray(bodies, start, np.ones(len(bodies)))
+    limit = reach[bodies] * (1.0 - DIST_REL_EPS)
+    out = _length(paths.xe[bodies] - p0[bodies]) + stray > limit
+    bowed = np.flatnonzero(stray > 0)
+    if len(bowed):
+        b, s = bodies[bowed], stray[bowed]
+        out[bowed] |= _length(paths.xs[b] - p0[b]) + s > limit[bowed] * start[bowed]
+        left = np.maximum(1.0 - start[bowed], 1e-300)
+        fast = (_length(paths.xe[b] - paths.xs[b]) + 4.0 * s) / left > limit[bowed]
+        out[bowed] &= fast
+    return bool(out.any())
 
 
 def carry_margin(own: Float, kinematic: Bool, tables: Sequence[Any]) -> float:
