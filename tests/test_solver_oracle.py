@@ -246,6 +246,131 @@ def test_crowds_pushed_by_kinematic_spheres_match_the_serial_solver(monkeypatch)
     assert 2 <= again <= 20
 
 
+def run_full_margin(scene):
+    """:func:`run` allowing every carried body a push at each of its contacts from the
+    start (no first try with one push, see ``_general``)."""
+    general = _solver._general
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_solver, "_general", lambda *a, **k: general(*a, **{**k, "hopeful": False}))
+        return run(scene)
+
+
+def assert_same_as_full_margin(scene):
+    """The pass's answer is the one the full margin gives: every end, hit and stop (but
+    the stop time of a body at rest, which no contact moves: the margin decides whether
+    it counts as still; and the last bits of an approach speed, which a round may take on
+    a path restarted at the contact's own time, as one round's differ)."""
+    hoped, full = run(scene), run_full_margin(scene)
+    np.testing.assert_array_equal(hoped.end, full.end)
+    np.testing.assert_array_equal(hoped.moved, full.moved)
+    for name in hoped.hits._fields:
+        mine, theirs = getattr(hoped.hits, name), getattr(full.hits, name)
+        if name == "speed":
+            np.testing.assert_allclose(mine, theirs, rtol=1e-13, atol=1e-13)
+        else:
+            np.testing.assert_array_equal(mine, theirs, err_msg=name)
+    rests = np.all(np.asarray(scene[0]) == np.asarray(scene[1]), axis=1)
+    np.testing.assert_array_equal(hoped.t_stop[~rests], full.t_stop[~rests])
+    return hoped
+
+
+def test_a_body_squeezed_past_one_push_meets_what_it_is_squeezed_into():
+    # (Found by a reviewer.) B, moving +x by 3, is caught at once between two kinematic
+    # spheres closing in from either side a little below it, and squeezed up some 2.3:
+    # within its own motion and one push (4) of its start, but off its straight path by
+    # more than one push, further than its boxes reached. Above it a ball at rest, or a
+    # ceiling: with one push allowed B went 0.48 into the ball and 0.6 through the ceiling.
+    h = 0.3
+    p0 = np.array([[0, 0, 0], [0, -np.sqrt(1 - h * h), -h], [0, 1.5, -h], [0, 0.2, 2.0]])
+    p1 = p0 + [[3, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 0]]
+    radius = np.array([0.5, 0.5, 0.5, 0.3])
+    response = np.array([REWIND, _solver.KINEMATIC, _solver.KINEMATIC, REWIND], np.int8)
+    kin = {"kinematic": response == _solver.KINEMATIC}
+    ball = assert_same_as_full_margin((p0, p1, radius, response, kin))
+    assert np.linalg.norm(ball.end[0] - ball.end[3]) >= 0.8 - 1e-9
+    three = slice(0, 3)
+    ceiling = dict(kin, kinematic=kin["kinematic"][three], **walls(0.0))
+    ceiling.update(plane_normal=np.array([[0, 0, -1.0]]), plane_mask=np.array([MASK]))
+    ceiling.update(plane_offset0=np.array([2.2]), plane_offset1=np.array([2.2]))
+    scene = (p0[three], p1[three], radius[three], response[three], ceiling)
+    under = assert_same_as_full_margin(scene)
+    assert under.end[0, 2] + 0.5 <= 2.2 + 1e-9 and (under.hits.kind == PLANE).any()
+
+
+@pytest.mark.parametrize("back, wall", [(1.0, 2.0), (0.9, 2.2)])
+def test_a_body_stopped_and_carried_back_meets_the_wall_closing_in_behind_it(back, wall):
+    # (Found by a reviewer.) B moves +x by 3, away from a wall closing in by 1 from
+    # x = -wall; a kinematic sphere beside it stops it at once and carries it back by
+    # ``back``. B meets the wall where its straight path is far from it: a moving wall's
+    # pairs are found on the path's ends against the wall's at the same moments. With one
+    # push allowed (and not its own motion as well), B was not found near the wall, and
+    # ended 0.5 into it; carried back by less than one push, nothing else said so.
+    s = np.sqrt(0.5)
+    p0 = np.array([[0.0, 0, 0], [s, s, 0]])
+    p1 = p0 + [[3.0, 0, 0], [-back, 0, 0]]
+    response = np.array([REWIND, _solver.KINEMATIC], np.int8)
+    kwargs = dict(
+        plane_normal=np.array([[1.0, 0, 0]]), plane_offset0=np.array([wall]),
+        plane_offset1=np.array([wall - 1.0]), plane_mask=np.array([MASK]),
+        kinematic=response == _solver.KINEMATIC,
+    )  # fmt: skip
+    got = assert_same_as_full_margin((p0, p1, np.array([0.5, 0.5]), response, kwargs))
+    hit = np.flatnonzero(got.hits.kind == PLANE)
+    # B's back, at -0.5 - back t, meets the wall, at -wall + t.
+    assert len(hit) == 1 and got.hits.t[hit[0]] == pytest.approx((wall - 0.5) / (back + 1.0))
+    assert got.end[0, 0] - 0.5 >= -wall + 1.0 - 1e-9
+
+
+def kinematic_scene(rng):
+    """A few bodies, rewound, sliding or kinematic (aimed at the others), sometimes in
+    walls closing in, sometimes in rigid groups: carrying, squeezing, pushing along."""
+    n = int(rng.integers(3, 12))
+    half = rng.choice([1.5, 2.5, 4.0])
+    radius = rng.uniform(0.2, 0.7, n)
+    p0 = place(rng, radius, half)
+    keep = np.all(np.isfinite(p0), axis=1)
+    p0, radius = p0[keep], radius[keep]
+    n = len(p0)
+    response = rng.choice([REWIND, SLIDE, _solver.KINEMATIC], n, p=[0.45, 0.3, 0.25])
+    response[0] = _solver.KINEMATIC
+    kin = response == _solver.KINEMATIC
+    v = velocities(rng, n, (0.0, 0.1, 0.5, 1.5, 4.0))
+    aim = p0[~kin].mean(axis=0) - p0[kin] if (~kin).any() else -p0[kin]
+    aim /= np.maximum(np.linalg.norm(aim, axis=1), 1e-9)[:, None]
+    v[kin] = aim * rng.uniform(0.3, 3.0, (kin.sum(), 1)) + rng.normal(size=(kin.sum(), 3)) * 0.3
+    kwargs = {"kinematic": kin}
+    if rng.random() < 0.5:
+        kwargs.update(walls(half + 1.0, half + 1.0 - rng.choice([0.0, 0.0, 0.3, 1.0], 6)))
+    if rng.random() < 0.25:
+        group = np.arange(n)
+        for k in range(1, n):
+            if rng.random() < 0.3 and response[k] == response[k - 1] and not kin[k]:
+                group[k] = group[k - 1]
+        kwargs["group"] = group
+    return p0, p0 + v, radius, response.astype(np.int8), kwargs
+
+
+def test_a_pass_hoping_for_one_push_gives_the_full_margins_answer(monkeypatch):
+    # Random small scenes of kinematic spheres, rewinds and slides, walls that close in,
+    # rigid groups: whether the first try's hope holds or not, the answer is the one a
+    # pass allowing the full margin from the start gives (3,000 such scenes, searched by
+    # a reviewer, differed only in the two cases above, now mended).
+    tries = []
+    general = _solver._general
+
+    def counted(*args, **kwargs):
+        tries[-1] += 1
+        return general(*args, **kwargs)
+
+    monkeypatch.setattr(_solver, "_general", counted)
+    rng = np.random.default_rng(3535)
+    for _ in range(300):
+        tries.append(0)
+        assert_same_as_full_margin(kinematic_scene(rng))
+    made_again = sum(t == 3 for t in tries)  # (hoped, made again; then the full margin)
+    assert 10 <= made_again <= 150
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_coincident_points_and_exact_ties_match_the_serial_solver(seed):
     # Integer positions and velocities on a lattice, half of the spheres points (radius

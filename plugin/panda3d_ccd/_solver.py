@@ -412,6 +412,7 @@ def _general(
     hopeful = hopeful and carry > 0
     if hopeful:
         carry /= MAX_SLIDES + 1
+    allowed = carry  # (``carry`` is each round's contacts' below)
     # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
     # the broad phase keeps them; solids drop them below: they cannot start a contact.
     # Straight paths are cut into pieces, so a fast mover's box does not take in the whole
@@ -422,10 +423,15 @@ def _general(
     # gives it (_ObstaclePairs.extend): a fast slide's whole ball of reach would take in
     # thousands of triangles it never goes near.
     straight = np.ones(n, bool)
+    # A moving plane is asked about the ends of a body's straight path against its own at
+    # the same moments: a body off that path at some moment by up to its own motion (a
+    # rewind stopped early and carried, a slide bent back) must be within the margin.
     found = [
         table.candidates(p0, p1, size, from_mask, everyone, straight)
         if _extendable(table)
-        else table.candidates(p0, p1, size + reach + carry, from_mask, everyone, ~bends)
+        else table.candidates(
+            p0, p1, size + reach + carry + _astray(own, table), from_mask, everyone, ~bends
+        )
         for table in tables
     ] if known is None else known.table_pairs  # fmt: skip
     # Carried: bodies that something moving by itself may carry (near a moving obstacle
@@ -585,7 +591,9 @@ def _general(
         changed = _respond(
             paths, rigid, body[keep], when[keep], response, slide, slides, t_stop
         )
-        if hopeful and _beyond_reach(paths, changed[carried[changed]], p0, bound_reach):
+        if hopeful and _beyond_reach(
+            paths, changed[carried[changed]], p0, p1, bound_reach, ~bends, allowed
+        ):
             return _general(*again, **again_kw)  # type: ignore[arg-type, misc]
         # _respond changes whole groups: a group is still once every member is.
         moves = np.zeros(n, bool)
@@ -654,16 +662,22 @@ def _reaches(
     return size, own, reach
 
 
-def _beyond_reach(paths: Paths, bodies: Int, p0: Float, reach: Float) -> bool:
-    """Whether the new segment of any of ``bodies`` (carried) leaves the ball the bounds
-    put it in, of ``reach`` t around its start at time t (its start was in it). Along a
-    straight segment the distance to the start less ``reach`` t is convex: its end tells.
+def _beyond_reach(
+    paths: Paths, bodies: Int, p0: Float, p1: Float, reach: Float, straight: Bool, carry: float
+) -> bool:
+    """Whether the new segment of any of ``bodies`` (carried) leaves where the pass's
+    bounds and boxes put it: the ball of ``reach`` t around its start at time t (the
+    causality bounds), and for a body that is not deflected (``straight``: boxed by pieces
+    of its straight path), within ``carry`` of that path (it left the path where it was
+    stopped, and went at most that far from there). Both distances, less ``reach`` t for
+    the first, are convex along a straight segment: its ends tell (its start was inside).
 
     A rider's path bows off its chord: by at most ``Paths.stray`` s, a curve whose
     acceleration is at most ``8 s / (1 - ts)^2`` (``Frames.chord_deviation``), so at most
     ``a (t - ts) (1 - t) / 2`` at time t. It stays in the ball if its chord does, bowed
     out that much at either end, or if it is never faster than ``reach``: the chord's
-    speed and ``a (1 - ts) / 2`` more."""
+    speed and ``a (1 - ts) / 2`` more. Near its path, if its chord's ends are, that
+    much nearer."""
     if len(bodies) == 0:
         return False
     start = paths.ts[bodies]
@@ -677,7 +691,22 @@ def _beyond_reach(paths: Paths, bodies: Int, p0: Float, reach: Float) -> bool:
         left = np.maximum(1.0 - start[bowed], 1e-300)
         fast = (_length(paths.xe[b] - paths.xs[b]) + 4.0 * s) / left > limit[bowed]
         out[bowed] &= fast
+    on = np.flatnonzero(straight[bodies])
+    if len(on):
+        b = bodies[on]
+        near = carry * (1.0 - DIST_REL_EPS) - stray[on]
+        for x in (paths.xs[b], paths.xe[b]):
+            out[on] |= _point_segment_distance(x, p0[b], p1[b]) > near
     return bool(out.any())
+
+
+def _astray(own: Float, table: Any) -> Float | float:
+    """How far from its straight path at a given moment a body may be, by its own motion,
+    where ``table`` needs it: a table of moving planes, whose candidates compare the path
+    with the planes at the same moments (not a box swept over the pass)."""
+    if table.kind == PLANE and table.moving.any():
+        return np.where(np.isfinite(own), own, 0.0)
+    return 0.0
 
 
 def carry_margin(own: Float, kinematic: Bool, tables: Sequence[Any]) -> float:
