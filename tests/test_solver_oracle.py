@@ -190,6 +190,20 @@ def test_translating_planes_sensors_and_points_match_the_serial_solver(seed):
     assert np.isfinite(batched.end).all()
 
 
+def counted_tries(monkeypatch):
+    """A list whose last entry counts the calls of ``_solver._general`` (a pass made again
+    with the full margin calls it twice): append 0 before each pass."""
+    tries = []
+    general = _solver._general
+
+    def counted(*args, **kwargs):
+        tries[-1] += 1
+        return general(*args, **kwargs)
+
+    monkeypatch.setattr(_solver, "_general", counted)
+    return tries
+
+
 def pushed_crowd(rng):
     """Rewound bodies packed against a wall that closes in, and kinematic spheres driven
     into them: bodies carried, pushed along rows and squeezed (where the pass's first try,
@@ -219,14 +233,7 @@ def test_crowds_pushed_by_kinematic_spheres_match_the_serial_solver(monkeypatch)
     # (the spheres' longest motion); where one does (squeezed between the spheres and
     # the wall), it is made again with the full margin. Where the hope is kept, it held:
     # every body ends within that reach. Either way, the answer is the serial solver's.
-    tries = []
-    general = _solver._general
-
-    def counted(*args, **kwargs):
-        tries[-1] += 1
-        return general(*args, **kwargs)
-
-    monkeypatch.setattr(_solver, "_general", counted)
+    tries = counted_tries(monkeypatch)
     rng = np.random.default_rng(35)
     again = 0
     for _ in range(40):
@@ -355,14 +362,7 @@ def test_a_pass_hoping_for_one_push_gives_the_full_margins_answer(monkeypatch):
     # rigid groups: whether the first try's hope holds or not, the answer is the one a
     # pass allowing the full margin from the start gives (3,000 such scenes, searched by
     # a reviewer, differed only in the two cases above, now mended).
-    tries = []
-    general = _solver._general
-
-    def counted(*args, **kwargs):
-        tries[-1] += 1
-        return general(*args, **kwargs)
-
-    monkeypatch.setattr(_solver, "_general", counted)
+    tries = counted_tries(monkeypatch)
     rng = np.random.default_rng(3535)
     for _ in range(300):
         tries.append(0)
