@@ -328,6 +328,22 @@ def test_a_body_stopped_and_carried_back_meets_the_wall_closing_in_behind_it(bac
     assert got.end[0, 0] - 0.5 >= -wall + 1.0 - 1e-9
 
 
+@pytest.mark.parametrize("gap", [3.0, 20.0])
+def test_a_push_passes_on_through_a_rigid_group_to_what_its_far_member_touches(gap):
+    # (Found by a second reviewer.) A kinematic sphere pushes M1, whose group-mate M2 sits
+    # ``gap`` away with N at rest just ahead of it. The push passes on through the group:
+    # N is carried too, and M2 pushes it, never into it. Before, what may be carried was
+    # found through pairs only, not on through groups: N counted as still, and M2 went 0.9
+    # into it (with the full margin too, once N lay beyond nine pushes of M1).
+    p0 = np.array([[-1.05, 0, 0], [0.0, 0, 0], [gap, 0, 0], [gap + 1.05, 0, 0]])
+    p1 = p0 + [[1.0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0]]
+    response = np.array([_solver.KINEMATIC, REWIND, REWIND, REWIND], np.int8)
+    kwargs = {"kinematic": response == _solver.KINEMATIC, "group": np.array([0, 1, 1, 2])}
+    got = assert_same_as_full_margin((p0, p1, np.full(4, 0.5), response, kwargs))
+    assert got.end[3, 0] - got.end[2, 0] >= 1.0 - 1e-9
+    assert got.end[2, 0] == pytest.approx(gap + 0.95)
+
+
 def kinematic_scene(rng):
     """A few bodies, rewound, sliding or kinematic (aimed at the others), sometimes in
     walls closing in, sometimes in rigid groups: carrying, squeezing, pushing along."""

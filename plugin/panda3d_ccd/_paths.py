@@ -200,6 +200,9 @@ class Paths:
         self.frames: Any = None
         self.ride: Int | None = None
         self.local: Float | None = None
+        #: A rider's pair was grown by more than ``_solver.rider_allowance`` (its sub-steps
+        #: ran out, or it grows): the pass's bounds did not allow for that.
+        self.overgrown = False
 
     # What only responses read and write (slides, carrying), made on first use: a pass of
     # a few rewinds (most frames, ``_one_round``) never needs it.

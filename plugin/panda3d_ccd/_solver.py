@@ -160,18 +160,27 @@ def _ridden_segment_toi(paths: Paths, radius: Float, i: Int, j: Int, start: Floa
     ra, rb = radius[i], radius[j]
     whole = np.where(same, 0.0, paths.stray(i, start, end) + paths.stray(j, start, end))
     if paths.grow is not None:  # (a growing rider: one step, grown by its whole stray)
+        paths.overgrown |= bool((whole > rider_allowance(paths.xs, radius, i, j)).any())
         a0, b0 = paths.at(i, start), paths.at(j, start)
         a1, b1 = paths.xe[i], paths.xe[j]
         _into_frame(paths, same, i, j, start, a0, b0, a1, b1)
         return _grown_segment_toi(paths, i, j, start, a0, a1, b0, b1, whole)
-    allowed = np.maximum(TURN_TOLERANCE * np.maximum(ra, rb), slop(paths.xs[i], paths.xs[j]))
+    allowed = rider_allowance(paths.xs, radius, i, j)
     pair, ta, tb = sub_steps(start, whole, allowed)
     ip, jp = i[pair], j[pair]
     a0, b0, a1, b1 = paths.at(ip, ta), paths.at(jp, ta), paths.at(ip, tb), paths.at(jp, tb)
     _into_frame(paths, same[pair], ip, jp, ta, a0, b0, a1, b1, tb)
     dev = np.where(same[pair], 0.0, paths.stray(ip, ta, tb) + paths.stray(jp, ta, tb))
+    # (More than the bounds allowed for, where the sub-steps ran out: see Paths.overgrown.)
+    paths.overgrown |= bool((dev > allowed[pair]).any())
     s, shallow = straight_pair_toi(a0, a1, ra[pair] + dev, b0, b1, rb[pair])
     return earliest_of(pair, in_step(s, ta, tb, shallow), len(i))
+
+
+def rider_allowance(x: Float, radius: Float, i: Int, j: Int) -> Float:
+    """(k,) how much a pair with a rider (i, j, at ``x``) is grown by in its sub-steps at
+    most, where they do not run out: TURN_TOLERANCE of the larger radius, or the slop."""
+    return np.maximum(TURN_TOLERANCE * np.maximum(radius[i], radius[j]), slop(x[i], x[j]))
 
 
 def _into_frame(
@@ -465,7 +474,7 @@ def _general(
         near[ci[solid_pairs & kin[cj] & moving[cj]]] = True
         near[cj[solid_pairs & kin[ci] & moving[ci]]] = True
         seeds = np.flatnonzero(near & ~kin)
-        carried = rigid.spread_any(_reach(seeds, ci[solid_pairs], cj[solid_pairs], kin) & ~kin)
+        carried = _carried_set(seeds, ci[solid_pairs], cj[solid_pairs], kin, rigid)
         if np.array_equal(carried | (kin & moving), grown):
             break
         grown = carried | (kin & moving)
@@ -489,7 +498,10 @@ def _general(
     bent = bends | carried
     bound_reach = np.where(bent, reach + np.where(carried & ~bends, own, 0.0), own)
     bound_reach = np.where(finite, bound_reach, 0.0)
-    pairs = _PairSet(paths, size, bent, bound_reach, ci[pair_solid], cj[pair_solid])
+    # Carried bodies may ride a turning piece (and what they push, ride with them).
+    turning = any(getattr(t, "turning", np.zeros(0, bool)).any() for t in tables)
+    ridable = carried if turning else None
+    pairs = _PairSet(paths, size, bent, bound_reach, ci[pair_solid], cj[pair_solid], ridable)
     struck = [
         _ObstaclePairs(table, paths, n, qi, qk, solid & ~kin, moving, group)
         for table, (qi, qk) in zip(tables, found)
@@ -524,6 +536,8 @@ def _general(
             # The game moves kinematic rows: never held.
             held = rigid.spread_any(_reach(unresolved, pairs.i[near], pairs.j[near], still)) & ~kin
             break
+        if hopeful and paths.overgrown:
+            return _general(*again, **again_kw)  # type: ignore[arg-type, misc]
         rounds += 1
         a_s, b_s = pairs.i[pend_s], pairs.j[pend_s]
         a_o = [o.i[o.pend] for o in struck]
@@ -926,11 +940,18 @@ class _PairSet:
     each a time before which it cannot touch (see _earliest_touch)."""
 
     def __init__(
-        self, paths: Paths, radius: Float, slide: Bool, reach: Float, i: Int, j: Int
+        self,
+        paths: Paths,
+        radius: Float,
+        slide: Bool,
+        reach: Float,
+        i: Int,
+        j: Int,
+        ridable: Bool | None = None,
     ) -> None:
         self._paths, self._radius = paths, radius
         # Bounds use the frame's original paths, which every response stays within.
-        self._bound_args = (paths.xs.copy(), paths.xe.copy(), radius, slide, reach)
+        self._bound_args = (paths.xs.copy(), paths.xe.copy(), radius, slide, reach, ridable)
         self._earliest: Float | None = None
         # The change bound's pairs, with bounds 0 and with the real ones (see free).
         self._crude: _ChangeGraph | None = None
@@ -945,8 +966,8 @@ class _PairSet:
         self.toi = _segment_toi(paths, radius, self.i, self.j)
 
     def _bounds(self, i: Int, j: Int) -> Float:
-        p0, p1, radius, slide, reach = self._bound_args
-        return _earliest_touch(p0, p1, radius, slide, i, j, reach=reach)
+        p0, p1, radius, slide, reach, ridable = self._bound_args
+        return _earliest_touch(p0, p1, radius, slide, i, j, reach=reach, ridable=ridable)
 
     @property
     def earliest(self) -> Float:
@@ -995,6 +1016,7 @@ def _earliest_touch(
     j: Int,
     *,
     reach: Float | None = None,
+    ridable: Bool | None = None,
 ) -> Float:
     """(k,) a time before which pair (i, j) cannot touch, whatever contacts do to either;
     ``inf`` where they never can this frame.
@@ -1003,10 +1025,16 @@ def _earliest_touch(
     early. A deflected one (slide) stays within t ``reach`` of p0 at time t: ``reach`` (n,)
     is |p1 - p0| by default, since every slide only removes motion; in a rigid group it is
     the group's largest. Two bodies cannot meet before those regions do.
+
+    ``ridable`` (n,): bodies that may ride a turning piece. A pair with one is tested on
+    sub-steps with its radii grown by up to ``rider_allowance`` (see
+    :func:`_ridden_segment_toi`), and may touch that much sooner.
     """
     if reach is None:
         reach = _length(p1 - p0)
     big_r = radius[i] + radius[j]
+    if ridable is not None:
+        big_r = big_r + np.where(ridable[i] | ridable[j], rider_allowance(p0, radius, i, j), 0.0)
     gap = _length(p0[i] - p0[j]) - big_r
     speed = reach[i] + reach[j]
     bound = np.divide(gap, speed, out=np.full(len(i), np.inf), where=speed > 0)
@@ -1479,6 +1507,19 @@ class _Rigid:
         if self.trivial:
             return flags
         return self.spread_any(flags & solid) | flags
+
+
+def _carried_set(seeds: Int, i: Int, j: Int, kinematic: Bool, rigid: _Rigid) -> Bool:
+    """(n,) the bodies a push from ``seeds`` may carry: through the pairs (i, j), and
+    through the rigid groups, whose members move as one (a member pushed pushes what its
+    group-mates touch); never a kinematic body."""
+    carried = rigid.spread_any(_reach(seeds, i, j, kinematic) & ~kinematic)
+    while not rigid.trivial:
+        more = rigid.spread_any(_reach(np.flatnonzero(carried), i, j, kinematic) & ~kinematic)
+        if np.array_equal(more, carried):
+            break
+        carried = more
+    return carried
 
 
 def _reach(seeds: Int, i: Int, j: Int, still: Bool) -> Bool:
