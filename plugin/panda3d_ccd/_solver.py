@@ -439,7 +439,8 @@ def _general(
         table.candidates(p0, p1, size, from_mask, everyone, straight)
         if _extendable(table)
         else table.candidates(
-            p0, p1, size + reach + carry + _astray(own, table), from_mask, everyone, ~bends
+            p0, p1, size + reach + carry + (_astray(own, table) if carry > 0 else 0.0),
+            from_mask, everyone, ~bends,
         )
         for table in tables
     ] if known is None else known.table_pairs  # fmt: skip
@@ -499,7 +500,8 @@ def _general(
     bound_reach = np.where(bent, reach + np.where(carried & ~bends, own, 0.0), own)
     bound_reach = np.where(finite, bound_reach, 0.0)
     # Carried bodies may ride a turning piece (and what they push, ride with them).
-    turning = any(getattr(t, "turning", np.zeros(0, bool)).any() for t in tables)
+    # (Only moving rows turn, and they carry: none where nothing does, no call made.)
+    turning = carry > 0 and any(getattr(t, "turning", np.zeros(0, bool)).any() for t in tables)
     ridable = carried if turning else None
     pairs = _PairSet(paths, size, bent, bound_reach, ci[pair_solid], cj[pair_solid], ridable)
     struck = [
@@ -717,7 +719,8 @@ def _beyond_reach(
 def _astray(own: Float, table: Any) -> Float | float:
     """How far from its straight path at a given moment a body may be, by its own motion,
     where ``table`` needs it: a table of moving planes, whose candidates compare the path
-    with the planes at the same moments (not a box swept over the pass)."""
+    with the planes at the same moments (not a box swept over the pass). (Asked only where
+    something moves by itself.)"""
     if table.kind == PLANE and table.moving.any():
         return np.where(np.isfinite(own), own, 0.0)
     return 0.0
