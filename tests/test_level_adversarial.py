@@ -2615,7 +2615,7 @@ def test_a_crowd_spun_by_a_gate_into_a_wall_is_the_serial_solvers(
             gate.setH(gate.getH() + 25.0)
             serial_run = ccd is serial[0]
             # (Serial: every moving body blocked, a round takes the earliest contacts only.)
-            one_by_one = blocked if not serial_run else lambda i, j, toi, first, still, *a: ~still
+            one_by_one = blocked if not serial_run else lambda graph, first, still, *a: ~still
             monkeypatch.setattr(_solver, "_blocked", one_by_one)
             tries.append(0)
             ccd.step()

@@ -313,7 +313,7 @@ def test_batched_rounds_match_a_strictly_serial_solver(monkeypatch, seed):
     for _ in range(8):
         scenes.append(random_scene(rng, int(rng.integers(10, 40))))
     batched = [run(*scene, walls=True) for scene in scenes]
-    monkeypatch.setattr(_solver, "_blocked", lambda i, j, toi, first, still, *a: ~still)
+    monkeypatch.setattr(_solver, "_blocked", lambda graph, first, still, *a: ~still)
     serial = [run(*scene, walls=True) for scene in scenes]
     for fast, slow in zip(batched, serial):
         assert fast.end == pytest.approx(slow.end, abs=1e-9)
@@ -339,7 +339,7 @@ def test_dense_fast_scene_matches_the_serial_solver_in_few_rounds(monkeypatch, s
     radius = np.full(n, 1.0)
     response = np.full(n, REWIND, np.int8)
     batched = run(p0, p0 + v, radius, response)
-    monkeypatch.setattr(_solver, "_blocked", lambda i, j, toi, first, still, *a: ~still)
+    monkeypatch.setattr(_solver, "_blocked", lambda graph, first, still, *a: ~still)
     serial = run(p0, p0 + v, radius, response)
     assert len(serial.hits.t) > 60  # the scene does crowd
     assert not batched.capped and not serial.capped

@@ -28,7 +28,7 @@ WALLS = np.array(
 )
 
 
-def serial_blocked(i, j, toi, first, still, *rest):
+def serial_blocked(graph, first, still, *rest):
     """Block every moving body: a round takes only the globally earliest contacts."""
     return ~still
 
@@ -296,9 +296,10 @@ def test_a_body_squeezed_past_one_push_meets_what_it_is_squeezed_into():
     ball = assert_same_as_full_margin((p0, p1, radius, response, kin))
     assert np.linalg.norm(ball.end[0] - ball.end[3]) >= 0.8 - 1e-9
     three = slice(0, 3)
-    ceiling = dict(kin, kinematic=kin["kinematic"][three], **walls(0.0))
-    ceiling.update(plane_normal=np.array([[0, 0, -1.0]]), plane_mask=np.array([MASK]))
-    ceiling.update(plane_offset0=np.array([2.2]), plane_offset1=np.array([2.2]))
+    ceiling = dict(
+        kinematic=kin["kinematic"][three], plane_normal=np.array([[0, 0, -1.0]]),
+        plane_offset0=np.array([2.2]), plane_offset1=np.array([2.2]), plane_mask=np.array([MASK]),
+    )  # fmt: skip
     scene = (p0[three], p1[three], radius[three], response[three], ceiling)
     under = assert_same_as_full_margin(scene)
     assert under.end[0, 2] + 0.5 <= 2.2 + 1e-9 and (under.hits.kind == PLANE).any()
@@ -674,7 +675,8 @@ def test_the_change_bound_is_the_bottleneck_path_fixpoint():
         group = rng.integers(0, max(n // 2, 1), n) if k % 3 == 0 else None
         rigid = _solver._Rigid(n, group)
         first = rigid.spread_min(first)  # (as the solver hands it over: a group's earliest)
-        got = _solver._blocked(i, j, np.zeros(len(i)), first, still, earliest, rigid)
+        graph = _solver._ChangeGraph.of(i, j, earliest)
+        got = _solver._blocked(graph, first, still, rigid)
         change = minimax_change(n, i, j, earliest, first, still, group)
         np.testing.assert_array_equal(got, ~still & (change < first), err_msg=f"graph {k}")
         blocked_somewhere += int(got.any())

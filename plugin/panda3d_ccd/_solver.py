@@ -421,7 +421,6 @@ def _general(
     hopeful = hopeful and carry > 0
     if hopeful:
         carry /= MAX_SLIDES + 1
-    allowed = carry  # (``carry`` is each round's contacts' below)
     # Still pairs matter to sensors (a ball resting inside a trigger zone stays "in"), so
     # the broad phase keeps them; solids drop them below: they cannot start a contact.
     # Straight paths are cut into pieces, so a fast mover's box does not take in the whole
@@ -582,7 +581,7 @@ def _general(
         pushing = kin | paths.yielded
         carry_a = _carried(paths, pushing, b_s, t_s, hs.pos_b, hs.normal, hs.pos_a)
         carry_b = _carried(paths, pushing, a_s, t_s, hs.pos_a, -hs.normal, hs.pos_b)
-        carry = np.concatenate([carry_a, carry_b, *(r.carry for _, r in taken)])
+        carries = np.concatenate([carry_a, carry_b, *(r.carry for _, r in taken)])
         spheres = np.zeros(2 * len(a_s), bool)
         fixed = np.concatenate([spheres, *(~_row_any(r.carry != 0.0) for _, r in taken)])
         # What turns carries round (a rider pushing a sphere takes it round with it too).
@@ -598,17 +597,17 @@ def _general(
                 *(np.full(len(r.carry), -1) if r.source is None else r.source for _, r in taken),
             ])  # fmt: skip
         # A squeezed body that yielded to its carrier gives way to everything else.
-        keep = ~still[body] & ~(paths.yielded[body] & ~_row_any(carry != 0.0))
+        keep = ~still[body] & ~(paths.yielded[body] & ~_row_any(carries != 0.0))
         keep &= ~paths.crushed[body]
         response = Response(
-            push[keep], carry[keep], fixed[keep], None if frame is None else frame[keep],
+            push[keep], carries[keep], fixed[keep], None if frame is None else frame[keep],
             None if source is None else source[keep],
         )
         changed = _respond(
             paths, rigid, body[keep], when[keep], response, slide, slides, t_stop
         )
         if hopeful and _beyond_reach(
-            paths, changed[carried[changed]], p0, p1, bound_reach, ~bends, allowed
+            paths, changed[carried[changed]], p0, p1, bound_reach, ~bends, carry
         ):
             return _general(*again, **again_kw)  # type: ignore[arg-type, misc]
         # _respond changes whole groups: a group is still once every member is.
@@ -991,12 +990,12 @@ class _PairSet:
             zero = np.zeros(len(self.i))
             if self._crude is None:
                 self._crude = _ChangeGraph.of(self.i, self.j, zero)
-            crude = _blocked(self.i, self.j, self.toi, first, still, zero, rigid, self._crude)
+            crude = _blocked(self._crude, first, still, rigid)
             if not any(crude[b].any() for b in bodies):
                 return ~crude
         if self._graph is None:
             self._graph = _ChangeGraph.of(self.i, self.j, self.earliest)
-        return ~_blocked(self.i, self.j, self.toi, first, still, self.earliest, rigid, self._graph)
+        return ~_blocked(self._graph, first, still, rigid)
 
     def pairs_of(self, bodies: Int) -> Int:
         return self._adjacency.pairs_of(bodies)
@@ -1164,16 +1163,7 @@ class _ChangeGraph(NamedTuple):
         return cls(src, to, bound, starts, to[starts])
 
 
-def _blocked(
-    i: Int,
-    j: Int,
-    toi: Float,
-    first: Float,
-    still: Bool,
-    earliest: Float,
-    rigid: _Rigid,
-    graph: _ChangeGraph | None = None,
-) -> Bool:
+def _blocked(graph: _ChangeGraph, first: Float, still: Bool, rigid: _Rigid) -> Bool:
     """(n,) bodies whose earliest contact cannot be accepted yet: a neighbour could change
     its path early enough to reach them before that time.
 
@@ -1188,14 +1178,12 @@ def _blocked(
     old rule blocked on any moving neighbour close enough, however late it could change).
     Still bodies never change, so they neither block nor are blocked.
 
-    ``graph``: the pairs (i, j) with ``earliest`` as :class:`_ChangeGraph` holds them, if
-    the caller keeps them. A sweep over every pair is one gather and one segmented
-    minimum; in a crowd the fixpoint takes some thirty sweeps a round (a work list of the
-    pairs next to a body whose bound fell cost more in bookkeeping than it saved).
+    ``graph``: the pairs and their bounds ``earliest[b, c]`` (:class:`_ChangeGraph`). A
+    sweep over every pair is one gather and one segmented minimum; in a crowd the fixpoint
+    takes some thirty sweeps a round (a work list of the pairs next to a body whose bound
+    fell cost more in bookkeeping than it saved).
     """
     change = np.where(still, np.inf, first)
-    if graph is None:
-        graph = _ChangeGraph.of(i, j, earliest)
     if len(graph.src) == 0:
         return np.zeros(len(first), bool)
     src, body, starts = graph.src, graph.body, graph.starts
