@@ -95,6 +95,9 @@ class Cells:
         self.origin = box_lo - h
         #: A cell (i, j, k)'s flat index is i * stride[0] + j * stride[1] + k.
         self.stride = (int(self.dims[1] * self.dims[2]), int(self.dims[2]), 1)
+        self._strides = np.array(self.stride, np.int64)
+        #: The far side of the listed cells, per axis, as a (3, 1) column.
+        self._top = (self.dims - 1.0)[:, None]
 
     def _ranges(self, lo: Float, hi: Float) -> tuple[Int, Int]:
         """(k, 3) the first and last cells, per axis, of boxes lo, hi (k, 3)."""
@@ -119,34 +122,33 @@ class Cells:
     def _clip(self, u0: Float, du: Float) -> tuple[Float, Float]:
         """(k,) the part [near, far] of each ray's [0, 1] inside the mesh's box; near >
         far where it misses the box."""
-        near = np.zeros(u0.shape[1])
-        far = np.ones(u0.shape[1])
-        for axis in range(3):
-            o, d = u0[axis], du[axis]
-            # An axis the ray does not move along gets a huge finite inverse (never inf:
-            # 0 * inf would be nan), so its slab is all or nothing.
-            inv = 1.0 / np.where(np.abs(d) < 1e-300, 1e-300, d)
-            with np.errstate(over="ignore", invalid="ignore"):
-                t1 = (1.0 - o) * inv
-                t2 = (float(self.dims[axis] - 1) - o) * inv
-            np.maximum(near, np.minimum(t1, t2), out=near)
-            np.minimum(far, np.maximum(t1, t2), out=far)
-        return near, far
+        # An axis the ray does not move along gets a huge finite inverse (never inf: 0 *
+        # inf would be nan), so its slab is all or nothing. The three axes at once.
+        inv = 1.0 / np.where(np.abs(du) < 1e-300, 1e-300, du)
+        with np.errstate(over="ignore", invalid="ignore"):
+            t1 = (1.0 - u0) * inv
+            t2 = (self._top - u0) * inv
+        near = np.minimum(t1, t2).max(axis=0)
+        far = np.maximum(t1, t2).min(axis=0)
+        return np.maximum(near, 0.0, out=near), np.minimum(far, 1.0, out=far)
 
     def _walk(
         self, u0: Float, du: Float, rows: Int, ta: Float, tb: Float, first: bool
     ) -> tuple[Int, Int]:
         """(ray, cell) of every cell that lists something among those each ray ``rows``
         (r,) crosses from ta to tb (r,): the cell at ta (if ``first``: else the last
-        window ended in it), then each cell it enters through a wall of one of the axes."""
-        stride = self.stride
-        o = [u0[axis].take(rows) for axis in range(3)]
-        d = [du[axis].take(rows) for axis in range(3)]
+        window ended in it), then each cell it enters through a wall of one of the axes.
+
+        The walls of all three axes are walked at once (a wall is an entry of the
+        (3, r) counts fanned out): a call costs the same few dozen numpy calls whatever
+        the rays' directions."""
+        stride = self._strides
+        r = len(rows)
+        o = u0.take(rows, axis=1)
+        d = du.take(rows, axis=1)
         # Within the box, so positions are >= 1 less a rounding: truncation floors.
-        start = [(o[axis] + ta * d[axis]).astype(np.int64) for axis in range(3)]
-        end = [(o[axis] + tb * d[axis]).astype(np.int64) for axis in range(3)]
-        # Toward the wall ahead on each axis, _TIE cells (see the walls below).
-        tie = [np.where(d[axis] < 0.0, -_TIE, _TIE) for axis in range(3)]
+        start = (o + ta * d).astype(np.int64)
+        end = (o + tb * d).astype(np.int64)
         ray_parts, cell_parts = [], []
 
         def keep(ray: Int, flat: Int) -> None:
@@ -156,47 +158,47 @@ class Cells:
             cell_parts.append(flat.take(some))
 
         if first:
-            keep(np.arange(len(rows)), start[0] * stride[0] + start[1] * stride[1] + start[2])
-        for axis in range(3):
-            count = np.abs(end[axis] - start[axis])
-            if not count.any():
-                continue
-            # Per ray: which way it steps, and the time of the n-th wall it crosses,
-            # a + n * b (a wall is the entered cell's low side going up, its high side
-            # down); then per wall.
-            da = d[axis]
-            down = da < 0.0
+            keep(np.arange(r), stride.dot(start))
+        count = np.abs(end - start).ravel()
+        if count.any():
+            # Per ray and axis: which way it steps, and the time of the n-th wall it
+            # crosses, a + n * b (a wall is the entered cell's low side going up, its high
+            # side down); then per wall (entry ``axis * r + ray`` of the flat (3, r)).
+            down = d < 0.0
             sign = np.where(down, -1, 1)
             with np.errstate(divide="ignore", invalid="ignore"):
-                a = (start[axis] - o[axis] + down) / da
-                b = sign / da
-            ray = np.repeat(np.arange(len(rows)), count)
+                a = (start - o + down) / d
+                b = sign / d
+            entry = np.repeat(np.arange(3 * r), count)
+            axis, ray = np.divmod(entry, r)
             step = ranges(1, count)
-            t = a.take(ray) + step * b.take(ray)
-            flat = (start[axis].take(ray) + step * sign.take(ray)) * stride[axis]
-            beyond = []
-            for other in range(3):
-                if other != axis:
-                    at = o[other].take(ray) + t * d[other].take(ray)
-                    cell = at.astype(np.int64)
-                    flat += cell * stride[other]
-                    # A wall of this axis crossed at (nearly) the same time, through an
-                    # edge of the grid: rounding may put both crossings just short of the
-                    # other's wall, and the walk would list the two side cells, never the
-                    # diagonal one the ray runs on into. So where the position is within
-                    # _TIE of the wall ahead, the cell beyond it is listed too.
-                    ahead = (at + tie[other].take(ray)).astype(np.int64) - cell
-                    beyond.append(ahead * stride[other])
+            t = a.take(entry) + step * b.take(entry)
+            at = o.take(ray, axis=1) + t * d.take(ray, axis=1)
+            cell = at.astype(np.int64)
+            # On the axis crossed, the cell entered, exactly.
+            wall = np.arange(len(entry))
+            cell[axis, wall] = start.take(entry) + step * sign.take(entry)
+            # A wall of another axis crossed at (nearly) the same time, through an edge of
+            # the grid: rounding may put both crossings just short of the other's wall,
+            # and the walk would list the two side cells, never the diagonal one the ray
+            # runs on into. So where the position is within _TIE of the wall ahead, the
+            # cell beyond it is listed too (toward the wall ahead on each axis).
+            ahead = (at + np.where(down, -_TIE, _TIE).take(ray, axis=1)).astype(np.int64)
+            ahead -= cell
+            ahead[axis, wall] = 0
+            flat = stride.dot(cell)
             keep(ray, flat)
-            one, two = beyond
-            near = np.flatnonzero(one | two)
+            beyond = ahead * stride[:, None]
+            near = np.flatnonzero(beyond.any(axis=0))
             if len(near):
-                ray, flat, one, two = ray[near], flat[near], one[near], two[near]
-                keep(ray, flat + one + two)
-                both = np.flatnonzero((one != 0) & (two != 0))  # the side cells as well
+                ray, flat, beyond = ray.take(near), flat.take(near), beyond.take(near, axis=1)
+                keep(ray, flat + beyond.sum(axis=0))
+                # Beyond two walls: the two side cells as well.
+                both = np.flatnonzero((beyond != 0).sum(axis=0) == 2)
                 if len(both):
-                    keep(ray[both], flat[both] + one[both])
-                    keep(ray[both], flat[both] + two[both])
+                    side = beyond.take(both, axis=1).T.ravel()  # a row's three, row by row
+                    side = side.take(np.flatnonzero(side))
+                    keep(ray.take(both).repeat(2), flat.take(both).repeat(2) + side)
         if not ray_parts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(ray_parts), np.concatenate(cell_parts)
