@@ -68,6 +68,17 @@ _GROWTH = 2.0
 _BUILD_SLICE = 1 << 16
 
 
+#: Row k of column a: the axis (a + 1 + k) % 3, one of the two other than a.
+_OTHER = np.array([[1, 2, 0], [2, 0, 1]])
+
+
+def _others(x: NDArray) -> NDArray:
+    """(2, 3 r) of (3, r) values per axis and ray: row k holds, at ``axis * r + ray``,
+    the ray's value on axis (axis + 1 + k) % 3 (the two axes a wall of ``axis`` is not
+    on, as :meth:`Cells._walk` fans its walls out)."""
+    return x.take(_OTHER, axis=0).reshape(2, -1)
+
+
 class Cells:
     """A uniform grid of cells, each listing items, and the walk of segments through it:
     what :class:`RayGrid` and :class:`~._reachgrid.ReachGrid` share. A subclass sets
@@ -139,9 +150,10 @@ class Cells:
         (r,) crosses from ta to tb (r,): the cell at ta (if ``first``: else the last
         window ended in it), then each cell it enters through a wall of one of the axes.
 
-        The walls of all three axes are walked at once (a wall is an entry of the
-        (3, r) counts fanned out): a call costs the same few dozen numpy calls whatever
-        the rays' directions."""
+        The walls of all three axes are walked at once, each wall an entry ``axis * r +
+        ray`` of (3, r) tables fanned out, with the two other axes of each entry in the
+        rows of (2, 3 r) tables: a call costs a few dozen numpy calls whatever the rays'
+        directions, and no more element work than an axis at a time."""
         stride = self._strides
         r = len(rows)
         o = u0.take(rows, axis=1)
@@ -158,47 +170,47 @@ class Cells:
             cell_parts.append(flat.take(some))
 
         if first:
-            keep(np.arange(r), stride.dot(start))
+            keep(np.arange(r), start[0] * stride[0] + start[1] * stride[1] + start[2])
         count = np.abs(end - start).ravel()
         if count.any():
             # Per ray and axis: which way it steps, and the time of the n-th wall it
             # crosses, a + n * b (a wall is the entered cell's low side going up, its high
-            # side down); then per wall (entry ``axis * r + ray`` of the flat (3, r)).
+            # side down); then per wall.
             down = d < 0.0
             sign = np.where(down, -1, 1)
             with np.errstate(divide="ignore", invalid="ignore"):
                 a = (start - o + down) / d
                 b = sign / d
             entry = np.repeat(np.arange(3 * r), count)
-            axis, ray = np.divmod(entry, r)
             step = ranges(1, count)
             t = a.take(entry) + step * b.take(entry)
-            at = o.take(ray, axis=1) + t * d.take(ray, axis=1)
+            # The cell entered, exactly, on the axis crossed.
+            flat = start.take(entry) + step * sign.take(entry)
+            flat *= np.repeat(stride, r).take(entry)
+            # The two other axes of each entry, by the (2, 3 r) tables of _others.
+            at = _others(o).take(entry, axis=1)
+            at += t * _others(d).take(entry, axis=1)
             cell = at.astype(np.int64)
-            # On the axis crossed, the cell entered, exactly.
-            wall = np.arange(len(entry))
-            cell[axis, wall] = start.take(entry) + step * sign.take(entry)
+            along = np.repeat(stride.take(_OTHER), r, axis=1).take(entry, axis=1)
+            flat += (cell * along).sum(axis=0)
+            keep(entry % r, flat)
             # A wall of another axis crossed at (nearly) the same time, through an edge of
             # the grid: rounding may put both crossings just short of the other's wall,
             # and the walk would list the two side cells, never the diagonal one the ray
             # runs on into. So where the position is within _TIE of the wall ahead, the
             # cell beyond it is listed too (toward the wall ahead on each axis).
-            ahead = (at + np.where(down, -_TIE, _TIE).take(ray, axis=1)).astype(np.int64)
-            ahead -= cell
-            ahead[axis, wall] = 0
-            flat = stride.dot(cell)
-            keep(ray, flat)
-            beyond = ahead * stride[:, None]
-            near = np.flatnonzero(beyond.any(axis=0))
+            at += _others(np.where(down, -_TIE, _TIE)).take(entry, axis=1)
+            beyond = (at.astype(np.int64) - cell) * along
+            one, two = beyond
+            near = np.flatnonzero(one | two)
             if len(near):
-                ray, flat, beyond = ray.take(near), flat.take(near), beyond.take(near, axis=1)
-                keep(ray, flat + beyond.sum(axis=0))
-                # Beyond two walls: the two side cells as well.
-                both = np.flatnonzero((beyond != 0).sum(axis=0) == 2)
+                ray = (entry % r).take(near)
+                flat, one, two = flat.take(near), one.take(near), two.take(near)
+                keep(ray, flat + one + two)
+                both = np.flatnonzero((one != 0) & (two != 0))  # the side cells as well
                 if len(both):
-                    side = beyond.take(both, axis=1).T.ravel()  # a row's three, row by row
-                    side = side.take(np.flatnonzero(side))
-                    keep(ray.take(both).repeat(2), flat.take(both).repeat(2) + side)
+                    keep(ray.take(both), flat.take(both) + one.take(both))
+                    keep(ray.take(both), flat.take(both) + two.take(both))
         if not ray_parts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(ray_parts), np.concatenate(cell_parts)
