@@ -107,8 +107,6 @@ class Cells:
         #: A cell (i, j, k)'s flat index is i * stride[0] + j * stride[1] + k.
         self.stride = (int(self.dims[1] * self.dims[2]), int(self.dims[2]), 1)
         self._strides = np.array(self.stride, np.int64)
-        #: The far side of the listed cells, per axis, as a (3, 1) column.
-        self._top = (self.dims - 1.0)[:, None]
 
     def _ranges(self, lo: Float, hi: Float) -> tuple[Int, Int]:
         """(k, 3) the first and last cells, per axis, of boxes lo, hi (k, 3)."""
@@ -133,15 +131,19 @@ class Cells:
     def _clip(self, u0: Float, du: Float) -> tuple[Float, Float]:
         """(k,) the part [near, far] of each ray's [0, 1] inside the mesh's box; near >
         far where it misses the box."""
-        # An axis the ray does not move along gets a huge finite inverse (never inf: 0 *
-        # inf would be nan), so its slab is all or nothing. The three axes at once.
-        inv = 1.0 / np.where(np.abs(du) < 1e-300, 1e-300, du)
-        with np.errstate(over="ignore", invalid="ignore"):
-            t1 = (1.0 - u0) * inv
-            t2 = (self._top - u0) * inv
-        near = np.minimum(t1, t2).max(axis=0)
-        far = np.maximum(t1, t2).min(axis=0)
-        return np.maximum(near, 0.0, out=near), np.minimum(far, 1.0, out=far)
+        near = np.zeros(u0.shape[1])
+        far = np.ones(u0.shape[1])
+        for axis in range(3):
+            o, d = u0[axis], du[axis]
+            # An axis the ray does not move along gets a huge finite inverse (never inf:
+            # 0 * inf would be nan), so its slab is all or nothing.
+            inv = 1.0 / np.where(np.abs(d) < 1e-300, 1e-300, d)
+            with np.errstate(over="ignore", invalid="ignore"):
+                t1 = (1.0 - o) * inv
+                t2 = (float(self.dims[axis] - 1) - o) * inv
+            np.maximum(near, np.minimum(t1, t2), out=near)
+            np.minimum(far, np.maximum(t1, t2), out=far)
+        return near, far
 
     def _walk(
         self, u0: Float, du: Float, rows: Int, ta: Float, tb: Float, first: bool
@@ -184,16 +186,18 @@ class Cells:
             entry = np.repeat(np.arange(3 * r), count)
             step = ranges(1, count)
             t = a.take(entry) + step * b.take(entry)
-            # The cell entered, exactly, on the axis crossed.
-            flat = start.take(entry) + step * sign.take(entry)
-            flat *= np.repeat(stride, r).take(entry)
+            # The cell entered, exactly, on the axis crossed (in flat index units).
+            across = stride[:, None]
+            flat = (start * across).take(entry) + step * (sign * across).take(entry)
             # The two other axes of each entry, by the (2, 3 r) tables of _others.
             at = _others(o).take(entry, axis=1)
             at += t * _others(d).take(entry, axis=1)
             cell = at.astype(np.int64)
-            along = np.repeat(stride.take(_OTHER), r, axis=1).take(entry, axis=1)
-            flat += (cell * along).sum(axis=0)
-            keep(entry % r, flat)
+            # (The walls come axis after axis: each axis's block has its strides.)
+            along = np.repeat(stride.take(_OTHER), count.reshape(3, r).sum(axis=1), axis=1)
+            flat += cell[0] * along[0] + cell[1] * along[1]
+            ray = entry % r
+            keep(ray, flat)
             # A wall of another axis crossed at (nearly) the same time, through an edge of
             # the grid: rounding may put both crossings just short of the other's wall,
             # and the walk would list the two side cells, never the diagonal one the ray
@@ -204,7 +208,7 @@ class Cells:
             one, two = beyond
             near = np.flatnonzero(one | two)
             if len(near):
-                ray = (entry % r).take(near)
+                ray = ray.take(near)
                 flat, one, two = flat.take(near), one.take(near), two.take(near)
                 keep(ray, flat + one + two)
                 both = np.flatnonzero((one != 0) & (two != 0))  # the side cells as well
