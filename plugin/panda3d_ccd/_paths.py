@@ -203,6 +203,8 @@ class Paths:
         #: A rider's pair was grown by more than ``_solver.rider_allowance`` (its sub-steps
         #: ran out, or it grows): the pass's bounds did not allow for that.
         self.overgrown = False
+        #: By how much more than its allowance a rider's pair was grown at most (0: none).
+        self.over = 0.0
 
     # What only responses read and write (slides, carrying), made on first use: a pass of
     # a few rewinds (most frames, ``_one_round``) never needs it.

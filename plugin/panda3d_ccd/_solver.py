@@ -160,7 +160,9 @@ def _ridden_segment_toi(paths: Paths, radius: Float, i: Int, j: Int, start: Floa
     ra, rb = radius[i], radius[j]
     whole = np.where(same, 0.0, paths.stray(i, start, end) + paths.stray(j, start, end))
     if paths.grow is not None:  # (a growing rider: one step, grown by its whole stray)
-        paths.overgrown |= bool((whole > rider_allowance(paths.xs, radius, i, j)).any())
+        excess = whole - rider_allowance(paths.xs, radius, i, j)
+        paths.overgrown |= bool((excess > 0).any())
+        paths.over = max(paths.over, float(excess.max(initial=0.0)))
         a0, b0 = paths.at(i, start), paths.at(j, start)
         a1, b1 = paths.xe[i], paths.xe[j]
         _into_frame(paths, same, i, j, start, a0, b0, a1, b1)
@@ -172,7 +174,9 @@ def _ridden_segment_toi(paths: Paths, radius: Float, i: Int, j: Int, start: Floa
     _into_frame(paths, same[pair], ip, jp, ta, a0, b0, a1, b1, tb)
     dev = np.where(same[pair], 0.0, paths.stray(ip, ta, tb) + paths.stray(jp, ta, tb))
     # (More than the bounds allowed for, where the sub-steps ran out: see Paths.overgrown.)
-    paths.overgrown |= bool((dev > allowed[pair]).any())
+    excess = dev - allowed[pair]
+    paths.overgrown |= bool((excess > 0).any())
+    paths.over = max(paths.over, float(excess.max(initial=0.0)))
     s, shallow = straight_pair_toi(a0, a1, ra[pair] + dev, b0, b1, rb[pair])
     return earliest_of(pair, in_step(s, ta, tb, shallow), len(i))
 
@@ -378,6 +382,7 @@ def _general(
     all_finite: bool = False,
     known: _one_round.Declined | None = None,
     hopeful: bool = True,
+    rider_pad: float = 0.0,
 ) -> PassResult:
     """:func:`solve`'s general solver, on the obstacle ``tables`` (planes included); with
     ``known``, the broad phase's pairs one round found (a frame it declined).
@@ -390,13 +395,12 @@ def _general(
     goes at most its own motion and what carries it further. If a carried body's path
     ever leaves that reach (squeezed, pushed by several at once), the bounds may not
     hold: the pass is made again with the full margin."""
-    again = None
-    if hopeful:  # (the same call, with the full margin)
-        again = (p0, p1, radius, response, from_mask, into_mask, tables)
-        again_kw = dict(
-            group=group, radius0=radius0, static=static, kinematic=kinematic,
-            all_finite=all_finite, known=known, hopeful=False,
-        )  # fmt: skip
+    # (The same call, with the full margin; and with riders' bounds padded more.)
+    again = (p0, p1, radius, response, from_mask, into_mask, tables)
+    again_kw = dict(
+        group=group, radius0=radius0, static=static, kinematic=kinematic,
+        all_finite=all_finite, known=known, hopeful=False, rider_pad=rider_pad,
+    )  # fmt: skip
     n = len(p0)
     if all_finite:
         finite = np.ones(n, bool)
@@ -502,7 +506,9 @@ def _general(
     # (Only moving rows turn, and they carry: none where nothing does, no call made.)
     turning = carry > 0 and any(getattr(t, "turning", np.zeros(0, bool)).any() for t in tables)
     ridable = carried if turning else None
-    pairs = _PairSet(paths, size, bent, bound_reach, ci[pair_solid], cj[pair_solid], ridable)
+    pairs = _PairSet(
+        paths, size, bent, bound_reach, ci[pair_solid], cj[pair_solid], ridable, rider_pad
+    )
     struck = [
         _ObstaclePairs(table, paths, n, qi, qk, solid & ~kin, moving, group)
         for table, (qi, qk) in zip(tables, found)
@@ -632,6 +638,14 @@ def _general(
             for o in settling:
                 o.settle(np.flatnonzero(quiet))
 
+    if not hopeful and paths.over > rider_pad:
+        # A rider's pair was grown past what the bounds allowed for (its sub-steps ran
+        # out): a contact may have been taken before one that came sooner. Again, with the
+        # bounds of pairs that may ride allowing twice the most any was grown past them
+        # over the whole pass, until that covers it (each time twice as much at least, and
+        # no pair grows past its whole stray).
+        pad = {"rider_pad": 2.0 * paths.over}
+        return _general(*again, **{**again_kw, **pad})  # type: ignore[arg-type, misc]
     solid_hits = _first_per_pair(concat_hits(hits))
     if capped:
         solid_hits = _hold(paths, held, t_hold, t_stop, solid_hits)
@@ -950,10 +964,13 @@ class _PairSet:
         i: Int,
         j: Int,
         ridable: Bool | None = None,
+        rider_pad: float = 0.0,
     ) -> None:
         self._paths, self._radius = paths, radius
         # Bounds use the frame's original paths, which every response stays within.
-        self._bound_args = (paths.xs.copy(), paths.xe.copy(), radius, slide, reach, ridable)
+        self._bound_args = (
+            paths.xs.copy(), paths.xe.copy(), radius, slide, reach, ridable, rider_pad
+        )  # fmt: skip
         self._earliest: Float | None = None
         # The change bound's pairs, with bounds 0 and with the real ones (see free).
         self._crude: _ChangeGraph | None = None
@@ -968,8 +985,10 @@ class _PairSet:
         self.toi = _segment_toi(paths, radius, self.i, self.j)
 
     def _bounds(self, i: Int, j: Int) -> Float:
-        p0, p1, radius, slide, reach, ridable = self._bound_args
-        return _earliest_touch(p0, p1, radius, slide, i, j, reach=reach, ridable=ridable)
+        p0, p1, radius, slide, reach, ridable, pad = self._bound_args
+        return _earliest_touch(
+            p0, p1, radius, slide, i, j, reach=reach, ridable=ridable, rider_pad=pad
+        )
 
     @property
     def earliest(self) -> Float:
@@ -1019,6 +1038,7 @@ def _earliest_touch(
     *,
     reach: Float | None = None,
     ridable: Bool | None = None,
+    rider_pad: float = 0.0,
 ) -> Float:
     """(k,) a time before which pair (i, j) cannot touch, whatever contacts do to either;
     ``inf`` where they never can this frame.
@@ -1030,13 +1050,15 @@ def _earliest_touch(
 
     ``ridable`` (n,): bodies that may ride a turning piece. A pair with one is tested on
     sub-steps with its radii grown by up to ``rider_allowance`` (see
-    :func:`_ridden_segment_toi`), and may touch that much sooner.
+    :func:`_ridden_segment_toi`), and may touch that much sooner; ``rider_pad`` more,
+    where a pass found them grown past that (their sub-steps ran out).
     """
     if reach is None:
         reach = _length(p1 - p0)
     big_r = radius[i] + radius[j]
     if ridable is not None:
-        big_r = big_r + np.where(ridable[i] | ridable[j], rider_allowance(p0, radius, i, j), 0.0)
+        pad = rider_allowance(p0, radius, i, j) + rider_pad
+        big_r = big_r + np.where(ridable[i] | ridable[j], pad, 0.0)
     gap = _length(p0[i] - p0[j]) - big_r
     speed = reach[i] + reach[j]
     bound = np.divide(gap, speed, out=np.full(len(i), np.inf), where=speed > 0)
