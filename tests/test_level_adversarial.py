@@ -2624,6 +2624,64 @@ def test_small_balls_swept_by_a_gate_past_its_sub_steps_are_the_serial_solvers(
         np.testing.assert_array_equal(ends[0], ends[1])
     assert max(pads) > 0.0  # the sub-steps ran out, and a pass was padded
 
+
+@pytest.mark.parametrize("turn", [43.3576048239417, 90.0])
+def test_a_growing_ball_beside_riders_of_a_gate_leaves_their_sub_steps_alone(
+    base, make_ccd, monkeypatch, turn
+):
+    """A gate 6.76 long sweeps a small slide ball and a rigid two-sphere slide while
+    another ball grows. Where any sphere grew, every rider's pair was tested in one step
+    grown by its whole stray (1.8 at 90 degrees a frame, 2.3 from the hinge): a ball met
+    the pair almost at once, at a distance, and the answer hung on the order contacts
+    were taken in (the serial solver's ended 4.3 away; a reviewer's random search found
+    it). Each rider's pair is tested in sub-steps whatever grows, each step's radii from
+    its ends'; every frame ends as the serial solver's, to the bit."""
+    from panda3d_ccd import _solver
+
+    length, thick, h0 = 6.7565710399954275, 0.06548292032829583, 21.48745195781565
+    grow_r, grow_scale = 0.038371845093892125, 1.090125813746071
+    ball_r, pair_r = 0.008715703585381674, 0.01394692064833861
+    pair_off = (-0.021270036580189135, -0.001407092150919559, 0.0)
+
+    def scene(name):
+        root = base.render.attachNewNode(name)
+        ccd = make_ccd()
+        box = CollisionBox(LPoint3(length / 2, 0, 1), length / 2, thick, 1)
+        gate = collision_node(root, "gate", box)
+        gate.setH(h0)
+        ccd.add_collision_node(gate)
+        floor = collision_node(root, "floor", CollisionPlane(LPlane(LVector3(0, 0, 1), LPoint3())))
+        ccd.add_collision_nodes(floor, static=True)
+        grower = node(root, "grower", (3.6929086638785007, 2.0607336357027948, grow_r))
+        ccd.add_sphere(grower, grow_r, response="slide")
+        ball = node(root, "ball", (-1.2310642067057886, 6.077510915880328, ball_r))
+        ccd.add_sphere(ball, ball_r, response="slide")
+        pair = root.attachNewNode(CollisionNode("pair"))
+        pair.node().addSolid(CollisionSphere(0, 0, 0, pair_r))
+        pair.node().addSolid(CollisionSphere(*pair_off, pair_r))
+        pair.setPos(0.8801831424997141, 4.36502294862186, pair_r)
+        ccd.add_collision_node(pair, response="slide")
+        ccd.step()
+        moves = [(grower, LVector3(-0.023762089518697377, 0.0016747129028468338, 0.0)),
+                 (pair, LVector3(-0.4948108211213339, 0.23003414270536515, 0.0))]  # fmt: skip
+        return ccd, root, gate, grower, moves, (grower, ball, pair)
+
+    batched, serial = scene("batched"), scene("serial")
+    blocked = _solver._blocked
+    for frame in range(6):
+        ends = []
+        for ccd, root, gate, grower, moves, bodies in (batched, serial):
+            gate.setH(gate.getH() + turn)
+            for body, motion in moves:
+                body.setPos(body.getPos() + motion)
+            grower.setScale(grow_scale ** (1 + frame % 3))
+            # (Serial: every moving body blocked, a round takes the earliest contacts only.)
+            one_by_one = blocked if ccd is batched[0] else lambda graph, first, still, *a: ~still
+            monkeypatch.setattr(_solver, "_blocked", one_by_one)
+            ccd.step()
+            ends.append(np.array([world(body, root) for body in bodies]))
+        np.testing.assert_array_equal(ends[0], ends[1])
+
 def _spun_crowd(render, make_ccd, name, starts, r):
     """A gate spinning about the vertical through its end, a floor, a wall at 100 degrees
     round the hinge, and rewound balls at ``starts``, under their own root."""

@@ -102,22 +102,37 @@ def _grown_segment_toi(
     a1: Float,
     b0: Float,
     b1: Float,
-    pad: Float | float = 0.0,
 ) -> Float:
-    """:func:`_segment_toi` where radii change within the frame (``pad`` more, riders'
-    strays). The gap |p| - R is convex on the segment, so a sweep with the radii shrunk by
-    the slop finds an overlap deeper than the slop exactly where there is one; that is the
-    slop rule here."""
-    end = np.ones(len(i))
-    r0 = paths.radius_at(i, start) + paths.radius_at(j, start) + pad
-    r1 = paths.radius_at(i, end) + paths.radius_at(j, end) + pad
+    """:func:`_segment_toi` where radii change within the frame."""
+    s, shallow = _grown_pair_toi(paths, i, j, start, np.ones(len(i)), a0, a1, b0, b1)
+    return np.where(shallow, np.inf, start + s * (1.0 - start))
+
+
+def _grown_pair_toi(
+    paths: Paths,
+    i: Int,
+    j: Int,
+    t0: Float,
+    t1: Float,
+    a0: Float,
+    a1: Float,
+    b0: Float,
+    b1: Float,
+    pad: Float | float = 0.0,
+) -> tuple[Float, Bool]:
+    """(k,) times of impact, in the step t0 -> t1, of pairs (i, j) moving straight from a0,
+    b0 to a1, b1 with their radii changing from those at t0 to those at t1 (``pad`` more,
+    riders' strays), and (k,) which are too shallow to count. The gap |p| - R is convex on
+    the step, so a sweep with the radii shrunk by the slop finds an overlap deeper than the
+    slop exactly where there is one; that is the slop rule here."""
+    r0 = paths.radius_at(i, t0) + paths.radius_at(j, t0) + pad
+    r1 = paths.radius_at(i, t1) + paths.radius_at(j, t1) + pad
     zero = np.zeros(len(i))
     s = _sphere_sphere_toi(a0, a1, r0, b0, b1, zero, r1 - r0)
     sl = np.minimum(slop(a0, b0), 0.5 * np.maximum(r0, r1))
     d0, d1 = np.maximum(r0 - sl, 0.0), np.maximum(r1 - sl, 0.0)
     deep = np.isfinite(_sphere_sphere_toi(a0, a1, d0, b0, b1, zero, d1 - d0))
-    shallow = ~deep & ((r0 > 0) | (r1 > 0))
-    return np.where(shallow, np.inf, start + s * (1.0 - start))
+    return s, ~deep & ((r0 > 0) | (r1 > 0))
 
 
 def _first_per_pair(hits: Hits) -> Hits:
@@ -159,14 +174,6 @@ def _ridden_segment_toi(paths: Paths, radius: Float, i: Int, j: Int, start: Floa
     end = np.ones(len(i))
     ra, rb = radius[i], radius[j]
     whole = np.where(same, 0.0, paths.stray(i, start, end) + paths.stray(j, start, end))
-    if paths.grow is not None:  # (a growing rider: one step, grown by its whole stray)
-        excess = whole - rider_allowance(paths.xs, radius, i, j)
-        paths.overgrown |= bool((excess > 0).any())
-        paths.over = max(paths.over, float(excess.max(initial=0.0)))
-        a0, b0 = paths.at(i, start), paths.at(j, start)
-        a1, b1 = paths.xe[i], paths.xe[j]
-        _into_frame(paths, same, i, j, start, a0, b0, a1, b1)
-        return _grown_segment_toi(paths, i, j, start, a0, a1, b0, b1, whole)
     allowed = rider_allowance(paths.xs, radius, i, j)
     pair, ta, tb = sub_steps(start, whole, allowed)
     ip, jp = i[pair], j[pair]
@@ -177,7 +184,10 @@ def _ridden_segment_toi(paths: Paths, radius: Float, i: Int, j: Int, start: Floa
     excess = dev - allowed[pair]
     paths.overgrown |= bool((excess > 0).any())
     paths.over = max(paths.over, float(excess.max(initial=0.0)))
-    s, shallow = straight_pair_toi(a0, a1, ra[pair] + dev, b0, b1, rb[pair])
+    if paths.grow is None:
+        s, shallow = straight_pair_toi(a0, a1, ra[pair] + dev, b0, b1, rb[pair])
+    else:  # (radii that change within the frame: each step's from its ends')
+        s, shallow = _grown_pair_toi(paths, ip, jp, ta, tb, a0, a1, b0, b1, dev)
     return earliest_of(pair, in_step(s, ta, tb, shallow), len(i))
 
 
@@ -401,6 +411,16 @@ def _general(
         group=group, radius0=radius0, static=static, kinematic=kinematic,
         all_finite=all_finite, known=known, hopeful=False, rider_pad=rider_pad,
     )  # fmt: skip
+
+    def padded() -> PassResult:
+        # A rider's pair was grown past what the bounds allowed for (its sub-steps ran
+        # out): a contact may have been taken before one that came sooner. Again, with the
+        # bounds of pairs that may ride allowing twice the most any has been grown past
+        # them, until that covers it (each time twice as much at least, and no pair grows
+        # past its whole stray). Asked after each round's tests: a pass that cannot be
+        # kept is not run on to the end.
+        pad = {**again_kw, "rider_pad": 2.0 * paths.over}
+        return _general(*again, **pad)  # type: ignore[arg-type]
     n = len(p0)
     if all_finite:
         finite = np.ones(n, bool)
@@ -545,6 +565,8 @@ def _general(
             break
         if hopeful and paths.overgrown:
             return _general(*again, **again_kw)  # type: ignore[arg-type, misc]
+        if not hopeful and paths.over > rider_pad:
+            return padded()
         rounds += 1
         a_s, b_s = pairs.i[pend_s], pairs.j[pend_s]
         a_o = [o.i[o.pend] for o in struck]
@@ -638,14 +660,8 @@ def _general(
             for o in settling:
                 o.settle(np.flatnonzero(quiet))
 
-    if not hopeful and paths.over > rider_pad:
-        # A rider's pair was grown past what the bounds allowed for (its sub-steps ran
-        # out): a contact may have been taken before one that came sooner. Again, with the
-        # bounds of pairs that may ride allowing twice the most any was grown past them
-        # over the whole pass, until that covers it (each time twice as much at least, and
-        # no pair grows past its whole stray).
-        pad = {"rider_pad": 2.0 * paths.over}
-        return _general(*again, **{**again_kw, **pad})  # type: ignore[arg-type, misc]
+    if not hopeful and paths.over > rider_pad:  # (grown in the last round's tests)
+        return padded()
     solid_hits = _first_per_pair(concat_hits(hits))
     if capped:
         solid_hits = _hold(paths, held, t_hold, t_stop, solid_hits)
