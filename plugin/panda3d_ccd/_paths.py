@@ -201,7 +201,7 @@ class Paths:
         self.ride: Int | None = None
         self.local: Float | None = None
         #: A rider's pair was grown by more than ``_solver.rider_allowance`` (its sub-steps
-        #: ran out, or it grows): the pass's bounds did not allow for that.
+        #: ran out): the pass's bounds did not allow for that.
         self.overgrown = False
         #: By how much more than its allowance a rider's pair was grown at most (0: none).
         self.over = 0.0
