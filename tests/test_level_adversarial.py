@@ -2551,7 +2551,6 @@ def test_a_skins_casts_see_each_moving_piece_from_where_it_carried_the_start():
     assert (table.frame[across.part] == 1).any()
 
 
-
 @pytest.mark.parametrize("hoping", [True, False], ids=["first try", "full margin"])
 def test_small_balls_swept_by_a_gate_past_its_sub_steps_are_the_serial_solvers(
     base, make_ccd, monkeypatch, hoping
