@@ -200,10 +200,8 @@ class Paths:
         self.frames: Any = None
         self.ride: Int | None = None
         self.local: Float | None = None
-        #: A rider's pair was grown by more than ``_solver.rider_allowance`` (its sub-steps
-        #: ran out): the pass's bounds did not allow for that.
-        self.overgrown = False
-        #: By how much more than its allowance a rider's pair was grown at most (0: none).
+        #: By how much more than ``_solver.rider_allowance`` a rider's pair was grown at
+        #: most (its sub-steps ran out: the pass's bounds did not allow for it; 0: none).
         self.over = 0.0
 
     # What only responses read and write (slides, carrying), made on first use: a pass of

@@ -180,10 +180,8 @@ def _ridden_segment_toi(paths: Paths, radius: Float, i: Int, j: Int, start: Floa
     a0, b0, a1, b1 = paths.at(ip, ta), paths.at(jp, ta), paths.at(ip, tb), paths.at(jp, tb)
     _into_frame(paths, same[pair], ip, jp, ta, a0, b0, a1, b1, tb)
     dev = np.where(same[pair], 0.0, paths.stray(ip, ta, tb) + paths.stray(jp, ta, tb))
-    # (More than the bounds allowed for, where the sub-steps ran out: see Paths.overgrown.)
-    excess = dev - allowed[pair]
-    paths.overgrown |= bool((excess > 0).any())
-    paths.over = max(paths.over, float(excess.max(initial=0.0)))
+    # (More than the bounds allowed for, where the sub-steps ran out: see Paths.over.)
+    paths.over = max(paths.over, float((dev - allowed[pair]).max(initial=0.0)))
     if paths.grow is None:
         s, shallow = straight_pair_toi(a0, a1, ra[pair] + dev, b0, b1, rb[pair])
     else:  # (radii that change within the frame: each step's from its ends')
@@ -415,10 +413,10 @@ def _general(
     def padded() -> PassResult:
         # A rider's pair was grown past what the bounds allowed for (its sub-steps ran
         # out): a contact may have been taken before one that came sooner. Again, with the
-        # bounds of pairs that may ride allowing twice the most any has been grown past
-        # them, until that covers it (each time twice as much at least, and no pair grows
-        # past its whole stray). Asked after each round's tests: a pass that cannot be
-        # kept is not run on to the end.
+        # full margin and the bounds of pairs that may ride allowing twice the most any
+        # has been grown past them, until that covers it (each time twice as much at
+        # least, and no pair grows past its whole stray). Asked after each round's tests:
+        # a pass that cannot be kept is not run on to the end.
         pad = {**again_kw, "rider_pad": 2.0 * paths.over}
         return _general(*again, **pad)  # type: ignore[arg-type]
     n = len(p0)
@@ -563,9 +561,7 @@ def _general(
             # The game moves kinematic rows: never held.
             held = rigid.spread_any(_reach(unresolved, pairs.i[near], pairs.j[near], still)) & ~kin
             break
-        if hopeful and paths.overgrown:
-            return _general(*again, **again_kw)  # type: ignore[arg-type, misc]
-        if not hopeful and paths.over > rider_pad:
+        if paths.over > rider_pad:
             return padded()
         rounds += 1
         a_s, b_s = pairs.i[pend_s], pairs.j[pend_s]
@@ -660,7 +656,7 @@ def _general(
             for o in settling:
                 o.settle(np.flatnonzero(quiet))
 
-    if not hopeful and paths.over > rider_pad:  # (grown in the last round's tests)
+    if paths.over > rider_pad:  # (grown in the last round's tests)
         return padded()
     solid_hits = _first_per_pair(concat_hits(hits))
     if capped:
