@@ -282,6 +282,31 @@ def test_a_ball_squeezed_between_a_lift_and_a_ceiling_ends_touching_the_lift(bas
     assert squeezed > 0
 
 
+@pytest.mark.parametrize("response", ["slide", "rewind"])
+def test_a_ball_squeezed_between_a_lift_and_a_ceiling_yields_in_a_few_rounds(
+    base, ccd, response
+):
+    """Once the lift and the ceiling hold the ball at one instant with no room between them,
+    it yields to the lift at once: the pass takes a few rounds, not one for each of its
+    slides back and forth between the two (eleven before), and it ends on the lift's top."""
+    render = base.render
+    lift = cnode(render, "lift", CollisionBox(LPoint3(-2, -2, -1), LPoint3(2, 2, 0)))
+    ccd.add_collision_node(lift)
+    ceiling = cnode(render, "ceiling", quad((-5, -5, 2), (-5, 5, 2), (5, 5, 2), (5, -5, 2)))
+    ccd.add_collision_node(ceiling, static=True)
+    b = ball(ccd, render, "b", (0, 0, 0.5), response=response)
+    ccd.step()
+    for k in range(1, 16):
+        lift.setZ(0.1 * k)
+        ccd.step()
+        # The ball's top reaches the ceiling (z = 2) with the lift's at 1: squeezed after.
+        assert ccd.squeezed == (k > 10)
+        assert ccd.rounds <= (4 if k > 10 else 1), (k, ccd.rounds)
+        # On the lift's top, to the float32 rounding of the node.
+        assert b.getX() == b.getY() == 0.0
+        assert b.getZ() == pytest.approx(lift.getZ() + 0.5, abs=2.5e-7)
+
+
 @pytest.mark.parametrize("start", [(0.3, -0.2, 0.5), (-0.2, 0.3, 0.5)])
 def test_a_squeezed_ball_meets_its_later_contacts_at_their_exact_times(
     base, make_ccd, monkeypatch, start

@@ -2700,7 +2700,9 @@ def _spun_crowd(render, make_ccd, name, starts, r):
     return ccd, root, gate, balls
 
 
-@pytest.mark.parametrize("seed", range(4))
+# (Seeds whose frames take both ways. Seed 3's one retry came from a ball squeezed against
+# the wall that went back and forth until its slides ran out; it now yields at once.)
+@pytest.mark.parametrize("seed", [0, 1, 2, 8])
 def test_a_crowd_spun_by_a_gate_into_a_wall_is_the_serial_solvers(
     base, make_ccd, monkeypatch, seed
 ):

@@ -1324,6 +1324,7 @@ def _respond(
     moved |= (paths.held_carry[lead] != 0.0).any(axis=(1, 2))
     same = (paths.held_t[lead] == t[:, None]) & moved[:, None]
     held = same.any(axis=1)
+    now = (now_n, now_carry, now_on, same)
     # A growing slide keeps clear of what it touches: its motion away from each surface
     # must be at least what it still grows (nothing else: no growth, no push).
     grown = None if paths.grow is None else np.where(deflect, paths.growth_left(lead, t), 0.0)
@@ -1410,6 +1411,17 @@ def _respond(
                 away = np.einsum("ij,ij->i", remaining - by, nrm)
                 remaining -= np.where(on, np.minimum(away, 0.0), 0.0)[:, None] * nrm
         wedged &= ~held
+        # Squeezed: held at this instant by what carries it and by something that does not
+        # give way, with no motion clear of them all (a lift rising into a ceiling). It is
+        # known now: it yields to its carrier at once, as it would once its slides ran out
+        # (each of them a round, going back and forth between the two at this instant), and
+        # is crushed after as many more contacts as then. Where some motion is clear of them
+        # all (a wedge of a turning gate and a wall, open on one side), nothing changes.
+        stuck = _stuck(paths, lead, held & _row_any(paths.carrier[lead] != 0.0), grown, now)
+        stuck &= ~crushed
+        squeezed |= stuck
+        deflect &= ~stuck
+        slides[lead[stuck]] = np.maximum(slides[lead[stuck]], MAX_SLIDES + 2)
     if wedged.any():
         crease = _cross(previous[wedged], latest[wedged])
         along = unit(crease, np.zeros_like(crease))
@@ -1455,6 +1467,32 @@ def _respond(
         members, t_m, at_m, at_m + displacement[slot], None if ride is None else ride[slot]
     )
     return members
+
+
+def _stuck(
+    paths: Paths, lead: Int, held: Bool, grown: Float | None, now: tuple[Float, Float, Bool, Bool]
+) -> Bool:
+    """(k,) of the ``held`` groups (their ``lead``), those whose contacts at this instant
+    (``now``: this round's normals, carries and which are on (k, ranks), and which of the
+    held ones are of this instant (k, HELD)) leave no motion clear of them all, where one
+    of them carries the body and another does not give way (carries nothing). Clear of a
+    contact is what goes no further into it than its carry; a growing body is left out
+    (it must also keep clear by its growth)."""
+    now_n, now_carry, now_on, same = now
+    rows = np.flatnonzero(held if grown is None else held & (grown == 0))
+    out = np.zeros(len(lead), bool)
+    if len(rows) == 0:
+        return out
+    lead = lead[rows]
+    planes = np.concatenate([now_n[rows], paths.held_n[lead]], axis=1)
+    carries = np.concatenate([now_carry[rows], paths.held_carry[lead]], axis=1)
+    on = np.concatenate([now_on[rows], same[rows]], axis=1)
+    moving = (carries != 0.0).any(axis=2)
+    both = (on & moving).any(axis=1) & (on & ~moving).any(axis=1)
+    offsets = np.einsum("ikj,ikj->ik", planes, carries)
+    clear = _nearest_clear(np.zeros((len(rows), 3)), planes, offsets, on & both[:, None])
+    out[rows] = both & ~_row_all(np.isfinite(clear))
+    return out
 
 
 def _clip_by_all(motion: Float, normal: Float, planes: Float, on: Bool) -> Float:
