@@ -481,6 +481,57 @@ def test_target_moves_the_model_root_and_keeps_the_collision_node_relative(base,
         ccd.add_collision_node(cnode(render, "x", CollisionSphere(0, 0, 0, 1)), target=floor)
 
 
+def test_teleport_and_remove_take_the_target_the_game_moves(base, ccd, recorder):
+    """The node the game moves is the target: ``teleport(target)`` and ``remove(target)``
+    act on every collision node registered with it, as ``removeNode()`` on it does."""
+    render = base.render
+    wall = cnode(render, "wall", quad((5, -9, -9), (5, -9, 9), (5, 9, 9), (5, 9, -9)))
+    ccd.add_collision_node(wall, static=True)
+    player = render.attachNewNode("player")
+    body = cnode(player, "body", CollisionSphere(0, 0, 0, 0.5))
+    head = cnode(player, "head", CollisionSphere(0, 0, 1, 0.25))
+    for part in (body, head):
+        ccd.add_collision_node(part, response="slide", target=player)
+    ccd.add_in_pattern("%fn-into-%in")
+    ccd.step()
+    player.setPos(10, 0, 0)  # through the wall's front, jumped
+    ccd.teleport(player)
+    assert ccd.step() == []
+    assert tuple(player.getPos()) == (10, 0, 0)
+    player.setPos(0, 0, 0)
+    ccd.teleport(player)
+    ccd.step()
+    player.setFluidPos(10, 0, 0)  # swept: the body stops touching the wall
+    assert [c.from_np.getName() for c in ccd.step()] == ["body"]
+    assert player.getX() == pytest.approx(4.5, abs=1e-6)
+    assert ccd.colliders == 3
+    ccd.remove(player)
+    assert ccd.colliders == 1
+    player.setFluidPos(10, 0, 0)
+    assert ccd.step() == [] and player.getX() == 10.0
+
+
+def test_a_kinematic_collider_takes_no_target_and_is_read_through_its_rig(base, ccd):
+    """The plugin never moves a kinematic collider, so it takes no ``target``: refused,
+    with a sentence saying why. Registered alone, it is read through its ancestors every
+    pass: a lift the game raises through its rig carries its ball."""
+    render = base.render
+    rig = render.attachNewNode("rig")
+    lift = cnode(rig, "lift", CollisionBox(LPoint3(-2, -2, -0.5), LPoint3(2, 2, 0)))
+    with pytest.raises(
+        ValueError, match=r"^target applies to a body the plugin moves .* got render/rig/lift as"
+    ):
+        ccd.add_collision_node(lift, response="kinematic", target=rig)
+    ccd.add_collision_node(lift, response="kinematic")
+    b = ball(ccd, render, "b", (0, 0, 0.5))
+    ccd.step()
+    for k in range(1, 4):
+        rig.setZ(0.5 * k)
+        ccd.step()
+        assert b.getZ() == pytest.approx(0.5 * k + 0.5, abs=1e-6)
+        assert rig.getZ() == 0.5 * k
+
+
 def test_a_collision_node_moved_on_its_target_is_read_where_it_is(base, ccd, recorder):
     """As a pusher reads its collider: the collision node's place on its target each pass
     (a lunge, a crouch), not only as registered. Moved on the target, it is swept there;

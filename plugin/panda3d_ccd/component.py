@@ -774,7 +774,8 @@ class ContinuousCollision:
         )
 
     def remove(self, nodepath: NodePath) -> None:
-        """Forget every collider of nodepath; its open contacts get their out events now."""
+        """Forget every collider of nodepath (or of the nodes registered with it as their
+        ``target``); their open contacts get their out events now."""
         self._check_alive()
         if not isinstance(nodepath, NodePath):
             raise ValueError(f"nodepath must be a NodePath, got {nodepath!r}")
@@ -783,22 +784,34 @@ class ContinuousCollision:
             # emptied is dropped, which includes this one.
             self._drop_removed()
             return
-        entries = self._by_node.pop(nodepath, None)
-        if entries is None:
-            raise ValueError(f"nodepath {nodepath} is not registered")
-        self._dynamic.pop(nodepath, None)
-        self._forget({e.owner for e in entries})
+        owners = set()
+        for registered in self._registered(nodepath):
+            self._dynamic.pop(registered, None)
+            owners |= {e.owner for e in self._by_node.pop(registered)}
+        self._forget(owners)
 
     def teleport(self, nodepath: NodePath) -> None:
-        """The next pass does not sweep nodepath's jump: it starts from where it is then."""
+        """The next pass does not sweep nodepath's jump (nor that of the nodes registered
+        with it as their ``target``): it starts from where it is then."""
         self._check_alive()
-        entries = self._by_node.get(_nodepath(nodepath))
-        if entries is None:
-            raise ValueError(f"nodepath {nodepath} is not registered")
-        self._teleported.update(e.uid for e in entries)
-        self._pieces.reread({e.owner for e in entries if isinstance(e, PieceNode)})
-        if nodepath not in self._dynamic:
-            self._statics.reread.update(e.uid for e in entries)
+        for registered in self._registered(_nodepath(nodepath)):
+            entries = self._by_node[registered]
+            self._teleported.update(e.uid for e in entries)
+            self._pieces.reread({e.owner for e in entries if isinstance(e, PieceNode)})
+            if registered not in self._dynamic:
+                self._statics.reread.update(e.uid for e in entries)
+
+    def _registered(self, nodepath: NodePath) -> list[NodePath]:
+        """The registered NodePath nodepath is, or else those registered with it as their
+        ``target`` (the node the game moves, and deletes); a ValueError if neither."""
+        if nodepath in self._by_node:
+            return [nodepath]
+        moved = [registered for registered, target in self._target_of.items() if target == nodepath]
+        if not moved:
+            raise ValueError(
+                f"nodepath {nodepath} is not registered, nor the target of a registered node"
+            )
+        return moved
 
     def _forget(self, owners: set[int]) -> None:
         """Drop the colliders of these nodes; their open pairs get out events now."""
