@@ -226,7 +226,7 @@ def cross_check(
         # Outside every triangle (Bullet would hit one it is inside, to rounding), and
         # within the slop of the nearest.
         p = np.broadcast_to(plugin_point[i], (len(triangles), 3))
-        _near, dist = _triangle_closest(p, *(triangles[:, j] for j in range(3)), None)
+        dist = _triangle_closest(p, *(triangles[:, j] for j in range(3)), None)[1]
         j = int(np.argmin(dist))
         graze[i] = 1e-9 * size[j] < dist[j] <= SEAM_REL * size[j] * (1 + 1e-6)
     # Nothing lies before Bullet's closest hit, whatever side it is on.

@@ -204,6 +204,85 @@ def test_a_ball_pushed_into_a_crease_of_two_walls_ends_in_it_touching_both(base,
     assert p == pytest.approx(deepest, abs=1e-4)
 
 
+# A floor under x in [-20, 20], y = 0 whose top is z = 0, of each kind of level piece.
+FLOORS = {
+    "polygon": lambda: quad((-20, -20, 0), (20, -20, 0), (20, 20, 0), (-20, 20, 0)),
+    "box": lambda: CollisionBox(LPoint3(-20, -20, -1), LPoint3(20, 20, 0)),
+    "capsule": lambda: CollisionCapsule(-20, 0, -5, 20, 0, -5, 5),  # its top line
+}
+
+
+@pytest.mark.parametrize("kind", list(FLOORS))
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+@pytest.mark.parametrize(("gap", "t"), [(0.5, 0.25), (0.0, 0.0)])
+def test_a_ball_growing_into_a_level_piece_is_a_contact_and_ends_touching(
+    base, ccd, recorder, kind, response, gap, t
+):
+    """Scale 1 to 3 in one frame, ``gap`` above a floor piece and moving along it (the
+    plane case is tests/test_idioms.py's): the growth reaches the floor at ``t``, a
+    contact, as moving into it is. A rewind is stopped there, scale and all; a slide rises
+    as it grows. (The sweep at the largest radius sees the ball already in the floor and
+    not moving into it: it used to count nothing, and the ball ended 1.5 to 2 inside.)"""
+    render = base.render
+    floor = cnode(render, "floor", FLOORS[kind]())
+    ccd.add_collision_node(floor, static=True)
+    b = render.attachNewNode("ball")
+    b.setPos(0, 0, 1.0 + gap)
+    ccd.add_sphere(b, 1.0, response=response)
+    base.taskMgr.step()
+
+    def grow(task):
+        b.setScale(3)
+        b.setFluidX(4)
+        return task.done
+
+    base.taskMgr.add(grow, "grow", sort=0)
+    base.taskMgr.step()
+    assert recorder.names() == ["ball-into-floor"]
+    (c,) = ccd.contacts
+    assert c.t == pytest.approx(t, abs=1e-12)
+    assert c.feature == ("edge" if kind == "capsule" else "face")
+    assert tuple(c.normal) == pytest.approx((0, 0, 1), abs=1e-12)
+    assert tuple(c.point) == pytest.approx((4 * t, 0, 0), abs=1e-9)
+    scale = b.getScale()[0]
+    if response == "rewind":
+        assert (b.getX(), b.getZ(), scale) == pytest.approx((4 * t, 1 + gap, 1 + 2 * t), abs=TOL)
+    else:
+        assert (b.getX(), b.getZ(), scale) == pytest.approx((4, 3, 3), abs=TOL)
+    assert b.getZ() - scale == pytest.approx(0.0, abs=1e-6)  # touching the floor, not in it
+
+
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+def test_a_ball_growing_inside_an_inverse_sphere_stops_at_its_wall(base, ccd, recorder, response):
+    """A ball 2 from the centre of a room of radius 5 grows from 1 to 4: its surface
+    reaches the wall when its radius is 3, at t = 2/3 (the solid is outside the room). A
+    rewind stops there; a slide keeps clear of the wall as it grows, ending 1 from the
+    centre, touching it."""
+    render = base.render
+    room = cnode(render, "room", CollisionInvSphere(0, 0, 0, 5))
+    ccd.add_collision_node(room, static=True)
+    b = render.attachNewNode("ball")
+    b.setPos(2, 0, 0)
+    ccd.add_sphere(b, 1.0, response=response)
+    base.taskMgr.step()
+
+    def grow(task):
+        b.setScale(4)
+        return task.done
+
+    base.taskMgr.add(grow, "grow", sort=0)
+    base.taskMgr.step()
+    assert recorder.names() == ["ball-into-room"]
+    (c,) = ccd.contacts
+    assert c.t == pytest.approx(2 / 3, abs=1e-12)
+    assert tuple(c.point) == pytest.approx((5, 0, 0), abs=1e-12)
+    assert tuple(c.normal) == pytest.approx((-1, 0, 0), abs=1e-12)
+    x, scale = b.getX(), b.getScale()[0]
+    expected = (2, 3) if response == "rewind" else (1, 4)
+    assert (x, scale) == pytest.approx(expected, abs=TOL)
+    assert x + scale == pytest.approx(5.0, abs=1e-6)
+
+
 # ----------------------------------------------------------------------------- kinematic
 @pytest.mark.parametrize("response", ["rewind", "slide"])
 def test_a_ball_on_a_rising_lift_rides_it(base, ccd, response):

@@ -1451,6 +1451,88 @@ def test_a_ball_pinned_by_a_moving_piece_is_never_inside_it(
         assert _clear_of(solid, pusher, ball, render, 0.5) >= -1e-5
 
 
+# ============================================================================ growing
+@pytest.mark.parametrize("seed", range(6))
+def test_bodies_growing_among_level_pieces_never_end_inside_one(base, make_ccd, seed):
+    """Balls moving (some fast) and growing or shrinking with ``setScale`` each frame among
+    a polygon floor, boxes, a capsule pillar and a lift that the game moves: checked every
+    frame with the oracle's own distances, none that was clear of a piece at the start of
+    the frame ends inside it deeper than the slop and the float32 rounding. (A ball that
+    grew into a piece without moving into it used to end inside, by up to its growth.)"""
+    rng = np.random.default_rng(seed)
+    render = base.render
+    ccd = make_ccd()
+    size = 8.0
+    floor = polygons(render, "floor", [(-size, -size, 0), (size, -size, 0), (size, size, 0),
+                                       (-size, size, 0)])  # fmt: skip
+    # (Two-sided: a ball that fell past its edge and comes up from behind a one-sided
+    # floor is inside it as it crosses its plane, which the README documents apart.)
+    corners = np.array([(-size, -size, 0), (size, -size, 0), (size, size, 0), (-size, size, 0)])
+    solids = [solid_of(corners[[[0, 1, 2], [0, 2, 3]]], two_sided=True, name="floor")]
+    ccd.add_collision_nodes(floor, static=True, two_sided=True)
+    for j in range(3):
+        lo = np.append(rng.uniform(-size + 1, size - 3, 2), 0.0)
+        hi = lo + np.append(rng.uniform(0.5, 2.0, 2), rng.uniform(0.5, 2.0))
+        crate = collision_node(render, f"crate{j}", CollisionBox(LPoint3(*lo), LPoint3(*hi)))
+        ccd.add_collision_nodes(crate, static=True)
+        solids.append(level_oracle.Solid(f"crate{j}", box=(lo[None], hi[None])))
+    foot = np.append(rng.uniform(-size + 1, size - 1, 2), 0.0)
+    pillar = collision_node(render, "pillar", CollisionCapsule(LPoint3(*foot),
+                            LPoint3(*(foot + (0, 0, 4))), 0.6))  # fmt: skip
+    ccd.add_collision_nodes(pillar, static=True)
+    solids.append(level_oracle.Solid("pillar", cap=(foot[None], foot[None] + (0, 0, 4),
+                                                   np.array([0.6]))))  # fmt: skip
+    lift_lo, lift_hi = np.array([-1.0, -1.0, -0.5]), np.array([1.0, 1.0, 0.0])
+    lift = collision_node(render, "lift", CollisionBox(LPoint3(*lift_lo), LPoint3(*lift_hi)))
+    lift.setPos(*rng.uniform(-size + 2, size - 2, 2), 1.0)
+    ccd.add_collision_node(lift)
+    lift_solid = level_oracle.Solid("lift", box=(lift_lo[None], lift_hi[None]))
+
+    def gaps(balls):
+        """(n, pieces) each ball's distance to each piece (the lift where it is now)."""
+        out = []
+        for b in balls:
+            q = world(b, render)
+            row = [solid.distance(q) for solid in solids]
+            row.append(lift_solid.distance(q - world(lift, render)))
+            out.append(row)
+        return np.array(out)
+
+    balls, radius = [], []
+    while len(balls) < 10:
+        r = rng.uniform(0.2, 0.6)
+        q = np.append(rng.uniform(-size + 1, size - 1, 2), rng.uniform(r + 0.1, 4.0))
+        b = node(render, f"b{len(balls)}", tuple(q))
+        if gaps([b]).min() < r + 0.05 or any(
+            np.linalg.norm(q - world(o, render)) < r + ro + 0.05 for o, ro in zip(balls, radius)
+        ):
+            b.removeNode()
+            continue
+        ccd.add_sphere(b, r, response=str(rng.choice(["rewind", "slide"])))
+        balls.append(b)
+        radius.append(r)
+    radius = np.array(radius)
+    ccd.step()
+    checked = 0
+    for frame in range(25):
+        before = gaps(balls) - (radius * [b.getScale()[0] for b in balls])[:, None]
+        for b in balls:
+            step = rng.normal(size=3) * rng.choice([0.05, 0.5, 5.0])
+            b.setFluidPos(*(world(b, render) + step))
+            b.setScale(min(max(b.getScale()[0] * rng.choice([0.7, 1.0, 1.5, 2.5]), 0.5), 4.0))
+        lift.setFluidPos(lift.getPos() + LVector3(*rng.normal(size=3) * 0.2))
+        ccd.step()
+        if ccd.squeezed:  # (a squeezed body may end in what it is squeezed against)
+            continue
+        checked += 1
+        r_end = radius * [b.getScale()[0] for b in balls]
+        after = gaps(balls) - r_end[:, None]
+        allowance = np.array([tol(world(b, render)) for b in balls])[:, None]
+        created = (before >= -allowance) & (after < -allowance)
+        assert not created.any(), (frame, np.argwhere(created), after[created])
+    assert checked >= 20
+
+
 # ============================================================================ transforms
 def _mat(np_, render):
     """(3, 3) linear part L and (3,) offset o of np_'s net transform: world = p @ L + o."""

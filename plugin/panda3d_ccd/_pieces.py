@@ -30,18 +30,19 @@ from numpy.typing import NDArray
 
 from . import _frames
 from ._arrays import cross as _cross
+from ._arrays import largest_abs
 from ._arrays import length as _length
 from ._frames import Frames
 from ._index import StaticIndex, _padded
 from ._obstacles import Response
 from ._paths import Bool, Float, Hits, Int, Paths, Segments, in_step, pick, slop, sub_steps, unit
 from ._raygrid import RayGrid
-from ._tolerance import TURN_TOLERANCE, WELD_FOLDED, WELD_GAP, WELD_REL
+from ._tolerance import DIST_REL_EPS, ROUNDING_REL, TURN_TOLERANCE, WELD_FOLDED, WELD_GAP, WELD_REL
 from .sweep import sphere_box as _box
 from .sweep import sphere_capsule as _capsule
 from .sweep import sphere_inv_sphere as _inv
 from .sweep import sphere_triangle as _tri
-from .sweep._result import Sweep
+from .sweep._result import EDGE, FACE, VERTEX, Sweep
 
 #: Kinds of obstacle (``Hits.kind``), after SPHERE (0) and PLANE (1).
 TRIANGLE, BOX, CAPSULE, INV_SPHERE = 2, 3, 4, 5
@@ -56,8 +57,9 @@ class Kind(NamedTuple):
     sweep: Callable[..., Sweep]
     #: (*geometry) -> (lo, hi) (m, 3) boxes of the rows; None: unbounded (every body).
     bounds: Callable[..., tuple[Float, Float]] | None
-    #: (p, *geometry rows) -> ((k, 3) closest point of the solid, (k,) distance to it).
-    closest: Callable[..., tuple[Float, Float]]
+    #: (p, *geometry rows) -> ((k, 3) closest point of the solid, (k,) distance to it,
+    #: and the feature (FACE, EDGE, VERTEX) and its index there, as the kernel names them).
+    closest: Callable[..., tuple[Float, Float, NDArray[np.int8], Int]]
     #: Where the kind has a faster kernel for a point (radius 0: rays) than ``sweep``:
     #: ``point_data(*geometry)`` -> (m, w) rows computed once per table, and
     #: ``point(c0, c1, data rows)`` -> ((h,) rows that hit, their Sweep). None: ``sweep``
@@ -73,6 +75,11 @@ class Kind(NamedTuple):
     #: (k,), exact for each group's earliest contacts and those up to ``within`` later, the
     #: others no earlier than that. None: ``sweep`` at both radii.
     deep: Callable[..., Sweep] | None = None
+    #: ``grown(c0, c1, ra, rb, sl, *geometry rows)`` -> (k,) times (inf: none) and their
+    #: (point, normal, feature, index), where spheres growing from radius ra to rb along
+    #: c0 -> c1 first touch rows they already overlap at rb by more than ``sl`` at c0 and
+    #: do not move into (which ``sweep``, at the largest radius, counts as no contact).
+    grown: Callable[..., tuple[Float, Float, Float, NDArray[np.int8], Int]] | None = None
 
 
 def _triangle_bounds(a: Float, b: Float, c: Float, *_flags: NDArray) -> tuple[Float, Float]:
@@ -81,9 +88,11 @@ def _triangle_bounds(a: Float, b: Float, c: Float, *_flags: NDArray) -> tuple[Fl
 
 def _triangle_closest(
     p: Float, a: Float, b: Float, c: Float, *_flags: NDArray
-) -> tuple[Float, Float]:
+) -> tuple[Float, Float, NDArray[np.int8], Int]:
     """Closest points of triangles to points p (Ericson, Real-Time Collision Detection
-    5.1.5), by regions, all rows at once."""
+    5.1.5), by regions, all rows at once; the region is the feature (the kernel's names:
+    edges a-b, b-c, c-a; corners a, b, c; the face for a point over it, its edges
+    included)."""
     ab, ac, ap = b - a, c - a, p - a
 
     def dot(u: Float, v: Float) -> Float:
@@ -106,17 +115,26 @@ def _triangle_closest(
         t_ac = d2 / (d2 - d6)
         t_bc = (d4 - d3) / ((d4 - d3) + (d5 - d6))
     regions = [
-        ((vc <= 0) & (d1 >= 0) & (d3 <= 0), a + t_ab[:, None] * ab),
-        ((vb <= 0) & (d2 >= 0) & (d6 <= 0), a + t_ac[:, None] * ac),
-        ((va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0), b + t_bc[:, None] * (c - b)),
-        ((d6 >= 0) & (d5 <= d6), c),
-        ((d3 >= 0) & (d4 <= d3), b),
-        ((d1 <= 0) & (d2 <= 0), a),
+        ((vc <= 0) & (d1 >= 0) & (d3 <= 0), a + t_ab[:, None] * ab, EDGE, 0),
+        ((vb <= 0) & (d2 >= 0) & (d6 <= 0), a + t_ac[:, None] * ac, EDGE, 2),
+        ((va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0), b + t_bc[:, None] * (c - b), EDGE, 1),
+        ((d6 >= 0) & (d5 <= d6), c, VERTEX, 2),
+        ((d3 >= 0) & (d4 <= d3), b, VERTEX, 1),
+        ((d1 <= 0) & (d2 <= 0), a, VERTEX, 0),
     ]
-    for where, point in regions:  # the last (vertex regions) first in Ericson's order
+    feature = np.full(len(p), FACE, np.int8)
+    index = np.zeros(len(p), np.int64)
+    for where, point, kind, which in regions:  # the last (vertex regions) first in Ericson's
         out = np.where(where[:, None], point, out)
-    out = np.where(np.isfinite(out), out, a)  # a degenerate triangle: its corner a
-    return out, _length(p - out)
+        feature[where] = kind
+        index[where] = which
+    # A point over the face, edges included, touches the face (as the kernel names it).
+    over = (va >= 0) & (vb >= 0) & (vc >= 0) & (denom > 0)
+    feature[over], index[over] = FACE, 0
+    lost = ~np.isfinite(out).all(axis=1)  # a degenerate triangle: its corner a
+    out[lost] = a[lost]
+    feature[lost], index[lost] = VERTEX, 0
+    return out, _length(p - out), feature, index
 
 
 def shared_edges(corners: np.ndarray) -> np.ndarray:
@@ -263,9 +281,32 @@ def _box_bounds(lo: Float, hi: Float) -> tuple[Float, Float]:
     return lo, hi
 
 
-def _box_closest(p: Float, lo: Float, hi: Float) -> tuple[Float, Float]:
+def _box_closest(
+    p: Float, lo: Float, hi: Float
+) -> tuple[Float, Float, NDArray[np.int8], Int]:
     near = np.clip(p, lo, hi)
-    return near, _length(p - near)
+    # The feature as the kernel names it (see sphere_box): by the axes clipped, each's side.
+    outside = (p < lo) | (p > hi)
+    up = (p > 0.5 * (lo + hi)).astype(np.int64)
+    clipped = outside.sum(axis=1)
+    rows = np.arange(len(p))
+    free = np.argmin(outside, axis=1)  # an edge's one unclipped axis
+    j, m = np.where(free == 0, 1, 0), np.where(free == 2, 1, 2)
+    out_axis = np.argmax(outside, axis=1)  # a face's one clipped axis
+    # A point inside: the nearest face.
+    depth = np.concatenate([hi - p, p - lo], axis=1)
+    face_of = np.argmin(depth, axis=1)  # 0..2: +axis, 3..5: -axis
+    feature = np.select([clipped == 3, clipped == 2], [VERTEX, EDGE], FACE).astype(np.int8)
+    index = np.select(
+        [clipped == 3, clipped == 2, clipped == 1],
+        [
+            4 * up[:, 0] + 2 * up[:, 1] + up[:, 2],
+            4 * free + 2 * up[rows, j] + up[rows, m],
+            2 * out_axis + up[rows, out_axis],
+        ],
+        np.where(face_of < 3, 2 * face_of + 1, 2 * (face_of - 3)),
+    )
+    return near, _length(p - near), feature, index
 
 
 def _capsule_bounds(a: Float, b: Float, radius: Float) -> tuple[Float, Float]:
@@ -273,7 +314,9 @@ def _capsule_bounds(a: Float, b: Float, radius: Float) -> tuple[Float, Float]:
     return np.minimum(a, b) - r, np.maximum(a, b) + r
 
 
-def _capsule_closest(p: Float, a: Float, b: Float, radius: Float) -> tuple[Float, Float]:
+def _capsule_closest(
+    p: Float, a: Float, b: Float, radius: Float
+) -> tuple[Float, Float, NDArray[np.int8], Int]:
     axis = b - a
     aa = np.einsum("ij,ij->i", axis, axis)
     s = np.divide(np.einsum("ij,ij->i", p - a, axis), aa, out=np.zeros(len(p)), where=aa > 0)
@@ -281,23 +324,166 @@ def _capsule_closest(p: Float, a: Float, b: Float, radius: Float) -> tuple[Float
     gap = p - on
     dist = _length(gap)
     out = on + unit(gap, np.zeros_like(gap)) * np.minimum(radius, dist)[:, None]
-    return out, np.maximum(dist - radius, 0.0)
+    # The body (EDGE 0), or the cap at a (VERTEX 0) or at b (VERTEX 1), as the kernel.
+    cap = (s <= 0.0) | (s >= 1.0) | (aa == 0)
+    feature = np.where(cap, VERTEX, EDGE).astype(np.int8)
+    index = ((s >= 1.0) & (aa > 0)).astype(np.int64)
+    return out, np.maximum(dist - radius, 0.0), feature, index
 
 
-def _inv_closest(p: Float, center: Float, radius: Float) -> tuple[Float, Float]:
+def _inv_closest(
+    p: Float, center: Float, radius: Float
+) -> tuple[Float, Float, NDArray[np.int8], Int]:
     gap = p - center
     dist = _length(gap)
     fallback = np.broadcast_to([0.0, 0.0, 1.0], gap.shape)
     out = center + unit(gap, fallback) * radius[:, None]
-    return np.where((dist >= radius)[:, None], p, out), np.maximum(radius - dist, 0.0)
+    k = len(p)
+    return (np.where((dist >= radius)[:, None], p, out), np.maximum(radius - dist, 0.0),
+            np.full(k, FACE, np.int8), np.zeros(k, np.int64))  # fmt: skip
+
+
+#: Newton steps :func:`_advance` takes at most (each a closest-point call on its rows).
+_ADVANCE_STEPS = 32
+#: The gap, relative to the slop, at which :func:`_advance` calls a growing sphere touching.
+_ADVANCE_GAP = 1e-3
+
+
+def _advance(
+    closest: Callable[..., tuple[Float, Float, NDArray[np.int8], Int]],
+    c0: Float,
+    c1: Float,
+    ra: Float,
+    rb: Float,
+    sl: Float,
+    geometry: tuple[NDArray, ...],
+    front: Callable[[Float, Int], Bool] | None = None,
+) -> tuple[Float, Float, Float, NDArray[np.int8], Int]:
+    """:class:`Kind` ``grown`` of a convex solid, given its ``closest``; ``front(c, rows)``
+    says where a centre counts (a one-sided triangle's front).
+
+    The gap g(s) = d(s) - r(s), d the distance from the centre to the solid (convex along a
+    straight path) and r the radius (linear in s), is convex: its first root is found by
+    Newton's method from s = 0 (conservative advancement), whose steps on a convex
+    function from above never pass that root. A sphere is called touching within
+    ``_ADVANCE_GAP`` of the slop short of it; one whose steps run out stops where they
+    got (short of it, never inside). A row whose gap stops shrinking has no contact."""
+    k = len(c0)
+    v = c1 - c0
+    g = rb - ra
+    t = np.full(k, np.inf)
+    point = np.full((k, 3), np.nan)
+    feature = np.full(k, -1, np.int8)
+    index = np.full(k, -1, np.int64)
+    eps = DIST_REL_EPS * (_length(v) + np.abs(g)) + ROUNDING_REL * np.maximum(
+        1.0, largest_abs(c0, c1)
+    )
+    tol = _ADVANCE_GAP * sl
+    s = np.zeros(k)
+    rows = np.arange(k)
+    for step in range(_ADVANCE_STEPS + 1):
+        c = c0[rows] + s[rows, None] * v[rows]
+        q, d, f, j = closest(c, *(x[rows] for x in geometry))
+        gap = d - (ra[rows] + s[rows] * g[rows])
+        if step == 0:  # only spheres overlapping the solid at rb, by more than the slop
+            gap = np.where(d - rb[rows] < -sl[rows], gap, np.inf)
+        # The gap's rate (d's rate is the centre's velocity along c - q, its gradient); a
+        # centre in or on the solid is inside it while it grows.
+        rate = np.full(len(rows), -np.inf)
+        np.divide(np.einsum("ij,ij->i", c - q, v[rows]), d, out=rate, where=d > 0)
+        rate -= g[rows]
+        closing = np.isfinite(gap) & (rate < -eps[rows])
+        if front is not None:
+            closing &= front(c, rows)
+        touch = closing & (gap <= tol[rows])
+        if step == _ADVANCE_STEPS:
+            touch = closing  # out of steps: where it got to
+        at = rows[touch]
+        t[at], point[at], feature[at], index[at] = s[at], q[touch], f[touch], j[touch]
+        nxt = s[rows] - np.where(closing & ~touch, gap / np.where(closing, rate, -1.0), 0.0)
+        on = closing & ~touch & (nxt <= 1.0)
+        rows = rows[on]
+        s[rows] = nxt[on]
+        if not len(rows):
+            break
+    hit = np.isfinite(t)
+    centre = c0 + np.where(hit, t, 0.0)[:, None] * v
+    fallback = unit(-v, np.broadcast_to([0.0, 0.0, 1.0], v.shape))
+    normal = np.where(hit[:, None], unit(centre - point, fallback), np.nan)
+    return t, point, normal, feature, index
+
+
+def _triangle_grown(
+    c0: Float, c1: Float, ra: Float, rb: Float, sl: Float, a: Float, b: Float, c: Float,
+    two: Bool, *_sides: Float,
+) -> tuple[Float, Float, Float, NDArray[np.int8], Int]:
+    """:class:`Kind` ``grown`` of triangles: counted only from the front of a one-sided
+    one, as its kernel counts them."""
+    n = _cross(b - a, c - a)
+
+    def front(p: Float, rows: Int) -> Bool:
+        return two[rows] | (np.einsum("ij,ij->i", n[rows], p - a[rows]) >= 0.0)
+
+    return _advance(_triangle_closest, c0, c1, ra, rb, sl, (a, b, c), front)  # fmt: skip
+
+
+def _convex_grown(
+    closest: Callable[..., tuple[Float, Float, NDArray[np.int8], Int]],
+) -> Callable[..., tuple[Float, Float, Float, NDArray[np.int8], Int]]:
+    """:class:`Kind` ``grown`` of a convex solid with nothing one-sided (boxes, capsules)."""
+
+    def grown(c0: Float, c1: Float, ra: Float, rb: Float, sl: Float, *geometry: NDArray):
+        return _advance(closest, c0, c1, ra, rb, sl, geometry)
+
+    return grown
+
+
+def _inv_grown(
+    c0: Float, c1: Float, ra: Float, rb: Float, sl: Float, center: Float, radius: Float
+) -> tuple[Float, Float, Float, NDArray[np.int8], Int]:
+    """:class:`Kind` ``grown`` of inverse spheres (solid outside the ball): the sphere
+    touches the wall where |p(s)| = R - r(s) (p from the ball's centre), which squared is a
+    quadratic in s; its first root in [0, 1] with the stable form of
+    :func:`~.sweep._features.quadratic_entry`. (Not convex: no Newton steps here.)"""
+    p0 = c0 - center
+    v = c1 - c0
+    g = rb - ra
+    room = radius - ra  # how far from the ball's centre the centre may go now
+    dist = _length(p0)
+    eps = DIST_REL_EPS * (_length(v) + np.abs(g)) + ROUNDING_REL * np.maximum(
+        1.0, largest_abs(c0, c1, center)
+    )
+    aa = np.einsum("ij,ij->i", v, v) - g * g
+    half_b = np.einsum("ij,ij->i", p0, v) + room * g
+    cc = (dist - room) * (dist + room)
+    sq = np.sqrt(np.maximum(half_b * half_b - aa * cc, 0.0))
+    real = half_b * half_b - aa * cc >= 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.where(real & (half_b + sq > 0.0), -cc / (half_b + sq), np.inf)
+        # Already at or past the wall at ra: touching now if growing or moving out.
+        closing = np.einsum("ij,ij->i", p0, v) / np.where(dist > 0, dist, 1.0) + g > eps
+    s = np.where(dist >= room, np.where(closing, 0.0, np.inf), np.maximum(s, 0.0))
+    # Only spheres overlapping the solid at rb by more than the slop, as for the others.
+    s[(dist <= radius - rb + sl) | (s > 1.0)] = np.inf
+    hit = np.isfinite(s)
+    out = unit(p0 + np.where(hit, s, 0.0)[:, None] * v,
+               unit(v, np.broadcast_to([0.0, 0.0, 1.0], v.shape)))  # fmt: skip
+    point = np.where(hit[:, None], center + radius[:, None] * out, np.nan)
+    normal = np.where(hit[:, None], -out, np.nan)
+    return (s, point, normal, np.where(hit, FACE, -1).astype(np.int8),
+            np.where(hit, 0, -1).astype(np.int64))  # fmt: skip
 
 
 KINDS = {
     TRIANGLE: Kind(TRIANGLE, "triangle", _tri._sweep, _triangle_bounds, _triangle_closest,
-                   _tri._point_data, _tri._point_hits, _tri._may_touch, _tri._sweep_deep),
-    BOX: Kind(BOX, "box", _box._sweep, _box_bounds, _box_closest),
-    CAPSULE: Kind(CAPSULE, "capsule", _capsule._sweep, _capsule_bounds, _capsule_closest),
-    INV_SPHERE: Kind(INV_SPHERE, "inverse sphere", _inv._sweep, None, _inv_closest),
+                   _tri._point_data, _tri._point_hits, _tri._may_touch, _tri._sweep_deep,
+                   _triangle_grown),
+    BOX: Kind(BOX, "box", _box._sweep, _box_bounds, _box_closest,
+              grown=_convex_grown(_box_closest)),
+    CAPSULE: Kind(CAPSULE, "capsule", _capsule._sweep, _capsule_bounds, _capsule_closest,
+                  grown=_convex_grown(_capsule_closest)),
+    INV_SPHERE: Kind(INV_SPHERE, "inverse sphere", _inv._sweep, None, _inv_closest,
+                     grown=_inv_grown),
 }
 
 
@@ -482,7 +668,12 @@ class Pieces:
         start = paths.ts[i]
         end = np.ones(len(i))
         # A growing body is swept at its largest radius this segment (it may stop short).
-        r = np.maximum(paths.radius_at(i, start), paths.radius_at(i, end))
+        radii = None
+        if paths.grow is None:
+            r = paths.radius_at(i, start)
+        else:
+            radii = paths.radius_at(i, start), paths.radius_at(i, end)
+            r = np.maximum(*radii)
         # Against rows still or only translating, a path is straight in their frames.
         if self.frames is None or self.frame is None or not self.turning[k].any():
             c0, c1 = self._local(i, k, start, paths.xs[i]), self._local(i, k, end, paths.xe[i])
@@ -492,7 +683,9 @@ class Pieces:
             first = None
             if not every:
                 first = i, 2.0 * paths.instant(i) / np.maximum(1.0 - start, 1e-300)
-            t, extra = self._sweep(c0, c1, r, np.zeros(len(i)), k, extra, first=first)
+            t, extra = self._sweep(
+                c0, c1, r, np.zeros(len(i)), k, extra, first=first, radii=radii
+            )
             hit = np.isfinite(t)
             t = np.where(hit, start + np.where(hit, t, 0.0) * (1.0 - start), np.inf)
             riders = np.flatnonzero(paths.riding(i)) if paths.ride is not None else ()
@@ -524,6 +717,7 @@ class Pieces:
         extra: Float,
         axis: Float | None = None,
         first: tuple[Int, Float] | None = None,
+        radii: tuple[Float, Float] | None = None,
     ) -> tuple[Float, Float]:
         """Local sweeps of rows k inflated by dev (strays across the local ``axis`` only,
         if given), with the slop rule: a contact that could never sink deeper than the slop
@@ -532,7 +726,12 @@ class Pieces:
         the radius shrunk by the slop finds a deeper overlap exactly where there is one.
         ``first`` ((p,) the rows' bodies, (p,) times): only a body's earliest contacts,
         and those up to that time later, need be exact; a later one may come back earlier
-        than it is, but never within that time of the earliest (a ``deep`` kind's)."""
+        than it is, but never within that time of the earliest (a ``deep`` kind's).
+
+        ``radii`` ((p,) each at the segment's start and end; r is their larger): where a
+        sphere grows, the sweep at r stops it short of what it would reach (conservative),
+        but counts no contact with what it already overlaps at r without moving into it;
+        the kind's ``grown`` finds when it grows into that."""
         geometry = self.rows(k)
         reach = r + dev
         if self.shape == TRIANGLE:
@@ -581,6 +780,20 @@ class Pieces:
         extra[ok, 3:6] = found.normal[ok]
         extra[ok, 6] = found.feature[ok]
         extra[ok, 7] = found.index[ok]
+        if radii is not None:
+            ra, rb = radii
+            g = np.flatnonzero(~ok & (rb > ra))
+            if len(g):
+                pad = reach[g] - r[g]  # (a turning piece's stray, the radius's or in-plane)
+                tg, *rest = self.spec.grown(
+                    c0[g], c1[g], ra[g] + pad, rb[g] + pad, sl[g], *(x[g] for x in geometry)
+                )
+                hit = np.isfinite(tg)
+                g, t = g[hit], t.copy()
+                t[g] = tg[hit]
+                point, normal, feature, index = (x[hit] for x in rest)
+                extra[g, 0:3], extra[g, 3:6] = point, normal
+                extra[g, 6], extra[g, 7] = feature, index
         return t, extra
 
     def _substeps(
@@ -633,8 +846,9 @@ class Pieces:
                 dev[mine] = 0.0
                 ca[mine] = paths.local_at(ip[mine], ta[mine])
                 cb[mine] = paths.local_at(ip[mine], tb[mine])
+        radii = None if paths.grow is None else (paths.radius_at(ip, ta), paths.radius_at(ip, tb))
         s, found = self._sweep(
-            ca, cb, r[pair], dev, k[pair], np.full((len(pair), 8), np.nan), axis
+            ca, cb, r[pair], dev, k[pair], np.full((len(pair), 8), np.nan), axis, radii=radii
         )
         t_rows = in_step(s, ta, tb)
         best = pick(pair, t_rows)  # the earliest step's contact of each pair
@@ -718,7 +932,7 @@ class Pieces:
         def at(rows: Int, t: Float) -> tuple[Float, Float, Float]:
             pa = segs.at(seg[hit][rows], t)
             local = self._local(ii[rows], kk[rows], t, pa)
-            near, _dist = closest(local, *(g[rows] for g in geometry))
+            near = closest(local, *(g[rows] for g in geometry))[0]
             nrm = unit(local - near, np.broadcast_to([0.0, 0.0, 1.0], local.shape))
             if self.frames is not None and self.frame is not None:
                 rot, pos = self.frames.at(self.frame[kk[rows]], t)
