@@ -588,6 +588,16 @@ def test_teleport_and_remove_take_the_target_the_game_moves(base, ccd, recorder)
     assert ccd.colliders == 1
     player.setFluidPos(10, 0, 0)
     assert ccd.step() == [] and player.getX() == 10.0
+    # A target that is itself registered (a model's own sphere): the call takes both.
+    player.setPos(0, 0, 0)
+    ccd.add_sphere(player, 0.5, response="slide")
+    ccd.add_collision_node(head, response="slide", target=player)
+    ccd.step()
+    player.setPos(10, 0, 0)
+    ccd.teleport(player)
+    assert ccd.step() == [] and player.getX() == 10.0
+    ccd.remove(player)
+    assert ccd.colliders == 1
 
 
 def test_a_kinematic_collider_takes_no_target_and_is_read_through_its_rig(base, ccd):

@@ -802,16 +802,15 @@ class ContinuousCollision:
                 self._statics.reread.update(e.uid for e in entries)
 
     def _registered(self, nodepath: NodePath) -> list[NodePath]:
-        """The registered NodePath nodepath is, or else those registered with it as their
-        ``target`` (the node the game moves, and deletes); a ValueError if neither."""
-        if nodepath in self._by_node:
-            return [nodepath]
-        moved = [registered for registered, target in self._target_of.items() if target == nodepath]
-        if not moved:
+        """The registered NodePath nodepath is, and those registered with it as their
+        ``target`` (the node the game moves, and deletes); a ValueError if none."""
+        found = [nodepath] if nodepath in self._by_node else []
+        found += [node for node, target in self._target_of.items() if target == nodepath]
+        if not found:
             raise ValueError(
                 f"nodepath {nodepath} is not registered, nor the target of a registered node"
             )
-        return moved
+        return found
 
     def _forget(self, owners: set[int]) -> None:
         """Drop the colliders of these nodes; their open pairs get out events now."""
