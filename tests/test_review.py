@@ -1,5 +1,6 @@
-"""Adversarial review of the static-sphere and growth paths of the component: each test
-is the smallest reproduction of a bug found (fixed, or strict xfail with the fix named)."""
+"""Adversarial review of the static-sphere and growth paths of the component (and of
+growth against level pieces): each test is the smallest reproduction of a bug found
+(fixed, or strict xfail with the fix named)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,17 @@ import contextlib
 import numpy as np
 import pytest
 from event_checks import balanced
-from panda3d.core import LPoint3, NodePath
+from panda3d.core import (
+    CollisionBox,
+    CollisionCapsule,
+    CollisionPolygon,
+    LPoint3,
+    NodePath,
+    Plane,
+    Point3,
+    Vec3,
+)
+from scene_nodes import collision_node as cnode
 
 
 def node(parent, name, pos=(0, 0, 0)):
@@ -533,3 +544,78 @@ def test_sub_steps_tile_the_rest_of_the_pass_with_no_empty_step():
     assert np.all(ta[~first] == tb[np.flatnonzero(~first) - 1])
     # Not vacuous: many starts are on the grid where the rounding bites.
     assert (np.floor(start * want) < np.rint(start * want)).sum() > 500
+
+
+# ------------------------------------------------- growth against level pieces
+def quad(*corners):
+    return CollisionPolygon(*(LPoint3(*c) for c in corners))
+
+
+@pytest.mark.parametrize("response", ["slide", "rewind"])
+def test_a_ball_centred_inside_a_capsule_moves_out_while_it_grows(base, ccd, response):
+    """Its centre inside the capsule (spawned there, or left there squeezed), the ball
+    grows x1.1 a frame while moved straight up and out, and goes (the growth step once took
+    a centre in the solid, with no gradient there, for closing whatever its motion, and
+    stopped it at t = 0 every frame it grew: such a row is left to the sweep)."""
+    render = base.render
+    pillar = cnode(render, "pillar", CollisionCapsule(-3, 0, 0, 3, 0, 0, 1))
+    ccd.add_collision_node(pillar, static=True)
+    b = render.attachNewNode("ball")
+    b.setPos(0.5, 0, 0.2)
+    b.setScale(0.5)
+    ccd.add_sphere(b, 1.0, response=response)
+    ccd.step()
+    for k in range(1, 4):
+        b.setScale(b.getScale()[0] * 1.1)
+        b.setFluidZ(b.getZ() + 1.0)
+        ccd.step()
+        assert b.getZ() == pytest.approx(0.2 + k, abs=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["plane", "polygon", "capsule"])
+def test_a_ball_growing_as_it_edges_into_a_wall_touches_it_when_reported(base, ccd, kind):
+    """0.5 from a wall, growing 1 -> 3 while moving (-0.01, 4, 0): its surface reaches the
+    wall at t = 0.5 / 2.01, as a plane reports it; so does a piece (the sweep at the
+    largest radius alone saw it overlapping and moving in: t = 0, at a point 0.5 from the
+    ball, and a rewind neither moved nor grew)."""
+    render = base.render
+    if kind == "plane":
+        wall = render.attachNewNode("wall")
+        ccd.add_plane(wall, Plane(Vec3(1, 0, 0), Point3(0, 0, 0)))
+    else:
+        solid = (quad((0, -50, -50), (0, 50, -50), (0, 50, 50), (0, -50, 50))
+                 if kind == "polygon" else CollisionCapsule(-5, -50, 0, -5, 50, 0, 5))  # fmt: skip
+        ccd.add_collision_node(cnode(render, "wall", solid), static=True)
+    b = render.attachNewNode("ball")
+    b.setPos(1.5, 0, 0)
+    ccd.add_sphere(b, 1.0, response="rewind")
+    ccd.step()
+    b.setScale(3)
+    b.setFluidPos(1.49, 4, 0)
+    ccd.step()
+    (c,) = ccd.contacts
+    assert c.t == pytest.approx(0.5 / 2.01, abs=1e-6)
+    assert b.getX() - b.getScale()[0] == pytest.approx(0.0, abs=1e-5)  # touching
+
+
+@pytest.mark.parametrize("kind", ["sphere", "box", "capsule"])
+def test_a_growing_sensor_reaches_a_level_piece_as_it_reaches_a_sphere(base, ccd, recorder, kind):
+    """The README's explosion (tests/test_idioms.py::test_a_growing_sensor_sweeps_its_radius_too)
+    with a crate or a pillar 7 away instead of a ball (Pieces.sensor_hits swept at the
+    radius at the segment's start: the blast reaching 10 sent nothing)."""
+    render = base.render
+    blast = render.attachNewNode("blast")
+    blast.setScale(0.01)
+    ccd.add_sphere(blast, 1.0, response="sensor")
+    if kind == "sphere":
+        thing = render.attachNewNode("thing")
+        thing.setPos(8, 0, 0)
+        ccd.add_sphere(thing, 1.0, static=True)
+    else:
+        solid = (CollisionBox(LPoint3(7, -1, -1), LPoint3(9, 1, 1)) if kind == "box"
+                 else CollisionCapsule(8, -1, 0, 8, 1, 0, 1))  # fmt: skip
+        ccd.add_collision_node(cnode(render, "thing", solid), static=True)
+    ccd.step()
+    blast.setScale(10)
+    ccd.step()
+    assert "blast-into-thing" in recorder.names()

@@ -75,10 +75,11 @@ class Kind(NamedTuple):
     #: (k,), exact for each group's earliest contacts and those up to ``within`` later, the
     #: others no earlier than that. None: ``sweep`` at both radii.
     deep: Callable[..., Sweep] | None = None
-    #: ``grown(c0, c1, ra, rb, sl, *geometry rows)`` -> (k,) times (inf: none) and their
-    #: (point, normal, feature, index), where spheres growing from radius ra to rb along
-    #: c0 -> c1 first touch rows they already overlap at rb by more than ``sl`` at c0 and
-    #: do not move into (which ``sweep``, at the largest radius, counts as no contact).
+    #: ``grown(c0, c1, ra, rb, sl, *geometry rows)`` -> (k,) times (inf: none; NaN: left
+    #: to ``sweep``) and their (point, normal, feature, index), where spheres growing from
+    #: radius ra to rb along c0 -> c1 first touch the rows (``sweep``, at the largest
+    #: radius, stops them short, at a point they may not touch, or counts nothing where
+    #: they overlap the row at rb and do not move into it), with the slop rule (``sl``).
     grown: Callable[..., tuple[Float, Float, Float, NDArray[np.int8], Int]] | None = None
 
 
@@ -343,10 +344,67 @@ def _inv_closest(
             np.full(k, FACE, np.int8), np.zeros(k, np.int64))  # fmt: skip
 
 
-#: Newton steps :func:`_advance` takes at most (each a closest-point call on its rows).
+#: Newton steps :func:`_advance` takes at most, to each of its roots (each step a
+#: closest-point call on the rows still going).
 _ADVANCE_STEPS = 32
 #: The gap, relative to the slop, at which :func:`_advance` calls a growing sphere touching.
 _ADVANCE_GAP = 1e-3
+
+
+def _rate_eps(c0: Float, c1: Float, g: Float, *more: Float) -> Float:
+    """(k,) how fast (per unit of the segment) a gap may change by rounding alone, for
+    centres moving c0 -> c1 while their radii grow by ``g`` (``more``: other points whose
+    coordinates enter the sums)."""
+    scale = np.maximum(1.0, largest_abs(c0, c1, *more))
+    return DIST_REL_EPS * (_length(c1 - c0) + np.abs(g)) + ROUNDING_REL * scale
+
+
+def _first_root(
+    closest: Callable[..., tuple[Float, Float, NDArray[np.int8], Int]],
+    c0: Float,
+    v: Float,
+    ra: Float,
+    g: Float,
+    geometry: tuple[NDArray, ...],
+    front: Callable[[Float, Int], Bool] | None,
+    s: Float,
+    rows: Int,
+    tol: Float,
+    eps: Float,
+) -> tuple[Float, Float, NDArray[np.int8], Int]:
+    """Newton's method on the gap d(s) - (ra + s g) of ``rows`` from ``s`` (a copy is
+    changed), to the first s in [s, 1] where it is at most ``tol`` and shrinking: (k,) s
+    there (inf where none: it stops shrinking first, or goes on past 1, or its centre is
+    behind a one-sided ``front``), and the closest point, feature and index there. The gap
+    is convex along the path (see :func:`_advance`): from above its first root, the steps
+    never pass it. Out of steps, where it got to (short of the root)."""
+    k = len(c0)
+    s = s.copy()
+    out = np.full(k, np.inf)
+    point = np.full((k, 3), np.nan)
+    feature = np.full(k, -1, np.int8)
+    index = np.full(k, -1, np.int64)
+    for step in range(_ADVANCE_STEPS + 1):
+        if not len(rows):
+            break
+        c = c0[rows] + s[rows, None] * v[rows]
+        q, d, f, j = closest(c, *(x[rows] for x in geometry))
+        gap = d - (ra[rows] + s[rows] * g[rows])
+        # The gap's rate: the centre's velocity along c - q (d's gradient), less the growth.
+        rate = np.full(len(rows), np.inf)
+        np.divide(np.einsum("ij,ij->i", c - q, v[rows]), d, out=rate, where=d > 0)
+        rate -= g[rows]
+        closing = rate < -eps[rows]
+        if front is not None:
+            closing &= front(c, rows)
+        touch = closing & ((gap <= tol[rows]) | (step == _ADVANCE_STEPS))
+        at = rows[touch]
+        out[at], point[at], feature[at], index[at] = s[at], q[touch], f[touch], j[touch]
+        nxt = s[rows] - np.where(closing & ~touch, gap / np.where(closing, rate, -1.0), 0.0)
+        on = closing & ~touch & (nxt <= 1.0)
+        rows = rows[on]
+        s[rows] = nxt[on]
+    return out, point, feature, index
 
 
 def _advance(
@@ -365,52 +423,35 @@ def _advance(
     The gap g(s) = d(s) - r(s), d the distance from the centre to the solid (convex along a
     straight path) and r the radius (linear in s), is convex: its first root is found by
     Newton's method from s = 0 (conservative advancement), whose steps on a convex
-    function from above never pass that root. A sphere is called touching within
-    ``_ADVANCE_GAP`` of the slop short of it; one whose steps run out stops where they
-    got (short of it, never inside). A row whose gap stops shrinking has no contact."""
+    function from above never pass that root, and the sphere is called touching within
+    ``_ADVANCE_GAP`` of the slop short of it. As the kernels' slop rule, it counts only
+    where the gap goes on below minus the slop (found the same way, from there). Rows
+    whose centre starts in or on the solid (no gradient), or behind ``front``, are left
+    to the sweep (NaN), as is a shrinking sphere's."""
     k = len(c0)
     v = c1 - c0
     g = rb - ra
-    t = np.full(k, np.inf)
-    point = np.full((k, 3), np.nan)
-    feature = np.full(k, -1, np.int8)
-    index = np.full(k, -1, np.int64)
-    eps = DIST_REL_EPS * (_length(v) + np.abs(g)) + ROUNDING_REL * np.maximum(
-        1.0, largest_abs(c0, c1)
-    )
+    eps = _rate_eps(c0, c1, g)
     tol = _ADVANCE_GAP * sl
-    s = np.zeros(k)
-    rows = np.arange(k)
-    for step in range(_ADVANCE_STEPS + 1):
-        c = c0[rows] + s[rows, None] * v[rows]
-        q, d, f, j = closest(c, *(x[rows] for x in geometry))
-        gap = d - (ra[rows] + s[rows] * g[rows])
-        if step == 0:  # only spheres overlapping the solid at rb, by more than the slop
-            gap = np.where(d - rb[rows] < -sl[rows], gap, np.inf)
-        # The gap's rate (d's rate is the centre's velocity along c - q, its gradient); a
-        # centre in or on the solid is inside it while it grows.
-        rate = np.full(len(rows), -np.inf)
-        np.divide(np.einsum("ij,ij->i", c - q, v[rows]), d, out=rate, where=d > 0)
-        rate -= g[rows]
-        closing = np.isfinite(gap) & (rate < -eps[rows])
-        if front is not None:
-            closing &= front(c, rows)
-        touch = closing & (gap <= tol[rows])
-        if step == _ADVANCE_STEPS:
-            touch = closing  # out of steps: where it got to
-        at = rows[touch]
-        t[at], point[at], feature[at], index[at] = s[at], q[touch], f[touch], j[touch]
-        nxt = s[rows] - np.where(closing & ~touch, gap / np.where(closing, rate, -1.0), 0.0)
-        on = closing & ~touch & (nxt <= 1.0)
-        rows = rows[on]
-        s[rows] = nxt[on]
-        if not len(rows):
-            break
-    hit = np.isfinite(t)
-    centre = c0 + np.where(hit, t, 0.0)[:, None] * v
-    fallback = unit(-v, np.broadcast_to([0.0, 0.0, 1.0], v.shape))
-    normal = np.where(hit[:, None], unit(centre - point, fallback), np.nan)
-    return t, point, normal, feature, index
+    d0 = closest(c0, *geometry)[1]
+    asked = (g > 0) & (d0 > 0)
+    if front is not None:
+        asked &= front(c0, np.arange(k))
+    rows = np.flatnonzero(asked)
+    s, point, feature, index = _first_root(
+        closest, c0, v, ra, g, geometry, front, np.zeros(k), rows, tol, eps
+    )
+    # Deeper than the slop, if it were not stopped: the gap's root at minus the slop.
+    hit = np.flatnonzero(np.isfinite(s))
+    deep = _first_root(closest, c0, v, ra - sl, g, geometry, front, s, hit, tol, eps)[0]
+    s[hit[~np.isfinite(deep[hit])]] = np.inf
+    hit = np.isfinite(s)
+    s[~asked] = np.nan
+    centre = c0 + np.where(hit, s, 0.0)[:, None] * v
+    normal = np.where(hit[:, None], unit(centre - point, np.zeros_like(v)), np.nan)
+    point[~hit] = np.nan
+    feature[~hit], index[~hit] = -1, -1
+    return s, point, normal, feature, index
 
 
 def _triangle_grown(
@@ -441,30 +482,33 @@ def _convex_grown(
 def _inv_grown(
     c0: Float, c1: Float, ra: Float, rb: Float, sl: Float, center: Float, radius: Float
 ) -> tuple[Float, Float, Float, NDArray[np.int8], Int]:
-    """:class:`Kind` ``grown`` of inverse spheres (solid outside the ball): the sphere
-    touches the wall where |p(s)| = R - r(s) (p from the ball's centre), which squared is a
-    quadratic in s; its first root in [0, 1] with the stable form of
-    :func:`~.sweep._features.quadratic_entry`. (Not convex: no Newton steps here.)"""
+    """:class:`Kind` ``grown`` of inverse spheres (solid outside the ball), for spheres
+    inside the room at the start: they touch the wall where |p(s)| = R - r(s) (p from the
+    ball's centre), which squared is a quadratic in s; its first root in [0, 1], counted
+    where the root at the radius grown by the slop is in [0, 1] too (the slop rule). (Not
+    convex: no Newton steps here.) Spheres already at the wall are left to the sweep."""
     p0 = c0 - center
     v = c1 - c0
     g = rb - ra
-    room = radius - ra  # how far from the ball's centre the centre may go now
     dist = _length(p0)
-    eps = DIST_REL_EPS * (_length(v) + np.abs(g)) + ROUNDING_REL * np.maximum(
-        1.0, largest_abs(c0, c1, center)
-    )
     aa = np.einsum("ij,ij->i", v, v) - g * g
-    half_b = np.einsum("ij,ij->i", p0, v) + room * g
-    cc = (dist - room) * (dist + room)
-    sq = np.sqrt(np.maximum(half_b * half_b - aa * cc, 0.0))
-    real = half_b * half_b - aa * cc >= 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.where(real & (half_b + sq > 0.0), -cc / (half_b + sq), np.inf)
-        # Already at or past the wall at ra: touching now if growing or moving out.
-        closing = np.einsum("ij,ij->i", p0, v) / np.where(dist > 0, dist, 1.0) + g > eps
-    s = np.where(dist >= room, np.where(closing, 0.0, np.inf), np.maximum(s, 0.0))
-    # Only spheres overlapping the solid at rb by more than the slop, as for the others.
-    s[(dist <= radius - rb + sl) | (s > 1.0)] = np.inf
+    pv = np.einsum("ij,ij->i", p0, v)
+
+    def first(room: Float) -> Float:
+        # |p0 + s v|^2 = (room - s g)^2; from inside (c < 0) the first root is -c / (b + sq)
+        # (for aa < 0, growing faster than moving, b >= g (room - |p0|) > 0).
+        half_b = pv + room * g
+        c = (dist - room) * (dist + room)
+        disc = half_b * half_b - aa * c
+        sq = np.sqrt(np.maximum(disc, 0.0))
+        ok = (disc >= 0.0) & (half_b + sq > 0.0)
+        s = np.full(len(c), np.inf)
+        np.divide(-c, half_b + sq, out=s, where=ok)
+        return np.where(s <= 1.0, np.maximum(s, 0.0), np.inf)
+
+    asked = (g > 0) & (dist < radius - ra)
+    s = np.where(asked, first(radius - ra), np.nan)
+    s[asked & ~np.isfinite(first(radius - ra + sl))] = np.inf
     hit = np.isfinite(s)
     out = unit(p0 + np.where(hit, s, 0.0)[:, None] * v,
                unit(v, np.broadcast_to([0.0, 0.0, 1.0], v.shape)))  # fmt: skip
@@ -729,9 +773,10 @@ class Pieces:
         than it is, but never within that time of the earliest (a ``deep`` kind's).
 
         ``radii`` ((p,) each at the segment's start and end; r is their larger): where a
-        sphere grows, the sweep at r stops it short of what it would reach (conservative),
-        but counts no contact with what it already overlaps at r without moving into it;
-        the kind's ``grown`` finds when it grows into that."""
+        sphere grows, the sweep at r stops it short of what it reaches (at the start, where
+        it overlaps the row at r and moves into it, at a point it may never touch), and
+        counts nothing where it overlaps the row at r without moving into it: the kind's
+        ``grown`` answers those rows instead, where it can."""
         geometry = self.rows(k)
         reach = r + dev
         if self.shape == TRIANGLE:
@@ -782,16 +827,16 @@ class Pieces:
         extra[ok, 7] = found.index[ok]
         if radii is not None:
             ra, rb = radii
-            g = np.flatnonzero(~ok & (rb > ra))
+            g = np.flatnonzero(rb > ra)
             if len(g):
                 pad = reach[g] - r[g]  # (a turning piece's stray, the radius's or in-plane)
                 tg, *rest = self.spec.grown(
                     c0[g], c1[g], ra[g] + pad, rb[g] + pad, sl[g], *(x[g] for x in geometry)
                 )
-                hit = np.isfinite(tg)
-                g, t = g[hit], t.copy()
-                t[g] = tg[hit]
-                point, normal, feature, index = (x[hit] for x in rest)
+                answered = ~np.isnan(tg)
+                g, t = g[answered], t.copy()
+                t[g] = tg[answered]
+                point, normal, feature, index = (x[answered] for x in rest)
                 extra[g, 0:3], extra[g, 3:6] = point, normal
                 extra[g, 6], extra[g, 7] = feature, index
         return t, extra
@@ -906,17 +951,35 @@ class Pieces:
         lo, hi = t0[seg], t1[seg]
         c0 = self._local(ii, kk, lo, x0[seg])
         c1 = self._local(ii, kk, hi, x1[seg])
-        r = paths.radius_at(ii, lo)
+        ra, rb = paths.radius_at(ii, lo), paths.radius_at(ii, hi)
+        r = np.maximum(ra, rb)
         geometry = list(self.rows(kk))
         if self.shape == TRIANGLE:
             geometry[3] = np.ones(len(ii), bool)
         closest = self.spec.closest
-        inside0 = closest(c0, *geometry)[1] <= r
-        inside1 = closest(c1, *geometry)[1] <= r
+        inside0 = closest(c0, *geometry)[1] <= ra
+        inside1 = closest(c1, *geometry)[1] <= rb
         forward = self.spec.sweep(c0, c1, r, *geometry).t
         backward = self.spec.sweep(c1, c0, r, *geometry).t
         enter = np.where(inside0, 0.0, forward)
         leave = np.where(inside1, 1.0, 1.0 - backward)
+        if paths.grow is not None and self.spec.grown is not None:
+            # A sphere that grows is in when its growth reaches the row (a blast), and one
+            # that shrinks is out when it shrinks away, as time run backward (both swept at
+            # the larger radius above, which the kind's ``grown`` answers more closely).
+            sl = slop(c0, c1)
+            for rows, ends, radii, backward in (
+                (np.flatnonzero(~inside0 & (rb > ra)), (c0, c1), (ra, rb), False),
+                (np.flatnonzero(~inside1 & (ra > rb)), (c1, c0), (rb, ra), True),
+            ):
+                if len(rows):
+                    s = self.spec.grown(*(x[rows] for x in (*ends, *radii, sl, *geometry)))[0]
+                    answered = rows[~np.isnan(s)]
+                    s = s[~np.isnan(s)]
+                    if backward:
+                        leave[answered] = 1.0 - s
+                    else:
+                        enter[answered] = s
         hit = (hi > lo) & np.isfinite(enter) & np.isfinite(leave) & (leave >= enter)
         if not hit.any():
             return Hits.of(*(np.zeros(0, np.int64),) * 2, self.kind, *_NONE)
