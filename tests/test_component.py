@@ -1470,6 +1470,34 @@ def test_collision_nodes_sharing_a_target_move_as_one_body(base, ccd, recorder, 
     assert_vec(pos(player, render), (3, 1.2 if response == "rewind" else 3, 0))
 
 
+def test_a_model_the_game_turns_slides_its_off_centre_collider_along_a_wall(base, ccd, recorder):
+    """A body and an off-centre head of one model (each its own CollisionNode, the model
+    their target), turned in place by the game 3 degrees a frame until the head swings
+    into a wall: the slide takes the model back so that the head stays touching the wall,
+    never in it, while it turns on. (The head's own motion into the wall was given to the
+    whole model as a translation, which the write-back then undid with the turn: the head
+    went up to 0.5 into the wall; found by a helper porting a shooter.)"""
+    render = base.render
+    wall(ccd, render, "wall", (-1, 0, 0), (0, 0, 0))  # the plane x = 0, facing -x
+    model = node(render, "model", (-0.8, 0, 0))
+    model.setH(180)  # the head 0.9 out along -y
+    for name, (center, radius) in {"body": ((0, 0, 0), 0.7), "head": ((0, 0.9, 0), 0.4)}.items():
+        part = model.attachNewNode(CollisionNode(name))
+        part.node().addSolid(CollisionSphere(*center, radius))
+        ccd.add_collision_node(part, response="slide", target=model)
+    ccd.step()
+    touching = 0
+    for _ in range(40):
+        model.setH(model.getH() + 3)
+        ccd.step()
+        head = model.getPos(render) + render.getRelativeVector(model, LVector3(0, 0.9, 0))
+        assert head.x + 0.4 <= 1e-6  # never in the wall
+        assert model.getX() + 0.7 <= 1e-6
+        touching += abs(head.x + 0.4) <= 1e-6
+    assert touching > 20  # it slid along the wall, touching it, most of the way round
+    assert recorder.names()[0] == "head-into-wall"
+
+
 def test_a_body_reparented_under_another_is_carried_from_then_on(base, ccd, recorder):
     render = base.render
     wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))

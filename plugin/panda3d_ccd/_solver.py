@@ -1463,9 +1463,20 @@ def _respond(
     # more; its growth does not resume).
     gone = members[stopped]
     t_stop[gone] = np.minimum(t_stop[gone], t_m[stopped])
-    paths.restart(
-        members, t_m, at_m, at_m + displacement[slot], None if ride is None else ride[slot]
-    )
+    end = at_m + displacement[slot]
+    if not rigid.trivial:
+        # A group the game turns (its target's turn) moves each member its own way: a slide
+        # corrects them all by one translation, the lead's (the one the write-back can make
+        # of their target, whose turn the game keeps), not the lead's motion given to all.
+        # (Where the members' motions differ by no more than the slop, it is the float32
+        # rounding of their places, which must not be handed on from contact to contact.)
+        own = (deflect & ~squeezed)[slot] & (members != lead[slot])
+        if own.any():
+            m, lead_m = members[own], lead[slot[own]]
+            apart = (paths.xe[m] - at_m[own]) - (paths.xe[lead_m] - at_t[slot[own]])
+            turned = _row_any(np.abs(apart) > slop(at_m[own], paths.xe[m])[:, None])
+            end[np.flatnonzero(own)[turned]] += apart[turned]
+    paths.restart(members, t_m, at_m, end, None if ride is None else ride[slot])
     return members
 
 
