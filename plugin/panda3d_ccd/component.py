@@ -1067,8 +1067,6 @@ class ContinuousCollision:
             # A child of render is (the look at its parent costs half the walk to the top).
             return nodepath.getParent() == render or nodepath.getTop() == top
 
-        # Nodes a handler took out of the scene (removeNode(), detachNode()) this pass.
-        left: set[NodePath] = set()
         try:
             for kind, contact in held + events:
                 todo = programs(kind)
@@ -1095,7 +1093,6 @@ class ContinuousCollision:
                     and owner_of.get(into) == key[1]
                 ):
                     if not (in_scene(frm) and in_scene(into)):
-                        left.update(n for n in (frm, into) if not in_scene(n))
                         continue
                     if kind == "in":
                         unsent.discard(key)
@@ -1103,7 +1100,14 @@ class ContinuousCollision:
                         send_contact(self._messenger, todo, contact)
                     except Exception as exc:  # noqa: BLE001 - re-raised below
                         failure = failure or exc
-            left &= by_node.keys()
+            # The nodes of the pass's events that handlers took out of the scene
+            # (removeNode(), detachNode()), looked at once all are sent: a node's last
+            # event may be the one whose handler detaches it (with masks that meet one way
+            # only, a pair sends one event), and a pool may attach it again before the
+            # next pass's scan would see it gone. (Those out at the scan are closed.)
+            named = {n for _kind, c in held + events for n in (c._from_np, c._into_np)}
+            left = {n for n in named & by_node.keys() if not in_scene(n)}
+            left -= self._inactive | self._statics.inactive
             if left:
                 # Their pairs close now (outs where the in was sent); the next pass starts
                 # each where it is then, as if teleported (a pool may attach it again).
