@@ -12,7 +12,10 @@ from event_checks import balanced
 from panda3d.core import (
     CollisionBox,
     CollisionCapsule,
+    CollisionInvSphere,
+    CollisionNode,
     CollisionPolygon,
+    CollisionSphere,
     LPoint3,
     NodePath,
     Plane,
@@ -619,3 +622,58 @@ def test_a_growing_sensor_reaches_a_level_piece_as_it_reaches_a_sphere(base, ccd
     blast.setScale(10)
     ccd.step()
     assert "blast-into-thing" in recorder.names()
+
+
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+def test_a_ball_growing_frame_after_frame_in_an_inverse_sphere_stays_out_of_its_wall(
+    base, ccd, response
+):
+    """A ball growing by 0.7 a frame in a room of radius 5: once it touches the wall, the
+    growth of later frames is a contact at once (the growth step left a ball at the wall
+    to the sweep, which counts nothing for a ball that does not move: it went 0.7, 1.4,
+    2.1, 2.8 into the wall)."""
+    render = base.render
+    ccd.add_collision_node(cnode(render, "room", CollisionInvSphere(0, 0, 0, 5)), static=True)
+    b = node(render, "ball", (2, 0, 0))
+    ccd.add_sphere(b, 1.0, response=response)
+    ccd.step()
+    touching = 0
+    for _ in range(7):
+        b.setScale(b.getScale()[0] + 0.7)
+        ccd.step()
+        depth = b.getPos().length() + b.getScale()[0] - 5.0
+        assert depth <= 1e-6
+        touching += abs(depth) <= 1e-6
+    assert touching >= 4
+
+
+@pytest.mark.parametrize("how", ["lunge", "swing"])
+def test_a_group_rewound_is_written_from_the_collider_that_was_stopped(base, ccd, how):
+    """A body and a hand sharing their model as target, the body registered first; the
+    game moves (lunge) or turns (swing) the hand on the model into a wall, and the rewind
+    stops it there. The model is written from the hand's answer (the largest correction),
+    not its first registered collider's (the body's, which has none: the hand kept the
+    game's whole motion and ended 0.3 or 0.1 inside the wall)."""
+    render = base.render
+    ccd.add_collision_node(cnode(render, "wall", quad((1, -9, -9), (1, -9, 9), (1, 9, 9),
+                                                      (1, 9, -9))), static=True)  # fmt: skip
+    model = node(render, "model")
+    parts = {}
+    for name, center, radius in (("body", (0, 0, 0), 0.5), ("hand", (0, 0.6, 0), 0.3)):
+        parts[name] = model.attachNewNode(CollisionNode(name))
+        parts[name].node().addSolid(CollisionSphere(*center, radius))
+        ccd.add_collision_node(parts[name], response="rewind", target=model)
+    hand = parts["hand"]
+    ccd.step()
+    if how == "lunge":
+        hand.setFluidX(0.5)
+        ccd.step()
+        hand.setFluidX(1.0)  # 0.3 into the wall if not stopped
+    else:
+        hand.setH(-90)  # swung from (0, 0.6) to (0.6, 0): 0.1 short of the wall
+        ccd.step()
+        hand.setFluidPos(0.2, 0, 0)  # and on: 0.1 into it if not stopped
+    contacts = ccd.step()
+    assert [c.from_np.getName() for c in contacts] == ["hand"]
+    centre = render.getRelativePoint(hand, LPoint3(0, 0.6, 0))
+    assert centre.x + 0.3 - 1.0 == pytest.approx(0.0, abs=1e-6)  # touching the wall

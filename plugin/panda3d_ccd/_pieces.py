@@ -485,8 +485,10 @@ def _inv_grown(
     """:class:`Kind` ``grown`` of inverse spheres (solid outside the ball), for spheres
     inside the room at the start: they touch the wall where |p(s)| = R - r(s) (p from the
     ball's centre), which squared is a quadratic in s; its first root in [0, 1], counted
-    where the root at the radius grown by the slop is in [0, 1] too (the slop rule). (Not
-    convex: no Newton steps here.) Spheres already at the wall are left to the sweep."""
+    where the root for the room grown by the slop is in [0, 1] too (the slop rule). (Not
+    convex: no Newton steps here.) A sphere already at (or past) the wall touches it at
+    once where it grows or moves out faster than rounding; else it is left to the sweep
+    (moving in, it may cross the room to the far wall)."""
     p0 = c0 - center
     v = c1 - c0
     g = rb - ra
@@ -501,14 +503,20 @@ def _inv_grown(
         c = (dist - room) * (dist + room)
         disc = half_b * half_b - aa * c
         sq = np.sqrt(np.maximum(disc, 0.0))
-        ok = (disc >= 0.0) & (half_b + sq > 0.0)
+        # (A double root, a path that touches the wall just as it leaves it, may round
+        # to a disc a hair below 0.)
+        ok = (disc >= -ROUNDING_REL * half_b * half_b) & (half_b + sq > 0.0)
         s = np.full(len(c), np.inf)
         np.divide(-c, half_b + sq, out=s, where=ok)
         return np.where(s <= 1.0, np.maximum(s, 0.0), np.inf)
 
-    asked = (g > 0) & (dist < radius - ra)
-    s = np.where(asked, first(radius - ra), np.nan)
-    s[asked & ~np.isfinite(first(radius - ra + sl))] = np.inf
+    inside = dist < radius - ra
+    s = np.where(inside, first(radius - ra), np.nan)
+    s[inside & ~np.isfinite(first(radius - ra + sl))] = np.inf
+    eps = _rate_eps(c0, c1, g, center)
+    out = pv / np.where(dist > 0, dist, 1.0) + g > eps  # the depth grows
+    s[~inside & out] = 0.0
+    s[g <= 0] = np.nan
     hit = np.isfinite(s)
     out = unit(p0 + np.where(hit, s, 0.0)[:, None] * v,
                unit(v, np.broadcast_to([0.0, 0.0, 1.0], v.shape)))  # fmt: skip

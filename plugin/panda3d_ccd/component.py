@@ -1848,6 +1848,10 @@ class ContinuousCollision:
             moved = lead & np.isin(group, group[moved])
             moved &= np.isfinite(frame.end).all(axis=1)
             rows = np.flatnonzero(moved)
+            # The row whose answer moved its node furthest back (its collider was stopped,
+            # or turned into what stopped it; the others go with it), as _move's order.
+            size = length(result.end[rows] - frame.end[rows])
+            rows = rows[np.argsort(-size, kind="stable")]
             _, first = np.unique(group[rows], return_index=True)
             moved = np.zeros(n, bool)
             moved[rows[first]] = True
