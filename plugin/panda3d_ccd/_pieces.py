@@ -835,18 +835,19 @@ class Pieces:
         extra[ok, 7] = found.index[ok]
         if radii is not None:
             ra, rb = radii
-            g = np.flatnonzero(rb > ra)
-            if len(g):
-                pad = reach[g] - r[g]  # (a turning piece's stray, the radius's or in-plane)
+            rows = np.flatnonzero(rb > ra)
+            if len(rows):
+                pad = reach[rows] - r[rows]  # (a turning piece's stray, the radius's or in-plane)
                 tg, *rest = self.spec.grown(
-                    c0[g], c1[g], ra[g] + pad, rb[g] + pad, sl[g], *(x[g] for x in geometry)
-                )
+                    *(x[rows] for x in (c0, c1)), ra[rows] + pad, rb[rows] + pad, sl[rows],
+                    *(x[rows] for x in geometry),
+                )  # fmt: skip
                 answered = ~np.isnan(tg)
-                g, t = g[answered], t.copy()
-                t[g] = tg[answered]
+                rows, t = rows[answered], t.copy()
+                t[rows] = tg[answered]
                 point, normal, feature, index = (x[answered] for x in rest)
-                extra[g, 0:3], extra[g, 3:6] = point, normal
-                extra[g, 6], extra[g, 7] = feature, index
+                extra[rows, 0:3], extra[rows, 3:6] = point, normal
+                extra[rows, 6], extra[rows, 7] = feature, index
         return t, extra
 
     def _substeps(
@@ -972,11 +973,12 @@ class Pieces:
         enter = np.where(inside0, 0.0, forward)
         leave = np.where(inside1, 1.0, 1.0 - backward)
         if paths.grow is not None and self.spec.grown is not None:
-            # A sphere that grows is in when its growth reaches the row (a blast), and one
-            # that shrinks is out when it shrinks away, as time run backward (both swept at
-            # the larger radius above, which the kind's ``grown`` answers more closely).
-            sl = slop(c0, c1)
-            for rows, ends, radii, backward in (
+            # Swept above at the larger radius: a sphere that grows is in only when its
+            # growth reaches the row (a blast), and one that shrinks is out when it has
+            # shrunk away (time run backward), as the kind's ``grown`` finds them. (A
+            # shrinking one's in, and a growing one's out, stay the larger radius's.)
+            sl = np.minimum(slop(c0, c1), 0.5 * r)
+            for rows, ends, radii, reverse in (
                 (np.flatnonzero(~inside0 & (rb > ra)), (c0, c1), (ra, rb), False),
                 (np.flatnonzero(~inside1 & (ra > rb)), (c1, c0), (rb, ra), True),
             ):
@@ -984,7 +986,7 @@ class Pieces:
                     s = self.spec.grown(*(x[rows] for x in (*ends, *radii, sl, *geometry)))[0]
                     answered = rows[~np.isnan(s)]
                     s = s[~np.isnan(s)]
-                    if backward:
+                    if reverse:
                         leave[answered] = 1.0 - s
                     else:
                         enter[answered] = s
