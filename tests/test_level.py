@@ -204,6 +204,25 @@ def test_a_ball_pushed_into_a_crease_of_two_walls_ends_in_it_touching_both(base,
     assert p == pytest.approx(deepest, abs=1e-4)
 
 
+def grown_in_a_task(base, ccd, pos, response, scale, x=None):
+    """A ball of radius 1 at ``pos`` (its first pass run), then scaled to ``scale`` (and
+    moved to ``x``) in a task, as a game does, and the pass that sweeps that run."""
+    b = base.render.attachNewNode("ball")
+    b.setPos(*pos)
+    ccd.add_sphere(b, 1.0, response=response)
+    base.taskMgr.step()
+
+    def grow(task):
+        b.setScale(scale)
+        if x is not None:
+            b.setFluidX(x)
+        return task.done
+
+    base.taskMgr.add(grow, "grow", sort=0)
+    base.taskMgr.step()
+    return b
+
+
 # A floor under x in [-20, 20], y = 0 whose top is z = 0, of each kind of level piece.
 FLOORS = {
     "polygon": lambda: quad((-20, -20, 0), (20, -20, 0), (20, 20, 0), (-20, 20, 0)),
@@ -223,21 +242,8 @@ def test_a_ball_growing_into_a_level_piece_is_a_contact_and_ends_touching(
     contact, as moving into it is. A rewind is stopped there, scale and all; a slide rises
     as it grows. (The sweep at the largest radius sees the ball already in the floor and
     not moving into it: it used to count nothing, and the ball ended 1.5 to 2 inside.)"""
-    render = base.render
-    floor = cnode(render, "floor", FLOORS[kind]())
-    ccd.add_collision_node(floor, static=True)
-    b = render.attachNewNode("ball")
-    b.setPos(0, 0, 1.0 + gap)
-    ccd.add_sphere(b, 1.0, response=response)
-    base.taskMgr.step()
-
-    def grow(task):
-        b.setScale(3)
-        b.setFluidX(4)
-        return task.done
-
-    base.taskMgr.add(grow, "grow", sort=0)
-    base.taskMgr.step()
+    ccd.add_collision_node(cnode(base.render, "floor", FLOORS[kind]()), static=True)
+    b = grown_in_a_task(base, ccd, (0, 0, 1.0 + gap), response, 3, x=4)
     assert recorder.names() == ["ball-into-floor"]
     (c,) = ccd.contacts
     assert c.t == pytest.approx(t, abs=1e-12)
@@ -258,20 +264,9 @@ def test_a_ball_growing_inside_an_inverse_sphere_stops_at_its_wall(base, ccd, re
     reaches the wall when its radius is 3, at t = 2/3 (the solid is outside the room). A
     rewind stops there; a slide keeps clear of the wall as it grows, ending 1 from the
     centre, touching it."""
-    render = base.render
-    room = cnode(render, "room", CollisionInvSphere(0, 0, 0, 5))
+    room = cnode(base.render, "room", CollisionInvSphere(0, 0, 0, 5))
     ccd.add_collision_node(room, static=True)
-    b = render.attachNewNode("ball")
-    b.setPos(2, 0, 0)
-    ccd.add_sphere(b, 1.0, response=response)
-    base.taskMgr.step()
-
-    def grow(task):
-        b.setScale(4)
-        return task.done
-
-    base.taskMgr.add(grow, "grow", sort=0)
-    base.taskMgr.step()
+    b = grown_in_a_task(base, ccd, (2, 0, 0), response, 4)
     assert recorder.names() == ["ball-into-room"]
     (c,) = ccd.contacts
     assert c.t == pytest.approx(2 / 3, abs=1e-12)
