@@ -806,6 +806,7 @@ class ContinuousCollision:
         ``target`` (the node the game moves, and deletes); a ValueError if none."""
         found = [nodepath] if nodepath in self._by_node else []
         found += [node for node, target in self._target_of.items() if target == nodepath]
+        found = list(dict.fromkeys(found))  # (a node given itself as its target: once)
         if not found:
             raise ValueError(
                 f"nodepath {nodepath} is not registered, nor the target of a registered node"
