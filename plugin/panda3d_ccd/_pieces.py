@@ -514,8 +514,8 @@ def _inv_grown(
     s = np.where(inside, first(radius - ra), np.nan)
     s[inside & ~np.isfinite(first(radius - ra + sl))] = np.inf
     eps = _rate_eps(c0, c1, g, center)
-    out = pv / np.where(dist > 0, dist, 1.0) + g > eps  # the depth grows
-    s[~inside & out] = 0.0
+    deepens = pv / np.where(dist > 0, dist, 1.0) + g > eps
+    s[~inside & deepens] = 0.0
     s[g <= 0] = np.nan
     hit = np.isfinite(s)
     out = unit(p0 + np.where(hit, s, 0.0)[:, None] * v,
