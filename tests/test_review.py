@@ -677,3 +677,33 @@ def test_a_group_rewound_is_written_from_the_collider_that_was_stopped(base, ccd
     assert [c.from_np.getName() for c in contacts] == ["hand"]
     centre = render.getRelativePoint(hand, LPoint3(0, 0.6, 0))
     assert centre.x + 0.3 - 1.0 == pytest.approx(0.0, abs=1e-6)  # touching the wall
+
+
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+def test_a_gun_turned_on_its_tank_into_a_wall_is_stopped_touching_it(base, ccd, response):
+    """A gun registered below its tank's node (carried by it) that the game turns on the
+    tank, 40 degrees a frame, into a wall: the tank is moved by the gun's correction, the
+    gun keeps the turn the game gave it, and it ends touching the wall, never in it (the
+    tank was written from its own answer, and the gun kept the game's whole turn: 0.24
+    into the wall)."""
+    render = base.render
+    ccd.add_collision_node(cnode(render, "wall", quad((1, -9, -9), (1, -9, 9), (1, 9, 9),
+                                                      (1, 9, -9))), static=True)  # fmt: skip
+    tank = render.attachNewNode(CollisionNode("tank"))
+    tank.node().addSolid(CollisionSphere(0, 0, 0, 0.5))
+    gun = tank.attachNewNode(CollisionNode("gun"))
+    gun.node().addSolid(CollisionSphere(0, 0.9, 0, 0.35))
+    ccd.add_collision_node(tank, response=response)
+    ccd.add_collision_node(gun, response=response)
+    ccd.step()
+    stopped = 0
+    for _ in range(3):
+        gun.setH(gun.getH() - 40)  # swings toward +x, into the wall
+        contacts = ccd.step()
+        depth = render.getRelativePoint(gun, LPoint3(0, 0.9, 0)).x + 0.35 - 1.0
+        assert depth <= 1e-6
+        if contacts:
+            assert [c.from_np.getName() for c in contacts] == ["gun"]
+            assert depth == pytest.approx(0.0, abs=1e-6)  # touching
+            stopped += 1
+    assert stopped > 0 and gun.getH() == -120  # the game's turn kept

@@ -1849,13 +1849,31 @@ class ContinuousCollision:
             moved = lead & np.isin(group, group[moved])
             moved &= np.isfinite(frame.end).all(axis=1)
             rows = np.flatnonzero(moved)
-            # The row whose answer moved its node furthest back (its collider was stopped,
-            # or turned into what stopped it; the others go with it), as _move's order.
-            size = length(result.end[rows] - frame.end[rows])
-            rows = rows[np.argsort(-size, kind="stable")]
-            _, first = np.unique(group[rows], return_index=True)
+            # One row a group: the largest correction of its carrier's, as _move's order.
+            correction = result.end[:n] - p1
+            rows = rows[np.argsort(-length(correction[rows]), kind="stable")]
+            written = rows[np.unique(group[rows], return_index=True)[1]]
+            # The group is where its earliest contact's collider was stopped (or deflected):
+            # a collider the game moved or turned on the carrier (a turret on its tank)
+            # keeps that place on it, so the carrier is moved by that collider's correction.
+            hits = result.hits
+            solid = ~hits.sensor
+            other = np.where(hits.kind[solid] == _solver.SPHERE, hits.b[solid], -1)
+            ends = np.stack([hits.a[solid], other], axis=1).ravel()  # (in time order)
+            touched = ends[(ends >= 0) & (ends < n)]
+            touched = touched[np.isfinite(correction[touched]).all(axis=1)]
+            first = touched[np.unique(group[touched], return_index=True)[1]]
+            by = written.copy()
+            if len(first):
+                at = np.minimum(np.searchsorted(group[first], group[written]), len(first) - 1)
+                found = group[first[at]] == group[written]
+                by[found] = first[at[found]]
+            if not np.array_equal(by, written):
+                end = result.end.copy()
+                end[written] = p1[written] + correction[by]
+                result = result._replace(end=end)
             moved = np.zeros(n, bool)
-            moved[rows[first]] = True
+            moved[written] = True
         moved = np.flatnonzero(moved)
         # Every sphere read is left where it was read, but those of the nodes written.
         center, transform, valid = p1, frame.transforms, frame.valid
