@@ -1854,7 +1854,8 @@ class ContinuousCollision:
             rows = rows[np.argsort(-length(correction[rows]), kind="stable")]
             written = rows[np.unique(group[rows], return_index=True)[1]]
             # The group is where its earliest contact's collider was stopped (or deflected):
-            # a collider the game moved or turned on the carrier (a turret on its tank)
+            # written through that collider where it is the carrier's (sharing a target),
+            # and a collider the game moved or turned on the carrier (a turret on its tank)
             # keeps that place on it, so the carrier is moved by that collider's correction.
             hits = result.hits
             solid = ~hits.sensor
@@ -1868,9 +1869,13 @@ class ContinuousCollision:
                 at = np.minimum(np.searchsorted(group[first], group[written]), len(first) - 1)
                 found = group[first[at]] == group[written]
                 by[found] = first[at[found]]
-            if not np.array_equal(by, written):
+            written = np.where(lead[by], by, written)
+            carried_by = by != written
+            if carried_by.any():
                 end = result.end.copy()
-                end[written] = p1[written] + correction[by]
+                for w, b in zip(written[carried_by].tolist(), by[carried_by].tolist()):
+                    end[w] = result.end[b] - self._turned_back(spheres, frame, result, w,
+                                                               p1[b] - p1[w])  # fmt: skip
                 result = result._replace(end=end)
             moved = np.zeros(n, bool)
             moved[written] = True
@@ -1902,6 +1907,22 @@ class ContinuousCollision:
                 spheres.world_radius = radius
         spheres.prev_center = center
         spheres.prev_transform = transform
+
+    @staticmethod
+    def _turned_back(
+        spheres: SphereTable, frame: _Frame, result: _solver.PassResult, row: int, offset: Any
+    ) -> np.ndarray:
+        """(3,) ``offset`` (a vector at the end of the frame, fixed to sphere ``row``'s node)
+        as it is when :meth:`_move` turns that node back to where it stopped (a rewind
+        slerps it to its stop's time; otherwise it keeps its end turn)."""
+        cur, prev, t = frame.transforms[row], spheres.prev_transform[row], result.t_stop[row]
+        if cur is None or prev is None or t >= 1.0:
+            return offset
+        q0, q1 = prev.getQuat(), cur.getQuat()
+        if q0.almostEqual(q1):
+            return offset
+        local = q1.conjugate().xform(LVector3(*offset))
+        return np.array(_slerp(q0, q1, t).xform(local))
 
     def _move(
         self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult, moved: np.ndarray
