@@ -632,3 +632,33 @@ def test_a_projectile_spawned_in_a_task_is_swept_on_its_first_frame(base, ccd, r
     base.taskMgr.step()
     assert sorted(recorder.names()) == ["shot-into-target", "target-into-shot"]
     assert tuple(shots[0].getPos()) == pytest.approx((3.9, 0, 0), abs=1e-6)
+
+
+def test_a_teleport_in_a_handler_takes_the_next_frames_move_too(base, ccd, recorder, listener):
+    """A drain's handler puts the ball back on the plunger and teleports it; the next
+    frame's move, made before the next pass, is part of that jump (not swept: through the
+    wall 10 ahead); with a pass run in between, the launch is swept and stops at the wall."""
+    render = base.render
+    ccd.add_plane(node(render, "wall"), WALL)
+    ccd.add_sphere(node(render, "drain", (-20, 0, 0)), 1.0, static=True, response="sensor")
+    ball = node(render, "ball", (-10, 0, 0))
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()
+
+    def drained(contact):
+        ball.setPos(0, 0, 0)  # the plunger
+        ccd.teleport(ball)
+
+    listener.accept("ball-into-drain", drained)
+    for launch_after_a_pass, end in ((False, 30.0), (True, 9.5)):
+        ball.setFluidPos(-20, 0, 0)  # into the drain
+        ccd.step()
+        assert ball.getPos() == (0, 0, 0)
+        if launch_after_a_pass:
+            ccd.step()
+        ball.setFluidPos(30, 0, 0)  # launched, through where the wall is
+        ccd.step()
+        assert ball.getX() == end
+        ball.setPos(-10, 0, 0)
+        ccd.teleport(ball)
+        ccd.step()
