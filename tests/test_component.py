@@ -414,6 +414,11 @@ def test_an_intangible_plane_is_refused_rather_than_made_solid(base, ccd):
 def test_collision_node_errors(base, ccd):
     with pytest.raises(ValueError, match=r"^nodepath render/plain is not a CollisionNode$"):
         ccd.add_collision_node(node(base.render, "plain"))
+    # add_collision_nodes checks its arguments whatever is under its root (here nothing).
+    with pytest.raises(ValueError, match=r"^response must be one of .*, got 3$"):
+        ccd.add_collision_nodes(node(base.render, "empty-level"), response=3)
+    with pytest.raises(ValueError, match=r"^static must be True or False, got 'x'$"):
+        ccd.add_collision_nodes(node(base.render, "empty-level"), static="x")
     empty = base.render.attachNewNode(CollisionNode("empty"))
     with pytest.raises(ValueError, match=r"^render/empty holds no collision solids$"):
         ccd.add_collision_node(empty)

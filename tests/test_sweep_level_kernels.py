@@ -1240,6 +1240,12 @@ def test_non_numeric_input_is_refused_naming_the_argument(call, message):
         call()
 
 
+def test_complex_input_is_refused_naming_the_argument():
+    """numpy would drop the imaginary parts, with a ComplexWarning, and answer."""
+    with pytest.raises(ValueError, match=r"^c1 must be real numbers, got "):
+        sphere_triangle_toi([[0, 0, 0]], [[1j, 0, 0]], 1.0, TA, TB, TC)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_a_few_rows_skipped_by_the_plane_cull_are_what_the_kernel_finds(seed, monkeypatch):
     """Pieces._sweep skips the kernel for a call of few rows none of which the kernel's

@@ -18,7 +18,10 @@ MASK_MAX = 0xFFFFFFFF
 
 
 def floats(name: str, value: ArrayLike) -> Float:
-    """float64 array of value, or a ValueError naming the argument (numpy's own does not)."""
+    """float64 array of value, or a ValueError naming the argument (numpy's own does not;
+    nor does it refuse complex numbers: it drops their imaginary parts, with a warning)."""
+    if np.iscomplexobj(value):
+        raise ValueError(f"{name} must be real numbers, got {value!r}")
     try:
         return np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):

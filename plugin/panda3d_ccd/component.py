@@ -652,6 +652,10 @@ class ContinuousCollision:
         (ValueError naming it), and then nothing is registered."""
         self._check_alive()
         root = _nodepath(root)
+        # Checked here too: refused whatever is under root (nothing, say).
+        if response is not None:
+            _response(response)
+        static, two_sided = _args.flag("static", static), _args.flag("two_sided", two_sided)
         found = root.findAllMatches("**/+CollisionNode")
         nodes = [root] if isinstance(root.node(), CollisionNode) else []
         nodes += [found.getPath(i) for i in range(found.getNumPaths())]
