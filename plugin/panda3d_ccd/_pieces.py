@@ -57,9 +57,10 @@ class Kind(NamedTuple):
     sweep: Callable[..., Sweep]
     #: (*geometry) -> (lo, hi) (m, 3) boxes of the rows; None: unbounded (every body).
     bounds: Callable[..., tuple[Float, Float]] | None
-    #: (p, *geometry rows) -> ((k, 3) closest point of the solid, (k,) distance to it,
-    #: and the feature (FACE, EDGE, VERTEX) and its index there, as the kernel names them).
-    closest: Callable[..., tuple[Float, Float, NDArray[np.int8], Int]]
+    #: (p, *geometry rows) -> ((k, 3) closest point of the solid, (k,) distance to it);
+    #: with ``features=True`` also the feature (FACE, EDGE, VERTEX) and its index there, as
+    #: the kernel names them.
+    closest: Callable[..., tuple[Any, ...]]
     #: Where the kind has a faster kernel for a point (radius 0: rays) than ``sweep``:
     #: ``point_data(*geometry)`` -> (m, w) rows computed once per table, and
     #: ``point(c0, c1, data rows)`` -> ((h,) rows that hit, their Sweep). None: ``sweep``
@@ -88,8 +89,8 @@ def _triangle_bounds(a: Float, b: Float, c: Float, *_flags: NDArray) -> tuple[Fl
 
 
 def _triangle_closest(
-    p: Float, a: Float, b: Float, c: Float, *_flags: NDArray
-) -> tuple[Float, Float, NDArray[np.int8], Int]:
+    p: Float, a: Float, b: Float, c: Float, *_flags: NDArray, features: bool = False
+) -> tuple[Any, ...]:
     """Closest points of triangles to points p (Ericson, Real-Time Collision Detection
     5.1.5), by regions, all rows at once; the region is the feature (the kernel's names:
     edges a-b, b-c, c-a; corners a, b, c; the face for a point over it, its edges
@@ -123,17 +124,19 @@ def _triangle_closest(
         ((d3 >= 0) & (d4 <= d3), b, VERTEX, 1),
         ((d1 <= 0) & (d2 <= 0), a, VERTEX, 0),
     ]
+    for where, point, _kind, _which in regions:  # the last (vertex regions) first in Ericson's
+        out = np.where(where[:, None], point, out)
+    lost = ~np.isfinite(out).all(axis=1)  # a degenerate triangle: its corner a
+    out[lost] = a[lost]
+    if not features:
+        return out, _length(p - out)
     feature = np.full(len(p), FACE, np.int8)
     index = np.zeros(len(p), np.int64)
-    for where, point, kind, which in regions:  # the last (vertex regions) first in Ericson's
-        out = np.where(where[:, None], point, out)
-        feature[where] = kind
-        index[where] = which
+    for where, _point, kind, which in regions:
+        feature[where], index[where] = kind, which
     # A point over the face, edges included, touches the face (as the kernel names it).
     over = (va >= 0) & (vb >= 0) & (vc >= 0) & (denom > 0)
     feature[over], index[over] = FACE, 0
-    lost = ~np.isfinite(out).all(axis=1)  # a degenerate triangle: its corner a
-    out[lost] = a[lost]
     feature[lost], index[lost] = VERTEX, 0
     return out, _length(p - out), feature, index
 
@@ -282,10 +285,10 @@ def _box_bounds(lo: Float, hi: Float) -> tuple[Float, Float]:
     return lo, hi
 
 
-def _box_closest(
-    p: Float, lo: Float, hi: Float
-) -> tuple[Float, Float, NDArray[np.int8], Int]:
+def _box_closest(p: Float, lo: Float, hi: Float, features: bool = False) -> tuple[Any, ...]:
     near = np.clip(p, lo, hi)
+    if not features:
+        return near, _length(p - near)
     # The feature as the kernel names it (see sphere_box): by the axes clipped, each's side.
     outside = (p < lo) | (p > hi)
     up = (p > 0.5 * (lo + hi)).astype(np.int64)
@@ -316,8 +319,8 @@ def _capsule_bounds(a: Float, b: Float, radius: Float) -> tuple[Float, Float]:
 
 
 def _capsule_closest(
-    p: Float, a: Float, b: Float, radius: Float
-) -> tuple[Float, Float, NDArray[np.int8], Int]:
+    p: Float, a: Float, b: Float, radius: Float, features: bool = False
+) -> tuple[Any, ...]:
     axis = b - a
     aa = np.einsum("ij,ij->i", axis, axis)
     s = np.divide(np.einsum("ij,ij->i", p - a, axis), aa, out=np.zeros(len(p)), where=aa > 0)
@@ -325,6 +328,8 @@ def _capsule_closest(
     gap = p - on
     dist = _length(gap)
     out = on + unit(gap, np.zeros_like(gap)) * np.minimum(radius, dist)[:, None]
+    if not features:
+        return out, np.maximum(dist - radius, 0.0)
     # The body (EDGE 0), or the cap at a (VERTEX 0) or at b (VERTEX 1), as the kernel.
     cap = (s <= 0.0) | (s >= 1.0) | (aa == 0)
     feature = np.where(cap, VERTEX, EDGE).astype(np.int8)
@@ -333,15 +338,16 @@ def _capsule_closest(
 
 
 def _inv_closest(
-    p: Float, center: Float, radius: Float
-) -> tuple[Float, Float, NDArray[np.int8], Int]:
+    p: Float, center: Float, radius: Float, features: bool = False
+) -> tuple[Any, ...]:
     gap = p - center
     dist = _length(gap)
     fallback = np.broadcast_to([0.0, 0.0, 1.0], gap.shape)
     out = center + unit(gap, fallback) * radius[:, None]
-    k = len(p)
-    return (np.where((dist >= radius)[:, None], p, out), np.maximum(radius - dist, 0.0),
-            np.full(k, FACE, np.int8), np.zeros(k, np.int64))  # fmt: skip
+    found = (np.where((dist >= radius)[:, None], p, out), np.maximum(radius - dist, 0.0))
+    if not features:
+        return found
+    return (*found, np.full(len(p), FACE, np.int8), np.zeros(len(p), np.int64))
 
 
 #: Newton steps :func:`_advance` takes at most, to each of its roots (each step a
@@ -360,7 +366,7 @@ def _rate_eps(c0: Float, c1: Float, g: Float, *more: Float) -> Float:
 
 
 def _first_root(
-    closest: Callable[..., tuple[Float, Float, NDArray[np.int8], Int]],
+    closest: Callable[..., tuple[Any, ...]],
     c0: Float,
     v: Float,
     ra: Float,
@@ -371,24 +377,20 @@ def _first_root(
     rows: Int,
     tol: Float,
     eps: Float,
-) -> tuple[Float, Float, NDArray[np.int8], Int]:
+) -> Float:
     """Newton's method on the gap d(s) - (ra + s g) of ``rows`` from ``s`` (a copy is
     changed), to the first s in [s, 1] where it is at most ``tol`` and shrinking: (k,) s
     there (inf where none: it stops shrinking first, or goes on past 1, or its centre is
-    behind a one-sided ``front``), and the closest point, feature and index there. The gap
-    is convex along the path (see :func:`_advance`): from above its first root, the steps
-    never pass it. Out of steps, where it got to (short of the root)."""
-    k = len(c0)
+    behind a one-sided ``front``). The gap is convex along the path (see
+    :func:`_advance`): from above its first root, the steps never pass it. Out of steps,
+    where it got to (short of the root)."""
     s = s.copy()
-    out = np.full(k, np.inf)
-    point = np.full((k, 3), np.nan)
-    feature = np.full(k, -1, np.int8)
-    index = np.full(k, -1, np.int64)
+    out = np.full(len(c0), np.inf)
     for step in range(_ADVANCE_STEPS + 1):
         if not len(rows):
             break
         c = c0[rows] + s[rows, None] * v[rows]
-        q, d, f, j = closest(c, *(x[rows] for x in geometry))
+        q, d = closest(c, *(x[rows] for x in geometry))
         gap = d - (ra[rows] + s[rows] * g[rows])
         # The gap's rate: the centre's velocity along c - q (d's gradient), less the growth.
         rate = np.full(len(rows), np.inf)
@@ -398,17 +400,16 @@ def _first_root(
         if front is not None:
             closing &= front(c, rows)
         touch = closing & ((gap <= tol[rows]) | (step == _ADVANCE_STEPS))
-        at = rows[touch]
-        out[at], point[at], feature[at], index[at] = s[at], q[touch], f[touch], j[touch]
+        out[rows[touch]] = s[rows[touch]]
         nxt = s[rows] - np.where(closing & ~touch, gap / np.where(closing, rate, -1.0), 0.0)
         on = closing & ~touch & (nxt <= 1.0)
         rows = rows[on]
         s[rows] = nxt[on]
-    return out, point, feature, index
+    return out
 
 
 def _advance(
-    closest: Callable[..., tuple[Float, Float, NDArray[np.int8], Int]],
+    closest: Callable[..., tuple[Any, ...]],
     c0: Float,
     c1: Float,
     ra: Float,
@@ -437,20 +438,25 @@ def _advance(
     asked = (g > 0) & (d0 > 0)
     if front is not None:
         asked &= front(c0, np.arange(k))
-    rows = np.flatnonzero(asked)
-    s, point, feature, index = _first_root(
-        closest, c0, v, ra, g, geometry, front, np.zeros(k), rows, tol, eps
+    touch = _first_root(
+        closest, c0, v, ra, g, geometry, front, np.zeros(k), np.flatnonzero(asked), tol, eps
     )
     # Deeper than the slop, if it were not stopped: the gap's root at minus the slop.
-    hit = np.flatnonzero(np.isfinite(s))
-    deep = _first_root(closest, c0, v, ra - sl, g, geometry, front, s, hit, tol, eps)[0]
-    s[hit[~np.isfinite(deep[hit])]] = np.inf
-    hit = np.isfinite(s)
-    s[~asked] = np.nan
-    centre = c0 + np.where(hit, s, 0.0)[:, None] * v
-    normal = np.where(hit[:, None], unit(centre - point, np.zeros_like(v)), np.nan)
-    point[~hit] = np.nan
-    feature[~hit], index[~hit] = -1, -1
+    hit = np.flatnonzero(np.isfinite(touch))
+    deep = _first_root(closest, c0, v, ra - sl, g, geometry, front, touch, hit, tol, eps)
+    hit = hit[np.isfinite(deep[hit])]
+    s = np.where(asked, np.inf, np.nan)
+    s[hit] = touch[hit]
+    point = np.full((k, 3), np.nan)
+    normal = np.full((k, 3), np.nan)
+    feature = np.full(k, -1, np.int8)
+    index = np.full(k, -1, np.int64)
+    if len(hit):
+        centre = c0[hit] + s[hit, None] * v[hit]
+        point[hit], _d, feature[hit], index[hit] = closest(
+            centre, *(x[hit] for x in geometry), features=True
+        )
+        normal[hit] = unit(centre - point[hit], np.zeros_like(centre))
     return s, point, normal, feature, index
 
 
@@ -833,7 +839,7 @@ class Pieces:
         extra[ok, 3:6] = found.normal[ok]
         extra[ok, 6] = found.feature[ok]
         extra[ok, 7] = found.index[ok]
-        if radii is not None:
+        if radii is not None and self.spec.grown is not None:
             ra, rb = radii
             rows = np.flatnonzero(rb > ra)
             if len(rows):

@@ -1072,6 +1072,7 @@ class ContinuousCollision:
             # A child of render is (the look at its parent costs half the walk to the top).
             return nodepath.getParent() == render or nodepath.getTop() == top
 
+        sent = False  # (no handler ran: none took a node out of the scene)
         try:
             for kind, contact in held + events:
                 todo = programs(kind)
@@ -1079,6 +1080,7 @@ class ContinuousCollision:
                     # Owed once its in was sent, also if a handler removed a node since: a
                     # pass-through's exit, or a pair that ended between frames.
                     if todo and key_of.get(id(contact)) not in unsent:
+                        sent = True
                         try:
                             send_contact(self._messenger, todo, contact)
                         except Exception as exc:  # noqa: BLE001 - re-raised below
@@ -1101,6 +1103,7 @@ class ContinuousCollision:
                         continue
                     if kind == "in":
                         unsent.discard(key)
+                    sent = sent or bool(todo)
                     try:
                         send_contact(self._messenger, todo, contact)
                     except Exception as exc:  # noqa: BLE001 - re-raised below
@@ -1110,9 +1113,11 @@ class ContinuousCollision:
             # event may be the one whose handler detaches it (with masks that meet one way
             # only, a pair sends one event), and a pool may attach it again before the
             # next pass's scan would see it gone. (Those out at the scan are closed.)
-            named = {n for _kind, c in held + events for n in (c._from_np, c._into_np)}
-            left = {n for n in named & by_node.keys() if not in_scene(n)}
-            left -= self._inactive | self._statics.inactive
+            left: set[NodePath] = set()
+            if sent:
+                named = {n for _kind, c in held + events for n in (c._from_np, c._into_np)}
+                left = {n for n in named & by_node.keys() if not in_scene(n)}
+                left -= self._inactive | self._statics.inactive
             if left:
                 # Their pairs close now (outs where the in was sent); the next pass starts
                 # each where it is then, as if teleported (a pool may attach it again).
