@@ -1420,17 +1420,46 @@ def test_a_registered_child_is_stopped_by_its_parents_contact_alone(
     base, ccd, recorder, turret_first
 ):
     # The turret's own path would touch the wall later (t 0.45): the hierarchy never got
-    # there, and the turret is written through its tank, whichever was registered first.
+    # there, whichever was registered first. The game's move of the turret on its tank is
+    # rewound with the tank, to the contact's instant (t 0.4): the whole model is put
+    # back as it was then.
     render = base.render
     wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
     tank, turret = tank_with_turret(ccd, render, turret_first)
     tank.setX(10)
-    turret.setPosHpr(0, 1, 3, 30, 0, 0)  # the game moves it on its tank: that is kept
+    turret.setPosHpr(0, 1, 3, 30, 0, 0)  # the game moves and turns it on its tank
     contacts = ccd.step()
     assert_vec(pos(tank, render), (4, 0, 0))
-    assert turret.getPos() == (0, 1, 3) and turret.getH() == 30
+    assert_vec(turret.getPos(), (0, 0.4, 3))
+    assert turret.getH() == pytest.approx(12, abs=1e-4)
     assert [(c.from_np.getName(), c.t) for c in contacts] == [("tank", pytest.approx(0.4))]
     assert recorder.names() == ["tank-into-wall"]
+
+
+def test_a_turret_turned_into_a_wall_stops_turning_and_leaves_its_tank_where_it_is(
+    base, ccd, recorder
+):
+    # A still tank (r 1 at the origin), its turret's sphere (r 0.5) 2 off its centre, the
+    # turret turned 20 degrees toward a wall at x 1.1 by the game. The turret's chord meets
+    # the wall where its centre reaches x 0.6, at t = 0.6 / (2 sin 20deg): the rewind puts
+    # the turret's turn back to that instant (its arc there is the chord's sagitta past it,
+    # at most 2 (1 - cos 10deg) = 0.03). It used to keep its end turn and move the tank
+    # to make room: 0.08 away, where nothing swept it.
+    render = base.render
+    wall(ccd, render, "wall", (-1, 0, 0), (1.1, 0, 0))
+    tank = node(render, "tank")
+    turret = node(tank, "turret")
+    ccd.add_sphere(tank, 1.0, response="rewind")
+    ccd.add_sphere(turret, 0.5, center=(0, 2, 0), response="rewind")
+    ccd.step()
+    turret.setH(-20)
+    contacts = ccd.step()
+    t = 0.6 / (2 * math.sin(math.radians(20)))
+    assert [(c.from_np.getName(), c.t) for c in contacts] == [("turret", pytest.approx(t))]
+    assert tank.getPos(render) == (0, 0, 0) and tank.getH(render) == 0
+    assert turret.getH() == pytest.approx(-20 * t, abs=1e-4)
+    x = render.getRelativePoint(turret, (0, 2, 0))[0]
+    assert 0.6 - 1e-6 <= x <= 0.6 + 2 * (1 - math.cos(math.radians(10)))
 
 
 def test_a_registered_childs_contact_stops_its_parent(base, ccd, recorder):

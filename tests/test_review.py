@@ -5,6 +5,7 @@ growth against level pieces): each test is the smallest reproduction of a bug fo
 from __future__ import annotations
 
 import contextlib
+import math
 
 import numpy as np
 import pytest
@@ -679,23 +680,14 @@ def test_a_group_rewound_is_written_from_the_collider_that_was_stopped(base, ccd
     assert centre.x + 0.3 - 1.0 == pytest.approx(0.0, abs=1e-6)  # touching the wall
 
 
-@pytest.mark.parametrize("response", ["rewind", "slide"])
-def test_a_gun_turned_on_its_tank_into_a_wall_is_stopped_touching_it(base, ccd, response):
+def test_a_gun_turned_on_its_tank_into_a_wall_slides_its_tank_off_it(base, ccd):
     """A gun registered below its tank's node (carried by it) that the game turns on the
-    tank, 40 degrees a frame, into a wall: the tank is moved by the gun's correction, the
-    gun keeps the turn the game gave it, and it ends touching the wall, never in it (the
-    tank was written from its own answer, and the gun kept the game's whole turn: 0.24
-    into the wall)."""
+    tank, 40 degrees a frame, into a wall, both sliding: the tank is moved by the gun's
+    correction (one translation, swept), the gun keeps the turn the game gave it, and it
+    ends touching the wall, never in it (the tank was written from its own answer, and
+    the gun kept the game's whole turn: 0.24 into the wall)."""
     render = base.render
-    ccd.add_collision_node(cnode(render, "wall", quad((1, -9, -9), (1, -9, 9), (1, 9, 9),
-                                                      (1, 9, -9))), static=True)  # fmt: skip
-    tank = render.attachNewNode(CollisionNode("tank"))
-    tank.node().addSolid(CollisionSphere(0, 0, 0, 0.5))
-    gun = tank.attachNewNode(CollisionNode("gun"))
-    gun.node().addSolid(CollisionSphere(0, 0.9, 0, 0.35))
-    ccd.add_collision_node(tank, response=response)
-    ccd.add_collision_node(gun, response=response)
-    ccd.step()
+    tank, gun = _tank_and_gun(base, ccd, "slide")
     stopped = 0
     for _ in range(3):
         gun.setH(gun.getH() - 40)  # swings toward +x, into the wall
@@ -707,3 +699,47 @@ def test_a_gun_turned_on_its_tank_into_a_wall_is_stopped_touching_it(base, ccd, 
             assert depth == pytest.approx(0.0, abs=1e-6)  # touching
             stopped += 1
     assert stopped > 0 and gun.getH() == -120  # the game's turn kept
+
+
+def test_a_gun_turned_on_its_tank_into_a_wall_is_rewound_on_a_tank_that_stays(base, ccd):
+    """The same gun and tank rewound: the gun's turn is rewound to the instant its chord
+    touched the wall, on its mount, and the tank stays where it is. The gun's collider then
+    lies on its arc, at most the chord's sagitta (0.9 (1 - cos 20deg) = 0.054) past the
+    touch. The tank was moved by the gun's correction, where nothing swept it (0.08 to
+    the side: into anything there)."""
+    render = base.render
+    tank, gun = _tank_and_gun(base, ccd, "rewind")
+    sagitta = 0.9 * (1 - math.cos(math.radians(20)))
+    stopped = 0
+    for _ in range(3):
+        before = gun.getH()
+        gun.setH(before - 40)  # swings toward +x, into the wall
+        contacts = ccd.step()
+        assert tank.getPos(render) == (0, 0, 0) and tank.getQuat(render).isIdentity()
+        assert gun.getPos() == (0, 0, 0)  # on its mount
+        depth = render.getRelativePoint(gun, LPoint3(0, 0.9, 0)).x + 0.35 - 1.0
+        if contacts:
+            assert [c.from_np.getName() for c in contacts] == ["gun"]
+            t = contacts[0].t
+            assert gun.getH() == pytest.approx(before - 40 * t, abs=1e-4)
+            assert -1e-6 <= depth <= sagitta
+            stopped += 1
+        else:
+            assert gun.getH() == before - 40 and depth <= 1e-6
+    assert stopped > 0
+
+
+def _tank_and_gun(base, ccd, response):
+    """A wall at x 1 (facing -x), a tank (r 0.5 at the origin) and its gun (r 0.35, 0.9
+    off its centre along y), both ``response``, the first pass made."""
+    render = base.render
+    ccd.add_collision_node(cnode(render, "wall", quad((1, -9, -9), (1, -9, 9), (1, 9, 9),
+                                                      (1, 9, -9))), static=True)  # fmt: skip
+    tank = render.attachNewNode(CollisionNode("tank"))
+    tank.node().addSolid(CollisionSphere(0, 0, 0, 0.5))
+    gun = tank.attachNewNode(CollisionNode("gun"))
+    gun.node().addSolid(CollisionSphere(0, 0.9, 0, 0.35))
+    ccd.add_collision_node(tank, response=response)
+    ccd.add_collision_node(gun, response=response)
+    ccd.step()
+    return tank, gun

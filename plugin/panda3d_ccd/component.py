@@ -289,6 +289,9 @@ _STATIC_CHECKS = 32
 _FEW_STATICS = 256
 #: The "index" of that many: none.
 _FEW = StaticIndex(np.zeros((0, 3)), np.zeros((0, 3)))
+#: How far apart (relative to its size) a carried node's two reads on its carrier may be and
+#: still be one place: the game did not move it there (float32 transforms composed twice).
+_SAME_REL = 1e-5
 #: No rows (shared: never written into).
 _NO_ROWS = np.zeros(0, np.int64)
 _NO_ROWS.flags.writeable = False
@@ -1172,9 +1175,10 @@ class ContinuousCollision:
         player, whatever its target: it is never written). Each moves as one rigid body
         with the topmost body carrying it: no contact between them, the group's earliest
         contact stops (or deflects) them all, a sensor goes along the path its carrier
-        takes, and only the carrier's node is written; a carried node keeps its place on
-        it. The hierarchy is looked at each pass, from the nodes that are not children of
-        render (only those can be below another's)."""
+        takes, and the carrier's node is written; a carried node keeps its place on it,
+        but where a rewind stopped the group (see :meth:`_move_carried`). The hierarchy
+        is looked at each pass, from the nodes that are not children of render (only
+        those can be below another's)."""
         if not self._away:
             return None
         known = self._movers
@@ -1863,9 +1867,9 @@ class ContinuousCollision:
             rows = rows[np.argsort(-length(correction[rows]), kind="stable")]
             written = rows[np.unique(group[rows], return_index=True)[1]]
             # The group is where its earliest contact's collider was stopped (or deflected):
-            # written through that collider where it is the carrier's (sharing a target),
-            # and a collider the game moved or turned on the carrier (a turret on its tank)
-            # keeps that place on it, so the carrier is moved by that collider's correction.
+            # written through that collider where it is the carrier's (sharing a target);
+            # a carried body of its own keeps its place on the carrier, which is moved by
+            # its correction (a slide's: one translation for the group, which it swept).
             hits = result.hits
             solid = ~hits.sensor
             other = np.where(hits.kind[solid] == _solver.SPHERE, hits.b[solid], -1)
@@ -1879,7 +1883,15 @@ class ContinuousCollision:
                 found = group[first[at]] == group[written]
                 by[found] = first[at[found]]
             written = np.where(lead[by], by, written)
-            carried_by = by != written
+            # A group stopped (rewound) is put back as it was when it stopped: each body the
+            # game moved on its carrier that frame too (a gun it turned), written after the
+            # carrier, which is written through its own answer where such a body stopped
+            # it. Moving the carrier to keep the gun's end turn would move it where nothing
+            # swept it, into a wall beside it.
+            rewound = result.t_stop[written] < 1.0
+            own = self._carried_bodies(spheres, frame, carried, written[rewound])
+            moved_on = [k for level in own for k, *_ in level]
+            carried_by = (by != written) & ~np.isin(by, moved_on)
             if carried_by.any():
                 end = result.end.copy()
                 for w, b in zip(written[carried_by].tolist(), by[carried_by].tolist()):
@@ -1888,6 +1900,8 @@ class ContinuousCollision:
                 result = result._replace(end=end)
             moved = np.zeros(n, bool)
             moved[written] = True
+        else:
+            own = []
         moved = np.flatnonzero(moved)
         # Every sphere read is left where it was read, but those of the nodes written.
         center, transform, valid = p1, frame.transforms, frame.valid
@@ -1896,6 +1910,9 @@ class ContinuousCollision:
             transform = np.where(valid, transform, spheres.prev_transform)
         if len(moved):
             order = self._move(spheres, frame, result, moved)
+            for level in own:  # (a level of the hierarchy at a time)
+                self._move_carried(spheres, result, level)
+                order = np.concatenate([order, [k for k, *_ in level]]).astype(np.int64)
             # Spheres of a node just written are read again (Panda3D keeps float32, so
             # where a node ended up is not exactly result.end).
             again = order
@@ -1916,6 +1933,66 @@ class ContinuousCollision:
                 spheres.world_radius = radius
         spheres.prev_center = center
         spheres.prev_transform = transform
+
+    @staticmethod
+    def _carried_bodies(
+        spheres: SphereTable,
+        frame: _Frame,
+        carried: tuple[np.ndarray, np.ndarray],
+        leads: np.ndarray,
+    ) -> list[list[tuple[int, int, TransformState, TransformState]]]:
+        """The carried bodies of the groups of ``leads`` (the carrier rows written) with
+        nodes of their own that the game moved on their carriers this frame (a gun turned
+        on its tank), one row a node: (row, its carrier's row, and its transform relative
+        to the carrier's at the last pass and now), in lists from the top of the hierarchy
+        down (a node is written after the nodes above it, whose writes move it)."""
+        if not len(leads):
+            return []
+        group, lead = carried
+        response = spheres.response
+        rows = np.flatnonzero(
+            ~lead & np.isin(group, group[leads])
+            & ((response == _solver.REWIND) | (response == _solver.SLIDE))
+        )  # fmt: skip
+        carrier_of = dict(zip(group[leads].tolist(), leads.tolist()))
+        movers = spheres.movers
+        seen: set[Any] = set()
+        levels: dict[int, list[tuple[int, int, TransformState, TransformState]]] = {}
+        for k in rows.tolist():
+            if movers[k] in seen:
+                continue
+            seen.add(movers[k])
+            c = carrier_of[int(group[k])]
+            ends = (spheres.prev_transform[c], spheres.prev_transform[k])
+            ends += (frame.transforms[c], frame.transforms[k])
+            if any(x is None for x in ends):
+                continue
+            a, b = ends[0].invertCompose(ends[1]), ends[2].invertCompose(ends[3])
+            size = 1.0 + max(map(abs, b.getPos()))
+            if a.getPos().almostEqual(b.getPos(), _SAME_REL * size) and a.getQuat().almostEqual(
+                b.getQuat(), _SAME_REL
+            ):
+                continue  # not moved on its carrier (up to the rounding of the two reads)
+            levels.setdefault(movers[k].getNumNodes(), []).append((k, c, a, b))
+        return [levels[depth] for depth in sorted(levels)]
+
+    @staticmethod
+    def _move_carried(
+        spheres: SphereTable,
+        result: _solver.PassResult,
+        level: list[tuple[int, int, TransformState, TransformState]],
+    ) -> None:
+        """Put the nodes of carried bodies (a ``level`` of :meth:`_carried_bodies`, of
+        rewound groups) back on their carriers, written already, as the game had them
+        there at the stop's time: each one's move on its carrier interpolated, as the
+        carrier's own move is. The carrier is never moved for them, and a gun stays on its
+        mount; its collider lies on its arc, which may be the chord's sagitta past where
+        the chord touched (see the README)."""
+        movers = spheres.movers
+        for k, c, a, b in level:
+            t = float(result.t_stop[k])
+            movers[k].setQuat(movers[c], _slerp(a.getQuat(), b.getQuat(), t))
+            movers[k].setFluidPos(movers[c], a.getPos() + (b.getPos() - a.getPos()) * t)
 
     @staticmethod
     def _turned_back(
