@@ -2387,6 +2387,41 @@ def test_two_balls_pushed_by_a_turning_door_never_overlap_each_other(base, ccd):
     assert gap >= 1.0 - 1e-5 and ccd.squeezed == 0
 
 
+def test_a_body_a_turning_door_presses_rides_it_on_when_another_body_meets_it(base, ccd):
+    """A tester's crowded RPG, frame 55, four slide bodies (r 0.4) by a door (a box
+    hinged at the origin) turning 36 to 40 degrees. The door presses npc114 at t 0, npc169
+    (still) meets it just after, npc2 at t 0.6. npc114 rode the door from its contact, but
+    the contact with npc169 made its new segment straight in the world: the door turned
+    into it along the way, deeper than the sub-steps of a start already within their
+    inflated radius see, and npc2 stopped it there: 0.0019 into the door (0.0044 over two
+    frames in the game). A body that rides what turns now rides on after contacts with
+    what does not: it ends no deeper in the door than it started (touching)."""
+    render = base.render
+    hinge = render.attachNewNode("hinge")
+    hinge.setH(36)
+    lo, hi = np.array([-0.05, 0.0, 0.0]), np.array([0.05, 2.0, 2.0])
+    door = collision_node(hinge, "door", CollisionBox(LPoint3(*lo), LPoint3(*hi)))
+    ccd.add_collision_node(door, response="kinematic")
+    start = [(-0.9611, 0.5572, 0.5), (-0.4727, -0.1178, 0.5), (-1.7583, 0.5997, 0.5),
+             (-2.5451, 0.4549, 0.5)]  # fmt: skip
+    end = [(-0.6978, 0.5866, 0.5), (-0.2281, -0.0391, 0.5), (-1.783, 0.3096, 0.5),
+           (-2.4243, 0.3231, 0.5)]  # fmt: skip
+    bodies = [render.attachNewNode(name) for name in ("npc114", "npc2", "npc169", "npc83")]
+    for body, p in zip(bodies, start):
+        body.setPos(*p)
+        ccd.add_sphere(body, 0.4, response="slide")
+    ccd.step()
+    before = _box_gap(bodies[0].getPos(door), lo, hi)
+    assert before == pytest.approx(0.4, abs=1e-4)  # touching the door
+    hinge.setH(40)
+    for body, p in zip(bodies, end):
+        body.setFluidPos(*p)
+    contacts = ccd.step()
+    met = {(c.into_np.getName(), round(c.t, 1)) for c in contacts if c.from_np == bodies[0]}
+    assert met == {("door", 0.0), ("npc169", 0.0), ("npc2", 0.6)}  # the scene as in the game
+    assert _box_gap(bodies[0].getPos(door), lo, hi) >= min(before, 0.4) - 1e-6
+
+
 def _box_gap(local, lo, hi):
     """Distance from a point (node-local) to the box [lo, hi], 0 inside it."""
     p = np.asarray(tuple(local), np.float64)
