@@ -289,9 +289,6 @@ _STATIC_CHECKS = 32
 _FEW_STATICS = 256
 #: The "index" of that many: none.
 _FEW = StaticIndex(np.zeros((0, 3)), np.zeros((0, 3)))
-#: How far apart (relative to its size) a carried node's two reads on its carrier may be and
-#: still be one place: the game did not move it there (float32 transforms composed twice).
-_SAME_REL = 1e-5
 #: No rows (shared: never written into).
 _NO_ROWS = np.zeros(0, np.int64)
 _NO_ROWS.flags.writeable = False
@@ -404,6 +401,9 @@ class ContinuousCollision:
         # (-1: not a body), each body node's, each mover's first body's owner, and whether
         # some mover moves two registered nodes' bodies (see _carried).
         self._movers: tuple[Any, ...] | None = None
+        # Each node between a carrier and a body it carries (the body's own node, a turret
+        # pivot): its transform on its parent where the last pass left it (_write_back).
+        self._on_carrier: dict[NodePath, TransformState] = {}
         self._bodies: _Bodies | None = None
         self._debug: Any = None
         # Whether this pass lets the solver try its one-round path first (see Backoff).
@@ -799,22 +799,37 @@ class ContinuousCollision:
 
     def teleport(self, nodepath: NodePath) -> None:
         """The next pass does not sweep nodepath's jump (nor that of the nodes registered
-        with it as their ``target``): it starts from where it is then."""
+        with it as their ``target``, nor below it: a turret on its tank): it starts from
+        where it is then."""
         self._check_alive()
-        for registered in self._registered(_nodepath(nodepath)):
+        nodepath = _nodepath(nodepath)
+        below = [node for node in self._by_node if node != nodepath and nodepath.isAncestorOf(node)]
+        jumped = self._registered(nodepath, none_ok=True) + below
+        if not jumped:
+            raise ValueError(
+                f"nodepath {nodepath} is not registered, nor the target of a registered node, "
+                "nor above one"
+            )
+        # (Nor is a move the game made on it read as a move on its carrier: see _write_back.)
+        self._on_carrier = {
+            node: ts for node, ts in self._on_carrier.items()
+            if node != nodepath and not nodepath.isAncestorOf(node)
+        }  # fmt: skip
+        for registered in dict.fromkeys(jumped):
             entries = self._by_node[registered]
             self._teleported.update(e.uid for e in entries)
             self._pieces.reread({e.owner for e in entries if isinstance(e, PieceNode)})
             if registered not in self._dynamic:
                 self._statics.reread.update(e.uid for e in entries)
 
-    def _registered(self, nodepath: NodePath) -> list[NodePath]:
+    def _registered(self, nodepath: NodePath, none_ok: bool = False) -> list[NodePath]:
         """The registered NodePath nodepath is, and those registered with it as their
-        ``target`` (the node the game moves, and deletes); a ValueError if none."""
+        ``target`` (the node the game moves, and deletes); a ValueError if none (unless
+        ``none_ok``)."""
         found = [nodepath] if nodepath in self._by_node else []
         found += [node for node, target in self._target_of.items() if target == nodepath]
         found = list(dict.fromkeys(found))  # (a node given itself as its target: once)
-        if not found:
+        if not found and not none_ok:
             raise ValueError(
                 f"nodepath {nodepath} is not registered, nor the target of a registered node"
             )
@@ -1176,7 +1191,7 @@ class ContinuousCollision:
         with the topmost body carrying it: no contact between them, the group's earliest
         contact stops (or deflects) them all, a sensor goes along the path its carrier
         takes, and the carrier's node is written; a carried node keeps its place on it,
-        but where a rewind stopped the group (see :meth:`_move_carried`). The hierarchy
+        but where a rewind stopped the group (see :meth:`_moved_on_carriers`). The hierarchy
         is looked at each pass, from the nodes that are not children of render (only
         those can be below another's)."""
         if not self._away:
@@ -1889,8 +1904,10 @@ class ContinuousCollision:
             # it. Moving the carrier to keep the gun's end turn would move it where nothing
             # swept it, into a wall beside it.
             rewound = result.t_stop[written] < 1.0
-            own = self._carried_bodies(spheres, frame, carried, written[rewound])
-            moved_on = [k for level in own for k, *_ in level]
+            chains = self._chains(spheres, carried)
+            stopped = written[rewound]
+            own = self._moved_on_carriers(chains, group, stopped, result.t_stop[stopped])
+            moved_on = [k for k, nodes in chains.items() if any(n in own for n in nodes)]
             carried_by = (by != written) & ~np.isin(by, moved_on)
             if carried_by.any():
                 end = result.end.copy()
@@ -1901,7 +1918,7 @@ class ContinuousCollision:
             moved = np.zeros(n, bool)
             moved[written] = True
         else:
-            own = []
+            chains, own = {}, {}
         moved = np.flatnonzero(moved)
         # Every sphere read is left where it was read, but those of the nodes written.
         center, transform, valid = p1, frame.transforms, frame.valid
@@ -1910,9 +1927,12 @@ class ContinuousCollision:
             transform = np.where(valid, transform, spheres.prev_transform)
         if len(moved):
             order = self._move(spheres, frame, result, moved)
-            for level in own:  # (a level of the hierarchy at a time)
-                self._move_carried(spheres, result, level)
-                order = np.concatenate([order, [k for k, *_ in level]]).astype(np.int64)
+            if own:
+                # Below the carrier (written above), top down: each node the game moved on
+                # it put back as it was at the stop's instant.
+                for node, (then, now, t) in own.items():
+                    node.setTransform(_between(then, now, t))
+                order = np.concatenate([order, list(chains)]).astype(np.int64)
             # Spheres of a node just written are read again (Panda3D keeps float32, so
             # where a node ended up is not exactly result.end).
             again = order
@@ -1933,66 +1953,65 @@ class ContinuousCollision:
                 spheres.world_radius = radius
         spheres.prev_center = center
         spheres.prev_transform = transform
+        if carried is not None or self._on_carrier:
+            self._on_carrier = {
+                node: node.getTransform() for nodes in chains.values() for node in nodes
+            }
 
     @staticmethod
-    def _carried_bodies(
-        spheres: SphereTable,
-        frame: _Frame,
-        carried: tuple[np.ndarray, np.ndarray],
-        leads: np.ndarray,
-    ) -> list[list[tuple[int, int, TransformState, TransformState]]]:
-        """The carried bodies of the groups of ``leads`` (the carrier rows written) with
-        nodes of their own that the game moved on their carriers this frame (a gun turned
-        on its tank), one row a node: (row, its carrier's row, and its transform relative
-        to the carrier's at the last pass and now), in lists from the top of the hierarchy
-        down (a node is written after the nodes above it, whose writes move it)."""
-        if not len(leads):
-            return []
+    def _chains(
+        spheres: SphereTable, carried: tuple[np.ndarray, np.ndarray]
+    ) -> dict[int, list[NodePath]]:
+        """Per carried body (a row, one a node of its own), the nodes from its node up to
+        its carrier's (that one left out), top down: the nodes the game may move on the
+        carrier (a turret pivot, the gun's own node)."""
         group, lead = carried
         response = spheres.response
-        rows = np.flatnonzero(
-            ~lead & np.isin(group, group[leads])
-            & ((response == _solver.REWIND) | (response == _solver.SLIDE))
-        )  # fmt: skip
+        body = (response == _solver.REWIND) | (response == _solver.SLIDE)
+        rows = np.flatnonzero(~lead & body)
+        if not len(rows):
+            return {}
+        leads = np.flatnonzero(lead & body)
         carrier_of = dict(zip(group[leads].tolist(), leads.tolist()))
         movers = spheres.movers
-        seen: set[Any] = set()
-        levels: dict[int, list[tuple[int, int, TransformState, TransformState]]] = {}
+        chains: dict[int, list[NodePath]] = {}
+        seen: set[NodePath] = set()
         for k in rows.tolist():
-            if movers[k] in seen:
+            c = carrier_of.get(int(group[k]))
+            if c is None or movers[k] in seen:
                 continue
             seen.add(movers[k])
-            c = carrier_of[int(group[k])]
-            ends = (spheres.prev_transform[c], spheres.prev_transform[k])
-            ends += (frame.transforms[c], frame.transforms[k])
-            if any(x is None for x in ends):
-                continue
-            a, b = ends[0].invertCompose(ends[1]), ends[2].invertCompose(ends[3])
-            size = 1.0 + max(map(abs, b.getPos()))
-            if a.getPos().almostEqual(b.getPos(), _SAME_REL * size) and a.getQuat().almostEqual(
-                b.getQuat(), _SAME_REL
-            ):
-                continue  # not moved on its carrier (up to the rounding of the two reads)
-            levels.setdefault(movers[k].getNumNodes(), []).append((k, c, a, b))
-        return [levels[depth] for depth in sorted(levels)]
+            top, node, chain = movers[c], movers[k], []
+            while not node.isEmpty() and node != top:
+                chain.append(node)
+                node = node.getParent()
+            if not node.isEmpty():
+                chains[k] = chain[::-1]
+        return chains
 
-    @staticmethod
-    def _move_carried(
-        spheres: SphereTable,
-        result: _solver.PassResult,
-        level: list[tuple[int, int, TransformState, TransformState]],
-    ) -> None:
-        """Put the nodes of carried bodies (a ``level`` of :meth:`_carried_bodies`, of
-        rewound groups) back on their carriers, written already, as the game had them
-        there at the stop's time: each one's move on its carrier interpolated, as the
-        carrier's own move is. The carrier is never moved for them, and a gun stays on its
-        mount; its collider lies on its arc, which may be the chord's sagitta past where
-        the chord touched (see the README)."""
-        movers = spheres.movers
-        for k, c, a, b in level:
-            t = float(result.t_stop[k])
-            movers[k].setQuat(movers[c], _slerp(a.getQuat(), b.getQuat(), t))
-            movers[k].setFluidPos(movers[c], a.getPos() + (b.getPos() - a.getPos()) * t)
+    def _moved_on_carriers(
+        self,
+        chains: dict[int, list[NodePath]],
+        group: np.ndarray,
+        leads: np.ndarray,
+        t_stop: np.ndarray,
+    ) -> dict[NodePath, tuple[TransformState, TransformState, float]]:
+        """The nodes of ``chains`` in the groups of ``leads`` (carriers a rewind stopped at
+        ``t_stop``) that the game moved on their parents since the last pass: (that
+        transform, this one, the group's stop time)."""
+        if not len(leads) or not chains:
+            return {}
+        t_of = dict(zip(group[leads].tolist(), t_stop.tolist()))
+        moved: dict[NodePath, tuple[TransformState, TransformState, float]] = {}
+        for k, chain in chains.items():
+            t = t_of.get(int(group[k]))
+            if t is None:
+                continue
+            for node in chain:
+                then, now = self._on_carrier.get(node), node.getTransform()
+                if node not in moved and then is not None and then != now:
+                    moved[node] = (then, now, t)
+        return moved
 
     @staticmethod
     def _turned_back(
@@ -2441,6 +2460,20 @@ class ContinuousCollision:
     def _check_alive(self) -> None:
         if self._destroyed:
             raise RuntimeError("this ContinuousCollision was destroyed; create a new one")
+
+
+def _between(a: TransformState, b: TransformState, t: float) -> TransformState:
+    """The transform a fraction t of the way from a to b: position, scale and shear
+    linearly (a scale mirrored between the two is never taken through 0: its size goes
+    between theirs, mirrored as b), rotation by quaternion slerp."""
+    scale = LVecBase3(*(math.copysign(abs(x) + (abs(y) - abs(x)) * t, y)
+                        for x, y in zip(a.getScale(), b.getScale())))  # fmt: skip
+    return TransformState.makePosQuatScaleShear(
+        a.getPos() + (b.getPos() - a.getPos()) * t,
+        _slerp(a.getQuat(), b.getQuat(), t),
+        scale,
+        a.getShear() + (b.getShear() - a.getShear()) * t,
+    )
 
 
 def _slerp(q0: LQuaternion, q1: LQuaternion, t: float) -> LQuaternion:
