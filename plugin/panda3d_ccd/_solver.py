@@ -1438,14 +1438,6 @@ def _respond(
     if frame is not None:
         ride = np.full(len(uniq), -1)
         np.maximum.at(ride, np.searchsorted(uniq, group), frame)
-        # A slide riding what turns, deflected by something that does not, rides on (what
-        # it keeps of its motion is the piece's carry, and its own): its new segment is
-        # straight in that frame, exact against the piece. Straight in the world, it let
-        # the piece turn into it along the way, deeper than the sub-steps' test of a start
-        # already within their inflated radius sees (a body in a crowd pressed by a turning
-        # door, then met by another: 0.0044 into the door). (A body stopped stays put.)
-        if paths.ride is not None:
-            ride = np.where((ride < 0) & deflect, paths.ride[lead], ride)
         ride = np.where(squeezed, paths.carrier_frame[lead], ride)
     members, slot = rigid.members(uniq)
     paths.yielded[members[squeezed[slot]]] = True
