@@ -1898,12 +1898,16 @@ class ContinuousCollision:
                 found = group[first[at]] == group[written]
                 by[found] = first[at[found]]
             written = np.where(lead[by], by, written)
-            # A group stopped (rewound) is put back as it was when it stopped: each body the
+            # A group a rewind stopped is put back as it was when it stopped: each node the
             # game moved on its carrier that frame too (a gun it turned), written after the
             # carrier, which is written through its own answer where such a body stopped
             # it. Moving the carrier to keep the gun's end turn would move it where nothing
             # swept it, into a wall beside it.
             rewound = result.t_stop[written] < 1.0
+            # (A group with a slide in it bends with it: its carried nodes keep their place,
+            # its carrier moved by their correction, even where it was held, or squeezed.)
+            slides = group[: len(spheres.response)][spheres.response == _solver.SLIDE]
+            rewound &= ~np.isin(group[written], slides)
             chains = self._chains(spheres, carried)
             stopped = written[rewound]
             own = self._moved_on_carriers(chains, group, stopped, result.t_stop[stopped])
