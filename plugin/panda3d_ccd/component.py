@@ -803,7 +803,10 @@ class ContinuousCollision:
         where it is then."""
         self._check_alive()
         nodepath = _nodepath(nodepath)
-        below = [node for node in self._by_node if node != nodepath and nodepath.isAncestorOf(node)]
+        # (Its subtree walked, not every registered node asked: a pool's bullets are
+        # teleported by the dozen a frame.)
+        by_node = self._by_node
+        below = [node for node in nodepath.findAllMatches("**") if node in by_node]
         jumped = self._registered(nodepath, none_ok=True) + below
         if not jumped:
             raise ValueError(
@@ -815,7 +818,7 @@ class ContinuousCollision:
             node: ts for node, ts in self._on_carrier.items()
             if node != nodepath and not nodepath.isAncestorOf(node)
         }  # fmt: skip
-        for registered in dict.fromkeys(jumped):
+        for registered in dict.fromkeys(jumped):  # (nodepath itself once)
             entries = self._by_node[registered]
             self._teleported.update(e.uid for e in entries)
             self._pieces.reread({e.owner for e in entries if isinstance(e, PieceNode)})
@@ -1908,7 +1911,7 @@ class ContinuousCollision:
             # its carrier moved by their correction, even where it was held, or squeezed.)
             slides = group[: len(spheres.response)][spheres.response == _solver.SLIDE]
             rewound &= ~np.isin(group[written], slides)
-            chains = self._chains(spheres, carried)
+            chains = self._chains(spheres, carried, slides)
             stopped = written[rewound]
             own = self._moved_on_carriers(chains, group, stopped, result.t_stop[stopped])
             moved_on = [k for k, nodes in chains.items() if any(n in own for n in nodes)]
@@ -1964,15 +1967,16 @@ class ContinuousCollision:
 
     @staticmethod
     def _chains(
-        spheres: SphereTable, carried: tuple[np.ndarray, np.ndarray]
+        spheres: SphereTable, carried: tuple[np.ndarray, np.ndarray], slides: np.ndarray
     ) -> dict[int, list[NodePath]]:
-        """Per carried body (a row, one a node of its own), the nodes from its node up to
-        its carrier's (that one left out), top down: the nodes the game may move on the
-        carrier (a turret pivot, the gun's own node)."""
+        """Per carried body (a row, one a node of its own) of a group with no slide in it
+        (not in the groups ``slides``), the nodes from its node up to its carrier's (that
+        one left out), top down: the nodes the game may move on the carrier (a turret
+        pivot, the gun's own node)."""
         group, lead = carried
         response = spheres.response
         body = (response == _solver.REWIND) | (response == _solver.SLIDE)
-        rows = np.flatnonzero(~lead & body)
+        rows = np.flatnonzero(~lead & body & ~np.isin(group, slides))
         if not len(rows):
             return {}
         leads = np.flatnonzero(lead & body)
