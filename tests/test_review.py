@@ -19,11 +19,14 @@ from panda3d.core import (
     CollisionSphere,
     LPoint3,
     NodePath,
+    PandaNode,
     Plane,
     Point3,
     Vec3,
 )
 from scene_nodes import collision_node as cnode
+
+from panda3d_ccd import ContinuousCollision
 
 
 def node(parent, name, pos=(0, 0, 0)):
@@ -876,6 +879,80 @@ def test_teleporting_a_tank_teleports_the_gun_on_it(base, ccd):
     ccd.teleport(tank)
     assert ccd.step() == []
     assert tank.getPos() == (10, 0, 0) and gun.getTransform().isIdentity()
+
+
+def test_a_crate_handed_from_tank_to_tank_is_not_read_as_moved_on_its_new_carrier(base, ccd):
+    """A crate carried by tank A is handed to tank B with wrtReparentTo (its place in the
+    world kept), the frame a rewind stops B on a wall: the crate stays where the handover
+    put it on B. (A reviewer found its transform on A compared with the one on B, read as
+    the game's move, and the crate set between them: a 1.2 jump nothing swept.)"""
+    render = base.render
+    ccd.add_collision_node(cnode(render, "wall", quad((1, -9, -9), (1, -9, 9), (1, 9, 9),
+                                                      (1, 9, -9))), static=True)  # fmt: skip
+    bodies = {}
+    for name, r, parent, pos in (("A", 0.5, None, (0, -1.2, 0)), ("B", 0.5, None, (0, 1.2, 0)),
+                                 ("crate", 0.2, "A", (0, 1.2, 0.8))):  # fmt: skip
+        holder = render if parent is None else bodies[parent]
+        bodies[name] = cnode(holder, name, CollisionSphere(0, 0, 0, r), pos=pos)
+        ccd.add_collision_node(bodies[name], response="rewind")
+    a, b, crate = bodies["A"], bodies["B"], bodies["crate"]
+    ccd.step()
+    ccd.step()
+    crate.wrtReparentTo(b)
+    placed = crate.getTransform()
+    b.setX(1.0)  # into the wall: stopped at t 0.5
+    contacts = ccd.step()
+    assert [(c.from_np.getName(), c.t) for c in contacts] == [("B", pytest.approx(0.5))]
+    assert crate.getTransform() == placed and a.getPos() == (0, -1.2, 0)
+
+
+def test_with_respect_prev_transform_a_carried_nodes_jump_is_not_rewound(base):
+    """With ``respect_prev_transform`` a setPos is a jump, not swept: the frame a rewind
+    stops the tank, the gun it jumped to the tank's other side stays there, not put half
+    way back (into a post between the two: 0.40 inside it, a reviewer found)."""
+    ccd = ContinuousCollision(base, respect_prev_transform=True)
+    try:
+        render = base.render
+        ccd.add_collision_node(cnode(render, "wall", quad((-1, -9, -9), (-1, 9, -9), (-1, 9, 9),
+                                                          (-1, -9, 9))), static=True)  # fmt: skip
+        tank, gun = _tank_and_gun(base, ccd, "rewind", wall=False)
+        gun.setPos(-1.5, 0, 0)
+        PandaNode.resetAllPrevTransform()
+        ccd.step()
+        PandaNode.resetAllPrevTransform()  # (ShowBase's sort -51 task)
+        gun.setPos(1.5, 0, 0)  # a jump
+        tank.setFluidPos(-1.0, 0, 0)  # into the wall: stopped at t 0.5
+        contacts = ccd.step()
+        assert [(c.from_np.getName(), c.t) for c in contacts] == [("tank", pytest.approx(0.5))]
+        assert gun.getPos() == (1.5, 0, 0)
+        PandaNode.resetAllPrevTransform()
+        gun.setFluidPos(2.5, 0, 0)  # a swept move is rewound with the tank's next stop
+        tank.setFluidPos(-1.5, 0, 0)
+        ccd.step()
+        assert gun.getPos() == (1.5, 0, 0)  # (stopped at t 0: touching the wall already)
+    finally:
+        ccd.destroy()
+
+
+def test_teleporting_a_root_jumps_a_stashed_piece_below_it(base, ccd):
+    """A kinematic sphere stashed under a level root that the game moves and teleports:
+    unstashed, it is not swept from where it was (it carried a ball 10.8 across the level,
+    with events, when teleport did not look at stashed nodes)."""
+    render = base.render
+    root = render.attachNewNode("level")
+    piece = cnode(root, "piece", CollisionSphere(0, 0, 0, 1.0), pos=(-20, -5, 0))
+    ccd.add_collision_node(piece, response="kinematic")
+    ball = render.attachNewNode("ball")
+    ball.setPos(-10, -5, 0)
+    ccd.add_sphere(ball, 0.5, response="rewind")
+    ccd.step()
+    piece.stash()
+    ccd.step()
+    root.setX(20)  # the level jumps; the piece with it, across the ball's place
+    ccd.teleport(root)
+    piece.unstash()
+    assert ccd.step() == []
+    assert ball.getPos() == (-10, -5, 0)
 
 
 def test_a_gun_the_game_never_moves_on_its_tank_is_never_written_far_from_the_origin(

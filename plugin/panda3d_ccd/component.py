@@ -402,8 +402,8 @@ class ContinuousCollision:
         # some mover moves two registered nodes' bodies (see _carried).
         self._movers: tuple[Any, ...] | None = None
         # Each node between a carrier and a body it carries (the body's own node, a turret
-        # pivot): its transform on its parent where the last pass left it (_write_back).
-        self._on_carrier: dict[NodePath, TransformState] = {}
+        # pivot): its parent and its transform on it where the last pass left it.
+        self._on_carrier: dict[NodePath, tuple[NodePath, TransformState]] = {}
         self._bodies: _Bodies | None = None
         self._debug: Any = None
         # Whether this pass lets the solver try its one-round path first (see Backoff).
@@ -806,7 +806,7 @@ class ContinuousCollision:
         # (Its subtree walked, not every registered node asked: a pool's bullets are
         # teleported by the dozen a frame.)
         by_node = self._by_node
-        below = [node for node in nodepath.findAllMatches("**") if node in by_node]
+        below = [node for node in nodepath.findAllMatches("**;+s") if node in by_node]
         jumped = self._registered(nodepath, none_ok=True) + below
         if not jumped:
             raise ValueError(
@@ -815,7 +815,7 @@ class ContinuousCollision:
             )
         # (Nor is a move the game made on it read as a move on its carrier: see _write_back.)
         self._on_carrier = {
-            node: ts for node, ts in self._on_carrier.items()
+            node: kept for node, kept in self._on_carrier.items()
             if node != nodepath and not nodepath.isAncestorOf(node)
         }  # fmt: skip
         for registered in dict.fromkeys(jumped):  # (nodepath itself once)
@@ -1887,7 +1887,8 @@ class ContinuousCollision:
             # The group is where its earliest contact's collider was stopped (or deflected):
             # written through that collider where it is the carrier's (sharing a target);
             # a carried body of its own keeps its place on the carrier, which is moved by
-            # its correction (a slide's: one translation for the group, which it swept).
+            # its correction (turned back with the carrier where a rewind turned it), but
+            # in a rewound group where the game moved it on the carrier (below).
             hits = result.hits
             solid = ~hits.sensor
             other = np.where(hits.kind[solid] == _solver.SPHERE, hits.b[solid], -1)
@@ -1911,11 +1912,13 @@ class ContinuousCollision:
             # its carrier moved by their correction, even where it was held, or squeezed.)
             slides = group[: len(spheres.response)][spheres.response == _solver.SLIDE]
             rewound &= ~np.isin(group[written], slides)
-            chains = self._chains(spheres, carried, slides)
+            chains = self._chains(spheres, carried)
             stopped = written[rewound]
-            own = self._moved_on_carriers(chains, group, stopped, result.t_stop[stopped])
-            moved_on = [k for k, nodes in chains.items() if any(n in own for n in nodes)]
-            carried_by = (by != written) & ~np.isin(by, moved_on)
+            put_back = self._moved_on_carriers(chains, group, stopped, result.t_stop[stopped])
+            moved_on_carrier = [
+                k for k, nodes in chains.items() if any(n in put_back for n in nodes)
+            ]
+            carried_by = (by != written) & ~np.isin(by, moved_on_carrier)
             if carried_by.any():
                 end = result.end.copy()
                 for w, b in zip(written[carried_by].tolist(), by[carried_by].tolist()):
@@ -1925,7 +1928,7 @@ class ContinuousCollision:
             moved = np.zeros(n, bool)
             moved[written] = True
         else:
-            chains, own = {}, {}
+            chains, put_back, moved_on_carrier = {}, {}, []
         moved = np.flatnonzero(moved)
         # Every sphere read is left where it was read, but those of the nodes written.
         center, transform, valid = p1, frame.transforms, frame.valid
@@ -1934,12 +1937,12 @@ class ContinuousCollision:
             transform = np.where(valid, transform, spheres.prev_transform)
         if len(moved):
             order = self._move(spheres, frame, result, moved)
-            if own:
-                # Below the carrier (written above), top down: each node the game moved on
-                # it put back as it was at the stop's instant.
-                for node, (then, now, t) in own.items():
+            if put_back:
+                # Below the carrier (written above): each node the game moved on it put back
+                # as it was at the stop's instant, on its parent (so in any order).
+                for node, (then, now, t) in put_back.items():
                     node.setTransform(_between(then, now, t))
-                order = np.concatenate([order, list(chains)]).astype(np.int64)
+                order = np.concatenate([order, moved_on_carrier]).astype(np.int64)
             # Spheres of a node just written are read again (Panda3D keeps float32, so
             # where a node ended up is not exactly result.end).
             again = order
@@ -1962,21 +1965,23 @@ class ContinuousCollision:
         spheres.prev_transform = transform
         if carried is not None or self._on_carrier:
             self._on_carrier = {
-                node: node.getTransform() for nodes in chains.values() for node in nodes
+                node: (node.getParent(), node.getTransform())
+                for nodes in chains.values()
+                for node in nodes
             }
 
     @staticmethod
     def _chains(
-        spheres: SphereTable, carried: tuple[np.ndarray, np.ndarray], slides: np.ndarray
+        spheres: SphereTable, carried: tuple[np.ndarray, np.ndarray]
     ) -> dict[int, list[NodePath]]:
-        """Per carried body (a row, one a node of its own) of a group with no slide in it
-        (not in the groups ``slides``), the nodes from its node up to its carrier's (that
-        one left out), top down: the nodes the game may move on the carrier (a turret
-        pivot, the gun's own node)."""
+        """Per carried body (a row, one a node of its own), the nodes from its node up to
+        its carrier's (that one left out), top down: the nodes the game may move on the
+        carrier (a turret pivot, the gun's own node). Every pass, for every group (a slide
+        group may lose its slide, and be rewound in the next pass)."""
         group, lead = carried
         response = spheres.response
         body = (response == _solver.REWIND) | (response == _solver.SLIDE)
-        rows = np.flatnonzero(~lead & body & ~np.isin(group, slides))
+        rows = np.flatnonzero(~lead & body)
         if not len(rows):
             return {}
         leads = np.flatnonzero(lead & body)
@@ -2001,23 +2006,29 @@ class ContinuousCollision:
         self,
         chains: dict[int, list[NodePath]],
         group: np.ndarray,
-        leads: np.ndarray,
+        carriers: np.ndarray,
         t_stop: np.ndarray,
     ) -> dict[NodePath, tuple[TransformState, TransformState, float]]:
-        """The nodes of ``chains`` in the groups of ``leads`` (carriers a rewind stopped at
+        """The nodes of ``chains`` in the groups of ``carriers`` (rows a rewind stopped at
         ``t_stop``) that the game moved on their parents since the last pass: (that
-        transform, this one, the group's stop time)."""
-        if not len(leads) or not chains:
+        transform, this one, the group's stop time). Not a node with no record on the same
+        parent (new, reparented, teleported: its move is a jump). With
+        ``respect_prev_transform``, from Panda3D's previous transform, as the carrier
+        (a setPos there is a jump, a setFluidPos swept)."""
+        if not len(carriers) or not chains:
             return {}
-        t_of = dict(zip(group[leads].tolist(), t_stop.tolist()))
+        t_of = dict(zip(group[carriers].tolist(), t_stop.tolist()))
         moved: dict[NodePath, tuple[TransformState, TransformState, float]] = {}
         for k, chain in chains.items():
             t = t_of.get(int(group[k]))
             if t is None:
                 continue
             for node in chain:
-                then, now = self._on_carrier.get(node), node.getTransform()
-                if node not in moved and then is not None and then != now:
+                record, now = self._on_carrier.get(node), node.getTransform()
+                if node in moved or record is None or record[0] != node.getParent():
+                    continue
+                then = node.getPrevTransform() if self.respect_prev_transform else record[1]
+                if then != now:
                     moved[node] = (then, now, t)
         return moved
 
@@ -2462,6 +2473,7 @@ class ContinuousCollision:
         self._statics = _StaticCache()
         self._rays = RayNodes()
         self._contacts = []
+        self._on_carrier = {}
         self._queries.forget()
         send_events(self._messenger, self._patterns, events)
 
