@@ -1910,7 +1910,7 @@ class ContinuousCollision:
             rewound = result.t_stop[written] < 1.0
             # (A group with a slide in it bends with it: its carried nodes keep their place,
             # its carrier moved by their correction, even where it was held, or squeezed.)
-            slides = group[: len(spheres.response)][spheres.response == _solver.SLIDE]
+            slides = group[spheres.response == _solver.SLIDE]
             rewound &= ~np.isin(group[written], slides)
             chains = self._chains(spheres, carried)
             stopped = written[rewound]
@@ -1976,12 +1976,15 @@ class ContinuousCollision:
     ) -> dict[int, list[NodePath]]:
         """Per carried body (a row, one a node of its own), the nodes from its node up to
         its carrier's (that one left out), top down: the nodes the game may move on the
-        carrier (a turret pivot, the gun's own node). Every pass, for every group (a slide
-        group may lose its slide, and be rewound in the next pass)."""
+        carrier (a turret pivot, the gun's own node). Every pass, for every group a rewind
+        can stop (one with a rewound body in it: a slide in it too may leave it, and it is
+        then rewound in the next pass); a group of slides alone costs none of this."""
         group, lead = carried
         response = spheres.response
         body = (response == _solver.REWIND) | (response == _solver.SLIDE)
-        rows = np.flatnonzero(~lead & body)
+        rows = np.flatnonzero(
+            ~lead & body & np.isin(group, group[response == _solver.REWIND])
+        )
         if not len(rows):
             return {}
         leads = np.flatnonzero(lead & body)
@@ -2104,11 +2107,8 @@ class ContinuousCollision:
                     turned = True
                 s0, scale = prev.getScale(), cur.getScale()
                 if s0 != scale:
-                    # The solver held the radius where the body stopped: so is the scale,
-                    # each axis's size between its two, mirrored as at the end (a sprite
-                    # flipped with setSx(-1) this frame is never scaled through 0).
-                    scale = LVecBase3(*(math.copysign(abs(a) + (abs(b) - abs(a)) * t, b)
-                                        for a, b in zip(s0, scale)))  # fmt: skip
+                    # The solver held the radius where the body stopped: so is the scale.
+                    scale = _scale_between(s0, scale, t)
                     nodepath.setScale(render, scale)
                     turned = True
             target = LPoint3(*end)
@@ -2483,17 +2483,20 @@ class ContinuousCollision:
 
 
 def _between(a: TransformState, b: TransformState, t: float) -> TransformState:
-    """The transform a fraction t of the way from a to b: position, scale and shear
-    linearly (a scale mirrored between the two is never taken through 0: its size goes
-    between theirs, mirrored as b), rotation by quaternion slerp."""
-    scale = LVecBase3(*(math.copysign(abs(x) + (abs(y) - abs(x)) * t, y)
-                        for x, y in zip(a.getScale(), b.getScale())))  # fmt: skip
+    """The transform a fraction t of the way from a to b: position and shear linearly,
+    scale by :func:`_scale_between`, rotation by quaternion slerp."""
     return TransformState.makePosQuatScaleShear(
         a.getPos() + (b.getPos() - a.getPos()) * t,
         _slerp(a.getQuat(), b.getQuat(), t),
-        scale,
+        _scale_between(a.getScale(), b.getScale(), t),
         a.getShear() + (b.getShear() - a.getShear()) * t,
     )
+
+
+def _scale_between(s0: Any, s1: Any, t: float) -> LVecBase3:
+    """The scale a fraction t of the way from s0 to s1: each axis's size between its two,
+    mirrored as s1 (a sprite flipped with setSx(-1) this frame is never scaled through 0)."""
+    return LVecBase3(*(math.copysign(abs(a) + (abs(b) - abs(a)) * t, b) for a, b in zip(s0, s1)))
 
 
 def _slerp(q0: LQuaternion, q1: LQuaternion, t: float) -> LQuaternion:
