@@ -27,6 +27,7 @@ from panda3d.core import (
 from scene_nodes import collision_node as cnode
 
 from panda3d_ccd import ContinuousCollision
+from panda3d_ccd._tolerance import MAX_SLIDES
 
 
 def node(parent, name, pos=(0, 0, 0)):
@@ -773,6 +774,57 @@ def test_a_sliding_tank_held_in_a_crease_keeps_its_turrets_turn(base, ccd):
         assert hull.getX(render) >= 1.0 - 1e-6  # out of the wall
     tip = render.getRelativePoint(tanks[0][1], LPoint3(0, 1.5, 0))
     assert (tip - tanks[1][0].getPos(render)).length() >= 1.4 - 1e-4
+
+
+def test_a_tank_a_gate_pushes_into_a_tank_held_by_a_wall_yields_to_the_gate_in_a_few_rounds(
+    base, ccd
+):
+    """From a tester's tank game (seed 7, frame 113): two sliding tanks (hull r 1, a turret
+    registered on each, r 0.4 1.5 off centre). A gate (a box the game slides +y) pushes
+    tank 3's hull; tank 3's turret tip is on the end of a wall and on tank 5's hull, which
+    the game drives into that wall. Tank 3 is squeezed: the turret's contacts, not the
+    hull's, led its group's rounds, and only the hull was known to be carried by the gate,
+    so the group never yielded and went back and forth between gate and tank until the
+    round cap (256 rounds, 1.3 s). Every member of a group is carried by what carries one:
+    it yields at once."""
+    render = base.render
+    walls = render.attachNewNode("walls")
+    for name, y0, y1 in (("div-a", -15.0, -9.0), ("div-b", -5.0, 4.0)):
+        cnode(walls, name, CollisionPolygon(
+            LPoint3(0, y0, -1), LPoint3(0, y1, -1), LPoint3(0, y1, 3), LPoint3(0, y0, 3)))
+    ccd.add_collision_nodes(walls, static=True, two_sided=True)
+    rig = node(render, "gate-rig", (0.0, -9.460605881364117, 0.0))
+    gate = cnode(rig, "gate", CollisionBox(LPoint3(0, 0, 1), 0.2, 2.0, 1.5))
+    ccd.add_collision_node(gate, response="kinematic")
+    start = [((0.5996825695037842, -6.543951988220215, 1.0), 103.1150131225586,
+              -87.55005645751953),
+             ((0.894890546798706, -3.9192922115325928, 1.0), 118.0765380859375,
+              -0.6401865482330322)]
+    moved = [((0.4209927904082522, -6.605881313061677, 1.0), 109.1150131225586,
+              -121.0782307184838),
+             ((0.5441708469333094, -4.156537909530486, 1.0), 124.0765380859375,
+              5.118758413576813)]  # fmt: skip
+    tanks = []
+    for k, (pos, h, turret_h) in zip((3, 5), start):
+        hull = cnode(render, f"tank{k}", CollisionSphere(0, 0, 0, 1.0))
+        hull.setPosHpr(*pos, h, 0, 0)
+        turret = cnode(hull, f"turret{k}", CollisionSphere(0, 1.5, 0, 0.4))
+        turret.setH(turret_h)
+        ccd.add_collision_node(hull, response="slide")
+        ccd.add_collision_node(turret, response="slide")
+        tanks.append((hull, turret))
+    ccd.step()
+    rig.setPos(0.0, -9.382408685340602, 0.0)
+    for (hull, turret), (pos, h, turret_h) in zip(tanks, moved):
+        hull.setPosHpr(*pos, h, 0, 0)
+        turret.setH(turret_h)
+    contacts = ccd.step()
+    assert {(c.from_np.getName(), c.into_np.getName()) for c in contacts} >= {
+        ("tank3", "gate"), ("turret3", "tank5")
+    }
+    assert ccd.capped_passes == 0
+    assert ccd.squeezed >= 1
+    assert ccd.rounds <= 2 * MAX_SLIDES, ccd.rounds
 
 
 def test_a_pivot_the_game_turns_under_a_rewound_tank_is_turned_back_and_its_gun_kept_on_it(

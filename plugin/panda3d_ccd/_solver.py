@@ -1300,6 +1300,16 @@ def _respond(
         paths.carrier[body[carrying]] = rate
         if frame is not None:
             paths.carrier_frame[body[carrying]] = frame[carrying]
+        if not rigid.trivial:
+            # A rigid group is carried as one: each member by what carries one of them
+            # (a gate pushing a tank's hull carries its turret, which may be the lead of
+            # the group's next contact: a tank wedged by its turret then yields to it).
+            rows = body[carrying]
+            groups, last = np.unique(rigid.group[rows][::-1], return_index=True)
+            source_of = rows[len(rows) - 1 - last]
+            members, slot = rigid.members(groups)
+            paths.carrier[members] = paths.carrier[source_of[slot]]
+            paths.carrier_frame[members] = paths.carrier_frame[source_of[slot]]
     squeezed = (slides[lead] > MAX_SLIDES + 1) & _row_any(paths.carrier[lead] != 0.0)
     # Crushed between things that all move (no room left): it goes with the last of them.
     crushed = squeezed & (slides[lead] > 3 * MAX_SLIDES)
