@@ -89,6 +89,7 @@ class Split(NamedTuple):
             rounds=max(result.rounds, part.rounds),
             capped=part.capped,
             squeezed=part.squeezed,
+            yielded=rows[part.yielded],
         )
 
 

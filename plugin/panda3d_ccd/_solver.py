@@ -90,6 +90,7 @@ class PassResult(NamedTuple):
     rounds: int
     capped: bool  # MAX_ROUNDS reached: everything held at the earliest unresolved contact
     squeezed: int = 0  # bodies squeezed against what carried them, which then won
+    yielded: Int = np.zeros(0, np.int64)  # (squeezed,) which: their rows, sorted
     one_round: bool = False  # _one_round took the pass (whole, or all but some clusters)
 
 
@@ -370,8 +371,9 @@ def _widen(part: PassResult, rows: Int, n: int) -> PassResult:
     moved = np.zeros(n, bool)
     moved[rows] = part.moved
     return part._replace(
-        end=end, t_stop=t_stop, moved=moved, hits=renumbered(part.hits, rows)
-    )
+        end=end, t_stop=t_stop, moved=moved, hits=renumbered(part.hits, rows),
+        yielded=rows[part.yielded],
+    )  # fmt: skip
 
 
 def _general(
@@ -675,6 +677,7 @@ def _general(
         rounds=rounds,
         capped=capped,
         squeezed=int(np.count_nonzero(paths.yielded)),
+        yielded=np.flatnonzero(paths.yielded),
     )
 
 

@@ -61,7 +61,7 @@ from ._scene import (
 )
 from ._skin import off_polygons
 from ._spheres import SphereRecord, SphereTable
-from .contact import Contact
+from .contact import Contact, _handed
 
 __all__ = ["ContinuousCollision"]
 
@@ -421,6 +421,9 @@ class ContinuousCollision:
         #: something that would not give way: the piece won (they end touching it, and may
         #: end inside the other).
         self.squeezed = 0
+        #: Their nodes (the NodePaths registered, each once): a game can crush a player
+        #: a lift pressed into a ceiling.
+        self.squeezed_nodes: list[NodePath] = []
 
     # ------------------------------------------------------------------ registration
     def add_sphere(
@@ -1041,9 +1044,9 @@ class ContinuousCollision:
             _solver.SENSOR, static_rows, None if static_index in (None, _FEW) else static_index,
         ))  # fmt: skip
 
-        touches = self._touches(
-            (spheres, statics, near, planes.planes), radius, result.hits, radius0, result.t_stop
-        )
+        scene = (spheres, statics, near, planes.planes)
+        touches = self._touches(scene, radius, result.hits, radius0, result.t_stop)
+        self.squeezed_nodes = self._nodes_of(scene, result.yielded)
         rays: list[Any] = []
         if len(self._rays):
             # Cast now, in the world the queries see: the bodies where they ended.
@@ -2146,6 +2149,19 @@ class ContinuousCollision:
         bodies = _Bodies.of(spheres, statics, near, planes, pieces, self._pieces.records())
         self._bodies = None if len(near) else bodies._replace(key=key, version=spheres.version)
         return bodies
+
+    def _nodes_of(
+        self, scene: tuple[SphereTable, SphereTable, np.ndarray, list[_Plane]], rows: np.ndarray
+    ) -> list[NodePath]:
+        """The game's NodePaths of the nodes of body ``rows`` of a pass, each once."""
+        if not len(rows):
+            return []
+        records = self._bodies_of(*scene).records
+        nodes = {}
+        for row in rows.tolist():
+            _owner, own, handle, _tangible, _solid = records[row]
+            nodes.setdefault(own, _handed(handle, own))
+        return list(nodes.values())
 
     def _touches(
         self,
