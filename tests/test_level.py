@@ -389,6 +389,10 @@ def test_squeezed_nodes_names_the_ball_a_lift_crushes_among_others(
         assert ccd.squeezed_nodes == ([crushed] if k > 10 else [])
         seen += len(ccd.squeezed_nodes)
     assert seen == 5
+    # The game removes the crushed ball (a handler would): it is still named, as a contact
+    # names a node removed since (a NodePath to it, not the game's own, now empty).
+    crushed.removeNode()
+    assert [node.getName() for node in ccd.squeezed_nodes] == ["crushed"]
 
 
 @pytest.mark.parametrize("response", ["slide", "rewind"])

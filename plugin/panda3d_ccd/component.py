@@ -421,9 +421,8 @@ class ContinuousCollision:
         #: something that would not give way: the piece won (they end touching it, and may
         #: end inside the other).
         self.squeezed = 0
-        #: Their nodes (the NodePaths registered, each once): a game can crush a player
-        #: a lift pressed into a ceiling.
-        self.squeezed_nodes: list[NodePath] = []
+        # Their nodes: (the plugin's own NodePath, the game's) each once.
+        self._squeezed: list[tuple[NodePath, NodePath]] = []
 
     # ------------------------------------------------------------------ registration
     def add_sphere(
@@ -1046,7 +1045,7 @@ class ContinuousCollision:
 
         scene = (spheres, statics, near, planes.planes)
         touches = self._touches(scene, radius, result.hits, radius0, result.t_stop)
-        self.squeezed_nodes = self._nodes_of(scene, result.yielded)
+        self._squeezed = self._nodes_of(scene, result.yielded)
         rays: list[Any] = []
         if len(self._rays):
             # Cast now, in the world the queries see: the bodies where they ended.
@@ -2152,16 +2151,24 @@ class ContinuousCollision:
 
     def _nodes_of(
         self, scene: tuple[SphereTable, SphereTable, np.ndarray, list[_Plane]], rows: np.ndarray
-    ) -> list[NodePath]:
-        """The game's NodePaths of the nodes of body ``rows`` of a pass, each once."""
+    ) -> list[tuple[NodePath, NodePath]]:
+        """(the plugin's own NodePath, the game's) of the nodes of body ``rows`` of a pass,
+        each once."""
         if not len(rows):
             return []
         records = self._bodies_of(*scene).records
-        nodes = {}
+        nodes: dict[NodePath, NodePath] = {}
         for row in rows.tolist():
             _owner, own, handle, _tangible, _solid = records[row]
-            nodes.setdefault(own, _handed(handle, own))
-        return list(nodes.values())
+            nodes.setdefault(own, handle)
+        return list(nodes.items())
+
+    @property
+    def squeezed_nodes(self) -> list[NodePath]:
+        """The nodes of the bodies the last pass squeezed (see :attr:`squeezed`), each
+        once, as a contact names them: the game's NodePath, or where the game has removed
+        it since (a handler), one to the same node."""
+        return [_handed(handle, own) for own, handle in self._squeezed]
 
     def _touches(
         self,
