@@ -27,7 +27,7 @@ from panda3d.core import (
 from scene_nodes import collision_node as cnode
 
 from panda3d_ccd import ContinuousCollision
-from panda3d_ccd._tolerance import MAX_SLIDES
+from panda3d_ccd._tolerance import MAX_SLIDES, TURN_TOLERANCE
 
 
 def node(parent, name, pos=(0, 0, 0)):
@@ -692,28 +692,30 @@ def test_a_gun_turned_on_its_tank_into_a_wall_slides_its_tank_off_it(base, ccd):
     the gun kept the game's whole turn: 0.24 into the wall)."""
     render = base.render
     tank, gun = _tank_and_gun(base, ccd, "slide")
-    stopped = 0
+    touching = 0
     for _ in range(3):
         gun.setH(gun.getH() - 40)  # swings toward +x, into the wall
         contacts = ccd.step()
         depth = render.getRelativePoint(gun, LPoint3(0, 0.9, 0)).x + 0.35 - 1.0
         assert depth <= 1e-6
-        if contacts:
-            assert [c.from_np.getName() for c in contacts] == ["gun"]
-            assert depth == pytest.approx(0.0, abs=1e-6)  # touching
-            stopped += 1
-    assert stopped > 0 and gun.getH() == -120  # the game's turn kept
+        assert [c.from_np.getName() for c in contacts] in ([], ["gun"])
+        # Touching: swept round its arc, in sub-steps inflated by their stray from their
+        # chords, it may stop that much short, 2% of its radius. (In the third frame it
+        # touches at the start, and swings on past the wall's nearest point, and away.)
+        touching += bool(contacts) and depth >= -TURN_TOLERANCE * 0.35
+    assert tank.getX(render) < -0.2  # slid off the wall
+    assert touching > 0 and gun.getH() == -120  # the game's turn kept
 
 
 def test_a_gun_turned_on_its_tank_into_a_wall_is_rewound_on_a_tank_that_stays(base, ccd):
-    """The same gun and tank rewound: the gun's turn is rewound to the instant its chord
-    touched the wall, on its mount, and the tank stays where it is. The gun's collider then
-    lies on its arc, at most the chord's sagitta (0.9 (1 - cos 20deg) = 0.054) past the
-    touch. The tank was moved by the gun's correction, where nothing swept it (0.08 to
-    the side: into anything there)."""
+    """The same gun and tank rewound: the gun's turn is rewound to the instant its arc
+    touched the wall, on its mount, and the tank stays where it is: the gun's collider
+    touches the wall (swept round its arc, it may stop 2% of its radius short). The tank
+    was moved by the gun's correction, where nothing swept it (0.08 to the side: into
+    anything there); then, its contact found on its chord, the gun ended up to the chord's
+    sagitta (0.9 (1 - cos 20deg) = 0.054) past the touch."""
     render = base.render
     tank, gun = _tank_and_gun(base, ccd, "rewind")
-    sagitta = 0.9 * (1 - math.cos(math.radians(20)))
     stopped = 0
     for _ in range(3):
         before = gun.getH()
@@ -726,21 +728,22 @@ def test_a_gun_turned_on_its_tank_into_a_wall_is_rewound_on_a_tank_that_stays(ba
             assert [c.from_np.getName() for c in contacts] == ["gun"]
             t = contacts[0].t
             assert gun.getH() == pytest.approx(before - 40 * t, abs=1e-4)
-            assert -1e-6 <= depth <= sagitta
+            assert -TURN_TOLERANCE * 0.35 <= depth <= 1e-6
             stopped += 1
         else:
             assert gun.getH() == before - 40 and depth <= 1e-6
     assert stopped > 0
 
 
-def test_a_sliding_tank_held_in_a_crease_keeps_its_turrets_turn(base, ccd):
+def test_a_sliding_tank_held_in_a_crease_holds_its_turret_where_it_meets_the_other(base, ccd):
     """Two sliding tanks (hull r 1, a turret registered on each, its sphere r 0.4 1.5 off
     centre) against a wall, tank 0's turret tip on tank 1's hull, from a tester's tank game
     (seed 1, frame 268): the game drives tank 0 into the wall and toward tank 1 and turns
-    its turret 5 degrees. The group, held, keeps the game's turn (a slide's carried nodes
-    keep their place; rewinding them there kept 8% of it, and elsewhere in that game let
-    depths grow frame after frame). Its tip ends within 1e-4 of tank 1 (the slide tanks'
-    known bug, in the README, at its smallest)."""
+    its turret 5 degrees into tank 1. The group, held, stops where its turret meets tank 1,
+    and its turn is put back to that instant (the turret swept round its arc); tank 1's
+    turret, free, keeps the game's turn. Until session 39 a held slide group kept the
+    game's turn, and its tank was moved by the turret's correction, where nothing swept it
+    (in that game: turrets 0.4 into walls, hulls 1.1 into other tanks)."""
     render = base.render
     wall = cnode(render, "wall", CollisionPolygon(
         LPoint3(0, -5, -1), LPoint3(0, 4, -1), LPoint3(0, 4, 3), LPoint3(0, -5, 3)))
@@ -768,12 +771,17 @@ def test_a_sliding_tank_held_in_a_crease_keeps_its_turrets_turn(base, ccd):
     assert {(c.from_np.getName(), c.into_np.getName()) for c in contacts} >= {
         ("turret0", "tank1")
     }
-    for (hull, turret), (_pos, _h, turret_h) in zip(tanks, moved):
-        assert turret.getH() == pytest.approx(turret_h, abs=1e-4)
+    (held,) = [c.t for c in contacts if c.from_np.getName() == "turret0"]
+    turned = (tanks[0][1].getH() - start[0][2] + 180) % 360 - 180  # (322.5 toward 317.4)
+    assert turned == pytest.approx((moved[0][2] - start[0][2]) * held, abs=1e-3)
+    assert -5.0 < turned < 0.0
+    assert tanks[1][1].getH() == pytest.approx(moved[1][2], abs=1e-4)
+    for hull, turret in tanks:
         assert turret.getPos() == (0, 0, 0)
         assert hull.getX(render) >= 1.0 - 1e-6  # out of the wall
     tip = render.getRelativePoint(tanks[0][1], LPoint3(0, 1.5, 0))
-    assert (tip - tanks[1][0].getPos(render)).length() >= 1.4 - 1e-4
+    gap = (tip - tanks[1][0].getPos(render)).length() - 1.4
+    assert 0.0 <= gap <= 0.05
 
 
 def test_a_tank_a_gate_pushes_into_a_tank_held_by_a_wall_yields_to_the_gate_in_a_few_rounds(

@@ -81,6 +81,17 @@ class Frames:
         #: (f,) frames that move at all (rotate or translate).
         self.moving = (self.angle > 0) | np.any(pos0 != pos1, axis=1)
 
+    @classmethod
+    def joined(cls, first: Frames | None, second: Frames) -> Frames:
+        """The rows of ``first`` (if any), then those of ``second``: the same numbers, none
+        made again (a row keeps its index in ``first``, whose users index it there)."""
+        if first is None:
+            return second
+        out = cls.__new__(cls)
+        for name in ("q0", "q1", "half_angle", "angle", "pos0", "pos1", "rot0", "rot1", "moving"):
+            setattr(out, name, np.concatenate([getattr(first, name), getattr(second, name)]))
+        return out
+
     @cached_property
     def axis(self) -> Float:
         """(f, 3) unit axis each frame turns about, in its own coordinates (z if none):

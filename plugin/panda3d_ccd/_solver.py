@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from . import _one_round
+from . import _frames, _one_round
 from ._arrays import cross as _cross
 from ._arrays import isin_sorted as _isin_sorted
 from ._arrays import length as _length
@@ -46,6 +46,7 @@ from ._arrays import row_all as _row_all
 from ._arrays import row_any as _row_any
 from ._arrays import row_max as _row_max
 from ._arrays import unique as _unique
+from ._frames import Frames
 
 # The kinds of Hits.b, for the solver's callers.
 from ._obstacles import PLANE as PLANE
@@ -92,6 +93,17 @@ class PassResult(NamedTuple):
     squeezed: int = 0  # bodies squeezed against what carried them, which then won
     yielded: Int = np.zeros(0, np.int64)  # (squeezed,) which: their rows, sorted
     one_round: bool = False  # _one_round took the pass (whole, or all but some clusters)
+
+
+class Turns(NamedTuple):
+    """Spheres whose own paths turn: a sphere off its node's origin on a node the game
+    turns goes round an arc, not along its chord. Row ``frame[i]`` of ``frames`` is the
+    motion of sphere i's node over the pass (-1: none); the sphere is fixed in it (or moves
+    straight in it, where the node's scale changes), as it is interpolated when a stop
+    turns the node back (a slerp of its turn, its origin and scale linearly)."""
+
+    frames: Frames
+    frame: Int  # (n,)
 
 
 def _grown_segment_toi(
@@ -264,6 +276,7 @@ def solve(
     kinematic: Bool | None = None,
     one_round_first: bool = True,
     all_finite: bool = False,
+    turns: Turns | None = None,
 ) -> PassResult:
     """Run one pass.
 
@@ -308,6 +321,9 @@ def solve(
         only.
     all_finite : bool
         Every row of p0 and p1 is finite (the caller has checked): not looked at again.
+    turns : Turns, optional
+        Spheres whose paths are arcs (their nodes turn about a point off their centres):
+        tested on their arcs, in sub-steps as a body turning with a level piece is.
     """
     # float64 throughout (the broad phase's rounding pad assumes it).
     p0, p1, radius = (np.asarray(x, dtype=np.float64) for x in (p0, p1, radius))
@@ -315,6 +331,8 @@ def solve(
         radius0 = np.asarray(radius0, dtype=np.float64)
         if np.array_equal(radius0, radius):
             radius0 = None  # nothing grows: the exact same pass as without
+    if turns is not None and not (turns.frame >= 0).any():
+        turns = None
     tables = list(obstacles)
     if plane_normal is not None and len(plane_normal):
         planes = Planes(plane_normal, plane_offset0, plane_offset1, plane_mask, plane_group)  # type: ignore
@@ -322,7 +340,10 @@ def solve(
     # Where one round declines after its broad phase, its pairs are this frame's (the same
     # boxes: no slide, growth, carrying or statics), found once.
     known: _one_round.Declined | None = None
-    if one_round_first and radius0 is None and static is None and kinematic is None:
+    if (
+        one_round_first and radius0 is None and static is None and kinematic is None
+        and turns is None
+    ):  # fmt: skip
         if not all_finite:
             finite = _row_all(np.isfinite(p0)) & _row_all(np.isfinite(p1))
             if not finite.all():
@@ -356,7 +377,7 @@ def solve(
         known = quick
     return _general(
         p0, p1, radius, response, from_mask, into_mask, tables, group=group, radius0=radius0,
-        static=static, kinematic=kinematic, all_finite=all_finite, known=known,
+        static=static, kinematic=kinematic, all_finite=all_finite, known=known, turns=turns,
     )  # fmt: skip
 
 
@@ -393,6 +414,7 @@ def _general(
     known: _one_round.Declined | None = None,
     hopeful: bool = True,
     rider_pad: float = 0.0,
+    turns: Turns | None = None,
 ) -> PassResult:
     """:func:`solve`'s general solver, on the obstacle ``tables`` (planes included); with
     ``known``, the broad phase's pairs one round found (a frame it declined).
@@ -409,7 +431,7 @@ def _general(
     again = (p0, p1, radius, response, from_mask, into_mask, tables)
     again_kw = dict(
         group=group, radius0=radius0, static=static, kinematic=kinematic,
-        all_finite=all_finite, known=known, hopeful=False, rider_pad=rider_pad,
+        all_finite=all_finite, known=known, hopeful=False, rider_pad=rider_pad, turns=turns,
     )  # fmt: skip
 
     def padded() -> PassResult:
@@ -437,10 +459,19 @@ def _general(
     # its solids: a sensor it carries (an offset one turning with a player turning in
     # place) never makes it move.
     own = _row_any(p0 != p1) if radius0 is None else _row_any(p0 != p1) | (radius0 != radius)
+    # Spheres going round arcs (off-centre on a node the game turns): how far each strays
+    # from its chord, and how fast it may go along the arc (bounds and boxes take both).
+    arcs = None if turns is None else _Arcs.of(turns, p0, p1, finite & solid)
+    if arcs is not None:
+        own = own | arcs.on
     moving = rigid.spread_from(own, solid)
     # Every member of a slide's group bends with it (a sensor or a rewound body it carries).
     bends = rigid.spread_any(slide)
-    size, own, reach = _reaches(p0, p1, radius, radius0, bends, rigid)
+    size, own, reach = _reaches(
+        p0, p1, radius, radius0, bends, rigid, None if arcs is None else arcs.speed
+    )
+    # (Boxes hold the arcs, bowed off their chords.)
+    boxed = size if arcs is None else size + arcs.stray
     carry = carry_margin(own, kin & finite, tables)
     hopeful = hopeful and carry > 0
     if hopeful:
@@ -459,10 +490,10 @@ def _general(
     # the same moments: a body off that path at some moment by up to its own motion (a
     # rewind stopped early and carried, a slide bent back) must be within the margin.
     found = [
-        table.candidates(p0, p1, size, from_mask, everyone, straight)
+        table.candidates(p0, p1, boxed, from_mask, everyone, straight)
         if _extendable(table)
         else table.candidates(
-            p0, p1, size + reach + carry + (_astray(own, table) if carry > 0 else 0.0),
+            p0, p1, boxed + reach + carry + (_astray(own, table) if carry > 0 else 0.0),
             from_mask, everyone, ~bends,
         )
         for table in tables
@@ -481,7 +512,7 @@ def _general(
         margin = np.where(grown, carry, 0.0)
         if known is None:
             ci, cj = _sphere_pairs(
-                p0, p1, size + reach + margin, from_mask, into_mask, everyone, ~bends
+                p0, p1, boxed + reach + margin, from_mask, into_mask, everyone, ~bends
             )
         else:  # (nothing is carried: the loop ends after this turn)
             ci, cj = known.pairs
@@ -518,14 +549,21 @@ def _general(
     )
     # (The pass's frames of kinematic pieces: one for every table that has any.)
     paths.frames = next((o.frames for o in tables if getattr(o, "frames", None) is not None), None)
-    # Carried bodies leave their straight paths, as slides do.
-    bent = bends | carried
-    bound_reach = np.where(bent, reach + np.where(carried & ~bends, own, 0.0), own)
+    if arcs is not None:
+        paths.turn_with(turns.frames, turns.frame, np.flatnonzero(arcs.on))  # type: ignore[union-attr]
+    # Carried bodies leave their straight paths, as slides do; so do arcs.
+    bent = bends | carried if arcs is None else bends | carried | arcs.on
+    # (A straight body that leaves its path, carried or round an arc, goes at most its own
+    # motion's length: ``own`` is an arc's speed bound.)
+    astray = carried if arcs is None else carried | arcs.on
+    bound_reach = np.where(bent, reach + np.where(astray & ~bends, own, 0.0), own)
     bound_reach = np.where(finite, bound_reach, 0.0)
     # Carried bodies may ride a turning piece (and what they push, ride with them).
     # (Only moving rows turn, and they carry: none where nothing does, no call made.)
     turning = carry > 0 and any(getattr(t, "turning", np.zeros(0, bool)).any() for t in tables)
     ridable = carried if turning else None
+    if arcs is not None:
+        ridable = arcs.on if ridable is None else ridable | arcs.on
     pairs = _PairSet(
         paths, size, bent, bound_reach, ci[pair_solid], cj[pair_solid], ridable, rider_pad
     )
@@ -682,11 +720,17 @@ def _general(
 
 
 def _reaches(
-    p0: Float, p1: Float, radius: Float, radius0: Float | None, bends: Bool, rigid: _Rigid
+    p0: Float,
+    p1: Float,
+    radius: Float,
+    radius0: Float | None,
+    bends: Bool,
+    rigid: _Rigid,
+    speed: Float | None = None,
 ) -> tuple[Float, Float, Float]:
     """(n,) each sphere's size (a growing one boxed at its largest), the length of its own
-    motion, and its reach beyond its straight path (``bends``: the members of slides'
-    groups only)."""
+    motion (at least ``speed``, where given: an arc's bound), and its reach beyond its
+    straight path (``bends``: the members of slides' groups only)."""
     # A deflected path stays within |p1 - p0| of p0 (each slide only removes motion), so
     # slides get that margin in every broad phase: every pair a slide can ever reach is
     # known before the first round, which the batching relies on (a round takes a contact
@@ -696,6 +740,8 @@ def _reaches(
     # is ignored by the broad phase anyway.)
     with np.errstate(over="ignore", invalid="ignore"):
         own = _length(p1 - p0)
+    if speed is not None:
+        own = np.maximum(own, speed)
     size = radius
     if radius0 is not None:
         size = np.maximum(radius0, radius)
@@ -771,6 +817,7 @@ def broad_phase_spheres(
     *,
     radius0: Float | None = None,
     group: NDArray[np.int64] | None = None,
+    turns: Turns | None = None,
 ) -> tuple[Float, Float, Bool]:
     """What :func:`solve`'s broad phase boxes for each sphere: (n,) radius, (n,) margin and
     (n,) whether its sweep is cut into pieces. A caller that indexes static spheres of its
@@ -782,8 +829,53 @@ def broad_phase_spheres(
     bends = rigid.spread_any((response == SLIDE) & finite)
     if radius0 is not None:
         radius0 = np.asarray(radius0, dtype=np.float64)
-    size, _own, reach = _reaches(p0, p1, radius, radius0, bends, rigid)
-    return size, reach, ~bends
+    arcs = None if turns is None else _Arcs.of(turns, p0, p1, finite & (response != SENSOR))
+    speed = None if arcs is None else arcs.speed
+    size, _own, reach = _reaches(p0, p1, radius, radius0, bends, rigid, speed)
+    return (size if arcs is None else size + arcs.stray), reach, ~bends
+
+
+class _Arcs(NamedTuple):
+    """Of a pass's :class:`Turns`: which spheres go round arcs (finite, solid, on a node
+    that turns), and per sphere how far its arc strays from its chord (the whole pass's
+    ``Frames.chord_deviation``) and a bound on its speed along it (its node's origin's,
+    its own in the node, and the turn's at its distance from the origin); 0 elsewhere."""
+
+    on: Bool
+    stray: Float
+    speed: Float
+
+    @classmethod
+    def of(cls, turns: Turns, p0: Float, p1: Float, live: Bool) -> _Arcs | None:
+        frames = turns.frames
+        rows = np.flatnonzero(live & (turns.frame >= 0))
+        f = turns.frame[rows]
+        y0, y1 = p0[rows] - frames.pos0[f], p1[rows] - frames.pos1[f]
+        local0 = _frames.unapply(frames.rot0[f], y0)
+        local1 = _frames.unapply(frames.rot1[f], y1)
+        # Fixed in its node (to the float32 rounding of the transforms read): a sphere that
+        # jumped (new, teleported) or whose scale changes keeps its chord.
+        size = np.maximum(_length(local0), _length(local1))
+        fixed = _length(local1 - local0) <= _FIXED_REL * (1.0 + size + _row_max(np.abs(p1[rows])))
+        keep = np.flatnonzero(fixed & (frames.angle[f] > 0))
+        if not len(keep):
+            return None
+        rows, f, y0, y1 = rows[keep], f[keep], y0[keep], y1[keep]
+        local0, local1, size = local0[keep], local1[keep], size[keep]
+        n = len(p0)
+        on, stray, speed = np.zeros(n, bool), np.zeros(n), np.zeros(n)
+        on[rows] = True
+        stray[rows] = frames.chord_deviation(f, np.zeros(len(f)), np.ones(len(f)), y0, y1)
+        speed[rows] = (
+            _length(frames.pos1[f] - frames.pos0[f]) + _length(local1 - local0)
+            + frames.angle[f] * size
+        )  # fmt: skip
+        return cls(on, stray, speed)
+
+
+#: How far (relative to the coordinates) a sphere's place in its node may differ between
+#: the start and the end of a pass, read from float32 transforms, for it to be fixed there.
+_FIXED_REL = 1e-5
 
 
 class _ObstaclePairs:
@@ -1489,6 +1581,9 @@ def _respond(
             apart = (paths.xe[m] - at_m[own]) - (paths.xe[lead_m] - at_t[slot[own]])
             turned = _row_any(np.abs(apart) > slop(at_m[own], paths.xe[m])[:, None])
             end[np.flatnonzero(own)[turned]] += apart[turned]
+    # (A body that went round an arc goes on straight, to where the turn the write-back
+    # keeps for a slide puts it: round the arc, with the correction the slide gives it,
+    # it would dip into what deflected it along the way, and be deflected again and again.)
     paths.restart(members, t_m, at_m, end, None if ride is None else ride[slot])
     return members
 

@@ -41,6 +41,7 @@ from panda3d.core import (
 from . import _args, _solver
 from ._arrays import isin_sorted, length, row_all, row_any, unique
 from ._events import EventPatterns, PairTracker, send_contact, send_events
+from ._frames import Frames
 from ._index import StaticIndex
 from ._level import PIECE_TYPES, read_solids
 from ._obstacles import Planes
@@ -966,13 +967,16 @@ class ContinuousCollision:
         # Bodies carried by another body (on its target, or below its node) move with it.
         carried = self._carried(spheres)
         owners = spheres.owner if carried is None else carried[0]
+        turns = _turns(spheres, frame)
         near = _NO_ROWS
         if len(statics) or self._statics.inactive:
             # Dropping or closing statics here ends pairs; their outs wait for the events
             # below, as a handler may remove() a node and the frame's rows are read already.
             self._held = held
             try:
-                near = self._near_statics(spheres, frame, [planes.moving(), *tables], owners)
+                near = self._near_statics(
+                    spheres, frame, [planes.moving(), *tables], owners, turns
+                )
             finally:
                 self._held = None
 
@@ -1004,6 +1008,9 @@ class ContinuousCollision:
             one_round_first=trying,
             # (The usual read found every dynamic sphere finite; with statics, the solver looks.)
             all_finite=frame.valid is None and not len(near),
+            turns=None if turns is None else turns._replace(
+                frame=np.concatenate([turns.frame, np.full(len(near), -1)])
+            ),
         )
         if trying:
             self._one_round.record(result.one_round)
@@ -1282,7 +1289,12 @@ class ContinuousCollision:
         return group, lead
 
     def _near_statics(
-        self, spheres: SphereTable, frame: _Frame, movers: list[Any], group: np.ndarray
+        self,
+        spheres: SphereTable,
+        frame: _Frame,
+        movers: list[Any],
+        group: np.ndarray,
+        turns: _solver.Turns | None = None,
     ) -> np.ndarray:
         """Rows of the static spheres this pass's solver could pair with the dynamic ones
         (the same boxes as its broad phase, given the dynamic spheres' rigid ``group``s,
@@ -1329,6 +1341,7 @@ class ContinuousCollision:
                 spheres.response,
                 radius0=frame.radius0 if frame.grew else None,
                 group=group,
+                turns=turns,
             )
             n = len(size)
             # Carried by what moves by itself, a body may go further (as the solver's own
@@ -1904,16 +1917,15 @@ class ContinuousCollision:
                 found = group[first[at]] == group[written]
                 by[found] = first[at[found]]
             written = np.where(lead[by], by, written)
-            # A group a rewind stopped is put back as it was when it stopped: each node the
-            # game moved on its carrier that frame too (a gun it turned), written after the
-            # carrier, which is written through its own answer where such a body stopped
-            # it. Moving the carrier to keep the gun's end turn would move it where nothing
-            # swept it, into a wall beside it.
+            # A group stopped (a rewind, or a slide held, wedged or squeezed) is put back as
+            # it was when it stopped: each node the game moved on its carrier that frame too
+            # (a gun it turned), written after the carrier, which is written through its own
+            # answer where such a body stopped it. Moving the carrier to keep the gun's end
+            # turn would move it where nothing swept it, into a wall beside it. (The solver
+            # swept the gun round its arc: where it stopped is on it.) A slide deflected
+            # keeps the game's turns: its carried nodes keep their place, its carrier moved
+            # by their correction (the solver's answers for the group differ by that alone).
             rewound = result.t_stop[written] < 1.0
-            # (A group with a slide in it bends with it: its carried nodes keep their place,
-            # its carrier moved by their correction, even where it was held, or squeezed.)
-            slides = group[spheres.response == _solver.SLIDE]
-            rewound &= ~np.isin(group[written], slides)
             chains = self._chains(spheres, carried)
             stopped = written[rewound]
             put_back = self._moved_on_carriers(chains, group, stopped, result.t_stop[stopped])
@@ -1978,15 +1990,12 @@ class ContinuousCollision:
     ) -> dict[int, list[NodePath]]:
         """Per carried body (a row, one a node of its own), the nodes from its node up to
         its carrier's (that one left out), top down: the nodes the game may move on the
-        carrier (a turret pivot, the gun's own node). Every pass, for every group a rewind
-        can stop (one with a rewound body in it: a slide in it too may leave it, and it is
-        then rewound in the next pass); a group of slides alone costs none of this."""
+        carrier (a turret pivot, the gun's own node). Every pass, for every group a contact
+        can stop (a rewind, or a slide held or squeezed)."""
         group, lead = carried
         response = spheres.response
         body = (response == _solver.REWIND) | (response == _solver.SLIDE)
-        rows = np.flatnonzero(
-            ~lead & body & np.isin(group, group[response == _solver.REWIND])
-        )
+        rows = np.flatnonzero(~lead & body)
         if not len(rows):
             return {}
         leads = np.flatnonzero(lead & body)
@@ -2621,6 +2630,28 @@ def _widened(part: np.ndarray, rows: np.ndarray, whole: np.ndarray) -> np.ndarra
     whole = whole.copy()
     whole[rows] = part
     return whole
+
+
+def _turns(spheres: SphereTable, frame: _Frame) -> _solver.Turns | None:
+    """The pass's spheres that go round arcs: solid ones off their node's origin whose node
+    turned since the last pass (its motion, from the transforms read, is their frame);
+    None where there are none (most games: spheres centred on their nodes)."""
+    if spheres.centred:
+        return None
+    prev, cur = spheres.prev_transform, frame.transforms
+    rows = np.flatnonzero(row_any(spheres.center != 0.0) & (spheres.response != _solver.SENSOR))
+    rows = [k for k in rows.tolist() if prev[k] is not None and cur[k] is not None]
+    turned = [k for k in rows if prev[k].getQuat() != cur[k].getQuat()]
+    if not turned:
+        return None
+    m = len(turned)
+    q = [[tuple(prev[k].getQuat()) for k in turned], [tuple(cur[k].getQuat()) for k in turned]]
+    pos0 = _vec3s([prev[k].getPos() for k in turned], m)
+    pos1 = _vec3s([cur[k].getPos() for k in turned], m)
+    frames = Frames(np.array(q[0]), pos0, np.array(q[1]), pos1)
+    frame = np.full(len(spheres.uid), -1, np.int64)
+    frame[turned] = np.arange(m)
+    return _solver.Turns(frames, frame)
 
 
 def _read(
