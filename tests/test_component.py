@@ -10,7 +10,6 @@ from __future__ import annotations
 import builtins
 import math
 
-import numpy as np
 import pytest
 from direct.interval.LerpInterval import LerpPosInterval
 from panda3d.core import (
@@ -1502,27 +1501,6 @@ def test_a_turret_swung_fast_past_a_wall_never_passes_through_it(base, ccd, resp
         if x <= 0.4 + TURN_TOLERANCE * 0.4:
             held.add(round(turret.getH(), 3))
     assert len(held) == 1  # held touching from the frame it reached the wall, not turned on
-
-
-def test_a_kinematic_arm_meets_a_ball_on_its_arc_and_carries_it_round(base, ccd, recorder):
-    """A kinematic arm (a sphere r 0.5 5 off the centre of a node the game turns 30 degrees
-    a frame) meets a ball (r 0.5) resting just outside its arc, 5.9 from the centre at 15
-    degrees: the ball is met and carried round ahead of it, never inside it. The arm's
-    chord passes 1.07 from the ball's centre: on it the arm passed the ball by."""
-    render = base.render
-    hub = node(render, "hub")
-    ccd.add_sphere(hub, 0.5, center=(5, 0, 0), response="kinematic")
-    angle = math.radians(15)
-    ball = node(render, "ball", (5.9 * math.cos(angle), 5.9 * math.sin(angle), 0))
-    ccd.add_sphere(ball, 0.5, response="rewind")
-    ccd.step()
-    hub.setH(30)
-    ccd.step()
-    assert "ball-into-hub" in recorder.names() or "hub-into-ball" in recorder.names()
-    arm = np.array(tuple(render.getRelativePoint(hub, LPoint3(5, 0, 0))))
-    at = np.array(tuple(ball.getPos(render)))
-    assert np.linalg.norm(at - arm) >= 1.0 - 1e-5
-    assert np.arctan2(at[1], at[0]) > math.radians(30)  # ahead of the arm, carried round
 
 
 def test_a_registered_childs_contact_stops_its_parent(base, ccd, recorder):

@@ -35,6 +35,7 @@ from panda3d.core import (
     PStatCollector,
     PTA_LMatrix4f,
     PTA_LVecBase3f,
+    PTA_LVecBase4f,
     TransformState,
 )
 
@@ -2655,6 +2656,14 @@ def _vec3s(vectors: Iterable[Any], m: int) -> np.ndarray:
     return np.frombuffer(pta, np.float32).reshape(m, 3).astype(np.float64)
 
 
+def _vec4s(vectors: Iterable[Any], m: int) -> np.ndarray:
+    """(m, 4) float64 array of m Panda3D float32 4-vectors (quaternions: r, i, j, k), as
+    :func:`_vec3s`."""
+    pta = PTA_LVecBase4f()
+    deque(map(pta.pushBack, vectors), maxlen=0)
+    return np.frombuffer(pta, np.float32).reshape(m, 4).astype(np.float64)
+
+
 def _mat4s(matrices: Iterable[Any], m: int) -> np.ndarray:
     """(m, 4, 4) float32 array of m Panda3D matrices (row-vector convention, as stored)."""
     pta = PTA_LMatrix4f()
@@ -2670,24 +2679,32 @@ def _widened(part: np.ndarray, rows: np.ndarray, whole: np.ndarray) -> np.ndarra
 
 
 def _turns(spheres: SphereTable, frame: _Frame) -> _solver.Turns | None:
-    """The pass's spheres that go round arcs: solid ones off their node's origin whose node
-    turned since the last pass (its motion, from the transforms read, is their frame);
-    None where there are none (most games: spheres centred on their nodes)."""
+    """The pass's bodies that go round arcs: rewound and sliding spheres off their node's
+    origin whose node turned since the last pass (its motion, from the transforms read, is
+    their frame); None where there are none (most games: spheres centred on their nodes).
+    A kinematic sphere keeps its chord: one that a body rode round its arc carried the body
+    round with it, glued (a reviewer's paddles squeezed their balls in 9 frames of 10)."""
     if spheres.centred:
         return None
     prev, cur = spheres.prev_transform, frame.transforms
-    rows = np.flatnonzero(row_any(spheres.center != 0.0) & (spheres.response != _solver.SENSOR))
-    rows = [k for k in rows.tolist() if prev[k] is not None and cur[k] is not None]
-    turned = [k for k in rows if prev[k].getQuat() != cur[k].getQuat()]
-    if not turned:
+    body = (spheres.response == _solver.REWIND) | (spheres.response == _solver.SLIDE)
+    rows = np.flatnonzero(row_any(spheres.center != 0.0) & body).tolist()
+    # (Panda3D keeps one TransformState a transform: the same node not moved, the same one.)
+    moved = [k for k in rows if prev[k] is not None and cur[k] is not None and prev[k] != cur[k]]
+    if not moved:
         return None
-    m = len(turned)
-    q = [[tuple(prev[k].getQuat()) for k in turned], [tuple(cur[k].getQuat()) for k in turned]]
-    pos0 = _vec3s([prev[k].getPos() for k in turned], m)
-    pos1 = _vec3s([cur[k].getPos() for k in turned], m)
-    frames = Frames(np.array(q[0]), pos0, np.array(q[1]), pos1)
+    q0 = _vec4s([prev[k].getQuat() for k in moved], len(moved))
+    q1 = _vec4s([cur[k].getQuat() for k in moved], len(moved))
+    turned = np.flatnonzero(row_any(q0 != q1))
+    if not len(turned):
+        return None
+    rows = np.array(moved)[turned]
+    m = len(rows)
+    pos0 = _vec3s([prev[k].getPos() for k in rows.tolist()], m)
+    pos1 = _vec3s([cur[k].getPos() for k in rows.tolist()], m)
+    frames = Frames(q0[turned], pos0, q1[turned], pos1)
     frame = np.full(len(spheres.uid), -1, np.int64)
-    frame[turned] = np.arange(m)
+    frame[rows] = np.arange(m)
     return _solver.Turns(frames, frame)
 
 
