@@ -2112,11 +2112,13 @@ class ContinuousCollision:
         # through a turned parent (a tilted table), its place on it rounds in float32, up
         # to a step deeper each frame it is pressed (a tester's pinball ball sank 1e-4 into
         # a plunger in 300 frames, 2.5e-3 into a wall on a table tilted 2 degrees in 2,000).
-        start = frame.start[order]
-        stayed = (
-            length(result.end[order] - start)
-            <= _STAYED_REL * np.maximum(1.0, np.abs(start).max(axis=1, initial=0.0))
-        ).tolist()
+        stayed: Iterable[bool] = repeat(False)
+        if not all(at_top):  # (most games: every body a child of render, no numpy call)
+            start = frame.start[order]
+            stayed = (
+                length(result.end[order] - start)
+                <= _STAYED_REL * np.maximum(1.0, np.abs(start).max(axis=1, initial=0.0))
+            ).tolist()
         placed, self._placed = self._placed, {}
         for cur, nodepath, top, prev, t, end, off, center, same in zip(
             frame.transforms[order].tolist(),
