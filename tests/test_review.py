@@ -754,16 +754,7 @@ def test_a_sliding_tank_held_in_a_crease_holds_its_turret_where_it_meets_the_oth
               317.4208679199219),
              ((0.5771298037252248, 1.0510918420293618, 1.0), 88.43953274333603,
               -143.28809895593218)]  # fmt: skip
-    tanks = []
-    for k, (pos, h, turret_h) in enumerate(start):
-        hull = cnode(render, f"tank{k}", CollisionSphere(0, 0, 0, 1.0))
-        hull.setPosHpr(*pos, h, 0, 0)
-        turret = cnode(hull, f"turret{k}", CollisionSphere(0, 1.5, 0, 0.4))
-        turret.setH(turret_h)
-        ccd.add_collision_node(hull, response="slide")
-        ccd.add_collision_node(turret, response="slide")
-        tanks.append((hull, turret))
-    ccd.step()
+    tanks = _slide_tanks(render, ccd, [(f"tank{k}", f"turret{k}") for k in (0, 1)], start)
     for (hull, turret), (pos, h, turret_h) in zip(tanks, moved):
         hull.setPosHpr(*pos, h, 0, 0)
         turret.setH(turret_h)
@@ -812,16 +803,7 @@ def test_a_tank_a_gate_pushes_into_a_tank_held_by_a_wall_yields_to_the_gate_in_a
               -121.0782307184838),
              ((0.5441708469333094, -4.156537909530486, 1.0), 124.0765380859375,
               5.118758413576813)]  # fmt: skip
-    tanks = []
-    for k, (pos, h, turret_h) in zip((3, 5), start):
-        hull = cnode(render, f"tank{k}", CollisionSphere(0, 0, 0, 1.0))
-        hull.setPosHpr(*pos, h, 0, 0)
-        turret = cnode(hull, f"turret{k}", CollisionSphere(0, 1.5, 0, 0.4))
-        turret.setH(turret_h)
-        ccd.add_collision_node(hull, response="slide")
-        ccd.add_collision_node(turret, response="slide")
-        tanks.append((hull, turret))
-    ccd.step()
+    tanks = _slide_tanks(render, ccd, [(f"tank{k}", f"turret{k}") for k in (3, 5)], start)
     rig.setPos(0.0, -9.382408685340602, 0.0)
     for (hull, turret), (pos, h, turret_h) in zip(tanks, moved):
         hull.setPosHpr(*pos, h, 0, 0)
@@ -1049,6 +1031,23 @@ def test_a_gun_the_game_never_moves_on_its_tank_is_never_written_far_from_the_or
         stops += bool(ccd.step())
         assert gun.getTransform() == mount
     assert stops >= 90
+
+
+def _slide_tanks(render, ccd, names, start):
+    """Sliding tanks from a tester's tank game: per (hull name, turret name) and (position,
+    heading, turret heading), a hull (r 1) with a turret registered on it (r 0.4, 1.5 off
+    centre); the first pass made."""
+    tanks = []
+    for (hull_name, turret_name), (pos, h, turret_h) in zip(names, start):
+        hull = cnode(render, hull_name, CollisionSphere(0, 0, 0, 1.0))
+        hull.setPosHpr(*pos, h, 0, 0)
+        turret = cnode(hull, turret_name, CollisionSphere(0, 1.5, 0, 0.4))
+        turret.setH(turret_h)
+        ccd.add_collision_node(hull, response="slide")
+        ccd.add_collision_node(turret, response="slide")
+        tanks.append((hull, turret))
+    ccd.step()
+    return tanks
 
 
 def _tank_and_gun(base, ccd, response, wall=True):
