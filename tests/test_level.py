@@ -843,6 +843,10 @@ def test_a_ball_pressed_on_a_face_under_a_tilted_parent_does_not_sink_frame_by_f
     first = ball.getY() - (-13.0 + 0.5 + r)
     for _ in range(300):
         ball.setY(ball.getY() - 0.0189)  # pressed onto the face
+        ball.setH(ball.getH() + 30.0)  # and spun, as a rolling ball's model is
         ccd.step()
         depth = (-13.0 + 0.5 + r) - ball.getY()
         assert depth <= max(-first, 0.0) + 2e-6  # a float32 step or two, never more
+        # A rewind stopped at the start turns the ball back too; a slide keeps the turn.
+        assert ball.getH() == pytest.approx(0.0 if response == "rewind" else 30.0, abs=1e-3)
+        ball.setH(0.0)

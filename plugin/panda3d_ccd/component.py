@@ -414,8 +414,8 @@ class ContinuousCollision:
         # Each node between a carrier and a body it carries (the body's own node, a turret
         # pivot): its parent and its transform on it where the last pass left it.
         self._on_carrier: dict[NodePath, tuple[NodePath, TransformState]] = {}
-        # Nodes below another written by the last pass: (parent, place on it) (see _move).
-        self._placed: dict[NodePath, tuple[NodePath, LPoint3]] = {}
+        # Nodes below another written by the last pass: (parent, transform on it) (_move).
+        self._placed: dict[NodePath, tuple[NodePath, TransformState]] = {}
         self._bodies: _Bodies | None = None
         self._debug: Any = None
         # Whether this pass lets the solver try its one-round path first (see Backoff).
@@ -2133,17 +2133,6 @@ class ContinuousCollision:
         ):
             if cur is None:
                 continue
-            if not top:
-                parent = nodepath.getParent()
-                was = placed.get(nodepath)
-                if same and not off and was is not None and was[0] == parent:
-                    at = render.getRelativePoint(parent, was[1])
-                    if max(abs(a - e) for a, e in zip(at, end)) <= _PLACED_REL * max(
-                        1.0, *map(abs, end)
-                    ):
-                        nodepath.setFluidPos(was[1])
-                        self._placed[nodepath] = was
-                        continue
             quat = None
             scale = None
             turned = False
@@ -2160,6 +2149,21 @@ class ContinuousCollision:
                     scale = _scale_between(s0, scale, t)
                     nodepath.setScale(render, scale)
                     turned = True
+            if same and not top and not off and (not turned or t == 0.0):
+                parent = nodepath.getParent()
+                was = placed.get(nodepath)
+                if was is not None and was[0] == parent:
+                    at = render.getRelativePoint(parent, was[1].getPos())
+                    if max(abs(a - e) for a, e in zip(at, end)) <= _PLACED_REL * max(
+                        1.0, *map(abs, end)
+                    ):
+                        # (Stopped at its start, turned or scaled back: all it was there.)
+                        if turned:
+                            nodepath.setTransform(was[1])
+                        else:
+                            nodepath.setFluidPos(was[1].getPos())
+                        self._placed[nodepath] = (parent, nodepath.getTransform())
+                        continue
             target = LPoint3(*end)
             if off:
                 if quat is None:
@@ -2175,7 +2179,7 @@ class ContinuousCollision:
             else:
                 nodepath.setFluidPos(render, target)
                 if not top:
-                    self._placed[nodepath] = (nodepath.getParent(), nodepath.getPos())
+                    self._placed[nodepath] = (nodepath.getParent(), nodepath.getTransform())
         return order
 
     def _bodies_of(
@@ -2546,6 +2550,8 @@ class ContinuousCollision:
         self._rays = RayNodes()
         self._contacts = []
         self._on_carrier = {}
+        self._placed = {}
+        self._squeezed = []
         self._queries.forget()
         send_events(self._messenger, self._patterns, events)
 
