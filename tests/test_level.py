@@ -850,3 +850,51 @@ def test_a_ball_pressed_on_a_face_under_a_tilted_parent_does_not_sink_frame_by_f
         # A rewind stopped at the start turns the ball back too; a slide keeps the turn.
         assert ball.getH() == pytest.approx(0.0 if response == "rewind" else 30.0, abs=1e-3)
         ball.setH(0.0)
+
+
+@pytest.mark.parametrize("response", ["rewind", "slide"])
+def test_a_flipper_sweeps_a_ball_across_a_tilted_oblong_floor_without_touching_it(
+    base, ccd, response
+):
+    """A tester's pinball table (a node tilted 6.5 degrees): a floor quad of 20 x 40, fanned
+    into triangles with a 26.6-degree corner, and a flipper (a box on a pivot the game
+    turns 20 degrees a frame about the table's normal) sweeping a ball resting on the
+    floor. The ball rides the flipper across the floor and never touches the floor (the
+    game never moves it toward the floor). The floor's triangles were too sharp to be
+    grown in their plane, so the rider was tested with its whole stray as radius, started
+    inside that, and the float32 frames' rounding counted as approach: a floor contact in
+    most passes, a rewound ball held by the floor and squeezed."""
+    render = base.render
+    table = render.attachNewNode("table")
+    table.setP(6.5)
+    floor = cnode(table, "floor", CollisionPolygon(
+        LPoint3(-10, -20, 0), LPoint3(10, -20, 0), LPoint3(10, 20, 0), LPoint3(-10, 20, 0)))
+    ccd.add_collision_node(floor, static=True)
+    pivot = table.attachNewNode("pivot")
+    pivot.setPos(-3.2, -10.5, 0.0)
+    bar = cnode(pivot, "bar", CollisionBox(LPoint3(0, -0.3, 0.02), LPoint3(2.8, 0.3, 0.9)))
+    ccd.add_collision_node(bar)
+    r = 0.35
+    ball = table.attachNewNode("ball")
+    ccd.add_collision_node(cnode(ball, "b", CollisionSphere(0, 0, 0, r)), response=response,
+                           target=ball)  # fmt: skip
+    ball.setPos(0, 10, r)
+    ccd.step()
+    swept = 0
+    for s in np.linspace(0.05, 0.95, 12):  # balls along the flipper's face
+        pivot.setH(-30)
+        turn = math.radians(-30)
+        x, y = s * 2.8, 0.3 + r
+        ball.setPos(-3.2 + x * math.cos(turn) - y * math.sin(turn),
+                    -10.5 + x * math.sin(turn) + y * math.cos(turn), r)  # fmt: skip
+        ccd.teleport(ball)
+        ccd.teleport(pivot)
+        ccd.step()
+        for h in (-10, 10, 30):  # the flip
+            pivot.setH(h)
+            contacts = ccd.step()
+            assert not [c for c in contacts if c.into_np == floor]
+            assert ccd.squeezed == 0 and ccd.rounds == 1
+            assert ball.getZ() == pytest.approx(r, abs=1e-5)
+            swept += any(c.into_np == bar or c.from_np == bar for c in contacts)
+    assert swept >= 12  # the flipper met every ball

@@ -1096,9 +1096,11 @@ def _grown_in_plane(
 #: distance from its incentre).
 _MOST_GROWTH = 1.0
 #: ... and only where no corner is farther than this many inradii from its incentre (no
-#: corner sharper than 29 degrees): a corner then moves at most this many times the growth,
-#: the most a body may stop short of it.
-_SHARPEST = 4.0
+#: corner sharper than 14 degrees): a corner then moves at most this many times the growth,
+#: the most a body may stop short of it. (At 4, 29 degrees, a rectangle twice as long as
+#: it is wide, fanned, was inflated all round: a tester's pinball ball, swept across such
+#: a floor by a flipper, touched it in most passes.)
+_SHARPEST = 8.0
 #: Where :func:`_onto_front` puts a start, as a fraction of the slop in front of the face.
 _AHEAD = 1e-3
 #: Up to this many rows a piece table sweeps them at both radii in one kernel call (see
