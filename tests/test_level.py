@@ -377,6 +377,9 @@ def test_squeezed_nodes_names_the_ball_a_lift_crushes_among_others(
     ccd.add_collision_node(floor, static=True)
     balls = [ball(ccd, render, f"b{k}", (12 + 2 * k, 0, 0.5), response="slide") for k in range(5)]
     crushed = ball(ccd, render, "crushed", (0, 0, 0.5), response="slide")
+    # (It carries a sensor, an eye: squeezed with it, but no body, so never named.)
+    cnode(crushed, "eye", CollisionSphere(0.2, 0, 0, 0.1))
+    ccd.add_collision_node(crushed.find("eye"), response="sensor")
     balls += [ball(ccd, render, f"c{k}", (22 + 2 * k, 0, 0.5), response="slide") for k in range(2)]
     ccd.step()
     balls.pop(0).detachNode()
@@ -387,6 +390,7 @@ def test_squeezed_nodes_names_the_ball_a_lift_crushes_among_others(
             b.setFluidX(b.getX() + 0.3)
         ccd.step()
         assert ccd.squeezed_nodes == ([crushed] if k > 10 else [])
+        assert ccd.squeezed == (k > 10)
         seen += len(ccd.squeezed_nodes)
     assert seen == 5
     # The game removes the crushed ball (a handler would): it is still named, as a contact

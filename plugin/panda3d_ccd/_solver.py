@@ -714,8 +714,9 @@ def _general(
         candidates=len(ci) + sum(o.count for o in struck),
         rounds=rounds,
         capped=capped,
-        squeezed=int(np.count_nonzero(paths.yielded)),
-        yielded=np.flatnonzero(paths.yielded),
+        # (A sensor a squeezed body carries goes with it, and is no body squeezed.)
+        squeezed=int(np.count_nonzero(paths.yielded & solid)),
+        yielded=np.flatnonzero(paths.yielded & solid),
     )
 
 
