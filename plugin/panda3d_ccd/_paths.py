@@ -204,22 +204,19 @@ class Paths:
         #: most (its sub-steps ran out: the pass's bounds did not allow for it; 0: none).
         self.over = 0.0
 
-    def turn_with(self, frames: Any, frame: Int, rows: Int) -> None:
+    def turn_with(self, frames: Any, frame: Int, rows: Int, local: Float) -> None:
         """Bodies ``rows`` go round arcs: each rides row ``frame`` (of all bodies) of
-        ``frames`` (its own node's motion), straight in it from where its start is in that
-        frame at the start to where its end is at the end (fixed in it, but for a scale
-        that changes). ``frames``' rows go after those of the pieces' frames, if any."""
+        ``frames`` (its own node's motion), straight in it from ``local`` (k, 6) [:3], its
+        place in that frame at the start, to [3:], at the end. ``frames``' rows go after
+        those of the pieces' frames, if any."""
         n = len(self.xs)
         offset = 0 if self.frames is None else len(self.frames.angle)
         self.frames = _frames.Frames.joined(self.frames, frames)
         if self.ride is None:
             self.ride = np.full(n, -1, np.int64)
             self.local = np.zeros((n, 6))
-        f = frame[rows] + offset
-        self.ride[rows] = f
-        fr, local = self.frames, self.local
-        local[rows, 0:3] = _frames.unapply(fr.rot0[f], self.xs[rows] - fr.pos0[f])  # type: ignore[index]
-        local[rows, 3:6] = _frames.unapply(fr.rot1[f], self.xe[rows] - fr.pos1[f])  # type: ignore[index]
+        self.ride[rows] = frame[rows] + offset
+        self.local[rows] = local  # type: ignore[index]
 
     # What only responses read and write (slides, carrying), made on first use: a pass of
     # a few rewinds (most frames, ``_one_round``) never needs it.

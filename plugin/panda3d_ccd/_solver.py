@@ -98,9 +98,9 @@ class PassResult(NamedTuple):
 class Turns(NamedTuple):
     """Spheres whose own paths turn: a sphere off its node's origin on a node the game
     turns goes round an arc, not along its chord. Row ``frame[i]`` of ``frames`` is the
-    motion of sphere i's node over the pass (-1: none); the sphere is fixed in it (or moves
-    straight in it, where the node's scale changes), as it is interpolated when a stop
-    turns the node back (a slerp of its turn, its origin and scale linearly)."""
+    motion of sphere i's node over the pass (-1: none), as it is interpolated when a stop
+    turns the node back (a slerp of its turn, its origin linearly); a sphere not fixed in
+    it (its scale changes, it jumped) keeps its chord."""
 
     frames: Frames
     frame: Int  # (n,)
@@ -550,7 +550,7 @@ def _general(
     # (The pass's frames of kinematic pieces: one for every table that has any.)
     paths.frames = next((o.frames for o in tables if getattr(o, "frames", None) is not None), None)
     if arcs is not None:
-        paths.turn_with(turns.frames, turns.frame, np.flatnonzero(arcs.on))  # type: ignore[union-attr]
+        paths.turn_with(turns.frames, turns.frame, np.flatnonzero(arcs.on), arcs.local)  # type: ignore[union-attr]
     # Carried bodies leave their straight paths, as slides do; so do arcs.
     bent = bends | carried if arcs is None else bends | carried | arcs.on
     # (A straight body that leaves its path, carried or round an arc, goes at most its own
@@ -845,6 +845,9 @@ class _Arcs(NamedTuple):
     on: Bool
     stray: Float
     speed: Float
+    #: (k, 6) the place of each sphere ``on`` (in order) in its node at the start and at
+    #: the end: the straight path it rides (``Paths.turn_with``).
+    local: Float
 
     @classmethod
     def of(cls, turns: Turns, p0: Float, p1: Float, live: Bool) -> _Arcs | None:
@@ -871,7 +874,7 @@ class _Arcs(NamedTuple):
             _length(frames.pos1[f] - frames.pos0[f]) + _length(local1 - local0)
             + frames.angle[f] * size
         )  # fmt: skip
-        return cls(on, stray, speed)
+        return cls(on, stray, speed, np.concatenate([local0, local1], axis=1))
 
 
 #: How far (relative to the coordinates) a sphere's place in its node may differ between

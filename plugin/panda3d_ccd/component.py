@@ -411,11 +411,10 @@ class ContinuousCollision:
         # (-1: not a body), each body node's, each mover's first body's owner, and whether
         # some mover moves two registered nodes' bodies (see _carried).
         self._movers: tuple[Any, ...] | None = None
-        # Each node between a carrier and a body it carries (the body's own node, a turret
-        # pivot): its parent and its transform on it where the last pass left it.
-        self._on_carrier: dict[NodePath, tuple[NodePath, TransformState]] = {}
-        # Nodes below another written by the last pass: (parent, transform on it) (_move).
-        self._placed: dict[NodePath, tuple[NodePath, TransformState]] = {}
+        # Its parent and its transform on it where the last pass left it, of each node
+        # between a carrier and a body it carries (the body's own node, a turret pivot: see
+        # _moved_on_carriers) and each node below another that the pass wrote (see _move).
+        self._on_parent: dict[NodePath, tuple[NodePath, TransformState]] = {}
         self._bodies: _Bodies | None = None
         self._debug: Any = None
         # Whether this pass lets the solver try its one-round path first (see Backoff).
@@ -829,8 +828,8 @@ class ContinuousCollision:
                 "nor above one"
             )
         # (Nor is a move the game made on it read as a move on its carrier: see _write_back.)
-        self._on_carrier = {
-            node: kept for node, kept in self._on_carrier.items()
+        self._on_parent = {
+            node: kept for node, kept in self._on_parent.items()
             if node != nodepath and not nodepath.isAncestorOf(node)
         }  # fmt: skip
         for registered in dict.fromkeys(jumped):  # (nodepath itself once)
@@ -1961,8 +1960,9 @@ class ContinuousCollision:
         if valid is not None:
             center = np.where(valid[:, None], p1, spheres.prev_center)
             transform = np.where(valid, transform, spheres.prev_transform)
+        written_on_parent: dict[NodePath, tuple[NodePath, TransformState]] = {}
         if len(moved):
-            order = self._move(spheres, frame, result, moved)
+            order = self._move(spheres, frame, result, moved, written_on_parent)
             if put_back:
                 # Below the carrier (written above): each node the game moved on it put back
                 # as it was at the stop's instant, on its parent (so in any order).
@@ -1989,12 +1989,12 @@ class ContinuousCollision:
                 spheres.world_radius = radius
         spheres.prev_center = center
         spheres.prev_transform = transform
-        if carried is not None or self._on_carrier:
-            self._on_carrier = {
-                node: (node.getParent(), node.getTransform())
-                for nodes in chains.values()
-                for node in nodes
-            }
+        written_on_parent.update(
+            (node, (node.getParent(), node.getTransform()))
+            for nodes in chains.values()
+            for node in nodes
+        )
+        self._on_parent = written_on_parent
 
     @staticmethod
     def _chains(
@@ -2050,7 +2050,7 @@ class ContinuousCollision:
             if t is None:
                 continue
             for node in chain:
-                record, now = self._on_carrier.get(node), node.getTransform()
+                record, now = self._on_parent.get(node), node.getTransform()
                 if node in moved or record is None or record[0] != node.getParent():
                     continue
                 then = node.getPrevTransform() if self.respect_prev_transform else record[1]
@@ -2075,10 +2075,16 @@ class ContinuousCollision:
         return np.array(_slerp(q0, q1, t).xform(local))
 
     def _move(
-        self, spheres: SphereTable, frame: _Frame, result: _solver.PassResult, moved: np.ndarray
+        self,
+        spheres: SphereTable,
+        frame: _Frame,
+        result: _solver.PassResult,
+        moved: np.ndarray,
+        on_parent: dict[NodePath, tuple[NodePath, TransformState]],
     ) -> np.ndarray:
         """Write the nodes of spheres ``moved`` where the solver left them; returns the
-        rows whose answer each node took."""
+        rows whose answer each node took, and records in ``on_parent`` where each node below
+        another was left on its parent."""
         render = self._render
         movers = spheres.movers
         order = moved
@@ -2119,7 +2125,6 @@ class ContinuousCollision:
                 length(result.end[order] - start)
                 <= _STAYED_REL * np.maximum(1.0, np.abs(start).max(axis=1, initial=0.0))
             ).tolist()
-        placed, self._placed = self._placed, {}
         for cur, nodepath, top, prev, t, end, off, center, same in zip(
             frame.transforms[order].tolist(),
             nodes,
@@ -2151,7 +2156,7 @@ class ContinuousCollision:
                     turned = True
             if same and not top and not off and (not turned or t == 0.0):
                 parent = nodepath.getParent()
-                was = placed.get(nodepath)
+                was = self._on_parent.get(nodepath)
                 if was is not None and was[0] == parent:
                     at = render.getRelativePoint(parent, was[1].getPos())
                     if max(abs(a - e) for a, e in zip(at, end)) <= _PLACED_REL * max(
@@ -2162,7 +2167,7 @@ class ContinuousCollision:
                             nodepath.setTransform(was[1])
                         else:
                             nodepath.setFluidPos(was[1].getPos())
-                        self._placed[nodepath] = (parent, nodepath.getTransform())
+                        on_parent[nodepath] = (parent, nodepath.getTransform())
                         continue
             target = LPoint3(*end)
             if off:
@@ -2179,7 +2184,7 @@ class ContinuousCollision:
             else:
                 nodepath.setFluidPos(render, target)
                 if not top:
-                    self._placed[nodepath] = (nodepath.getParent(), nodepath.getTransform())
+                    on_parent[nodepath] = (nodepath.getParent(), nodepath.getTransform())
         return order
 
     def _bodies_of(
@@ -2549,8 +2554,7 @@ class ContinuousCollision:
         self._statics = _StaticCache()
         self._rays = RayNodes()
         self._contacts = []
-        self._on_carrier = {}
-        self._placed = {}
+        self._on_parent = {}
         self._squeezed = []
         self._queries.forget()
         send_events(self._messenger, self._patterns, events)
