@@ -1293,3 +1293,77 @@ def test_a_few_rows_skipped_by_the_plane_cull_are_what_the_kernel_finds(seed, mo
         np.testing.assert_array_equal(t, t_kernel)
         np.testing.assert_array_equal(extra, extra_kernel)
     assert 5 <= skipped < 40  # both kinds of call are met
+
+
+def test_a_ball_rolling_beside_a_triangle_is_culled_before_the_exact_stage():
+    """A ball rolls on a triangle at its radius over the plane, within r of the line of a
+    neighbour's edge but beside it (across the line and over the plane, farther than r):
+    the cheap culls drop the neighbour's row; the same ball pressed in by a little more
+    than its distance beyond r keeps it (it touches the edge), and the kernel agrees."""
+    r = 0.5
+    a, b, c = np.array([0.0, 0, 0]), np.array([2.0, 0, 0]), np.array([0.0, 2, 0])
+    # 0.3 beyond the edge a-b's line (y = 0), at height r and then 0.39 (0.3^2 + 0.39^2
+    # < 0.25): rolling along it.
+    rows = []
+    for height in (r, r - 0.002, 0.39):
+        c0, c1 = [1.0, -0.3, height], [1.2, -0.3, height - 0.001]
+        rows.append((c0, c1))
+    c0, c1 = (np.array([row[i] for row in rows]) for i in (0, 1))
+    k = len(rows)
+    cols = [np.ascontiguousarray(x.T) for x in (c0, c1, np.tile(a, (k, 1)), np.tile(b, (k, 1)),
+                                                np.tile(c, (k, 1)))]
+    kept = tri_mod._cull_gathered(*cols, np.full(k, r), np.zeros(k, bool))
+    assert kept.tolist() == [False, False, True]
+    t = sphere_triangle_toi(c0, c1, r, a, b, c)
+    assert np.isinf(t[:2]).all() and np.isfinite(t[2])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_culls_drop_only_rows_that_never_come_within_r(seed):
+    """Rows near a triangle's edges and corners (beside it within r of an edge's line, at
+    about r over its plane, pressed in, passing over, slow and fast, slivers among the
+    triangles): every row the cheap culls drop stays farther than r from the triangle over
+    its whole path, or only moves away from it (an independent oracle: the distance
+    minimised along the path, against the distance at the start), where the triangle
+    counts (two-sided); and the kernel finds no contact for it."""
+    rng = np.random.default_rng(seed)
+    k = 4000
+    a = rng.uniform(-20, 20, (k, 3))
+    b = a + rng.normal(0, 2, (k, 3))
+    c = a + rng.normal(0, 2, (k, 3))
+    sliver = rng.random(k) < 0.05
+    c[sliver] = a[sliver] + (b - a)[sliver] * rng.uniform(0.2, 0.8, (sliver.sum(), 1))
+    c[sliver] += rng.normal(0, 1e-9, (sliver.sum(), 3))
+    n = np.cross(b - a, c - a)
+    n /= np.maximum(np.linalg.norm(n, axis=1), 1e-300)[:, None]
+    r = rng.uniform(0.1, 1.0, k)
+    # A point of the triangle's boundary, moved out across the edge in the plane by up to
+    # 1.2 r, and up off the plane by about r.
+    e = rng.integers(0, 3, k)
+    p, q = np.choose(e[:, None], [a, b, c]), np.choose(e[:, None], [b, c, a])
+    on = p + rng.random((k, 1)) * (q - p)
+    out = np.cross(q - p, n)
+    out /= np.maximum(np.linalg.norm(out, axis=1), 1e-300)[:, None]
+    across = rng.uniform(-0.2, 1.2, k) * r
+    height = r * rng.choice([1.0, 1.0 - 1e-6, 0.9, 0.7, 1.1, -1.0, 0.0], k)
+    c0 = on + across[:, None] * out + height[:, None] * n
+    motion = rng.normal(0, 1, (k, 3)) * rng.choice([0.01, 0.3, 3.0, 50.0], k)[:, None]
+    c1 = c0 + motion
+    two = np.ones(k, bool)
+    cols = [np.ascontiguousarray(x.T) for x in (c0, c1, a, b, c)]
+    dropped = np.flatnonzero(~tri_mod._cull_gathered(*cols, r, two))
+    assert len(dropped) > k // 10  # (the case is met)
+    d = dropped
+
+    def distance(x):
+        return level_oracle.triangle_distance(x, a[d], b[d], c[d])[0]
+
+    flat = np.linalg.norm(np.cross(b[d] - a[d], c[d] - a[d]), axis=1) <= 1e-6
+    least = level_oracle.min_on_segment(distance, c0[d], c1[d])
+    away = distance(c0[d]) <= least + 1e-9 * (1 + np.abs(c0[d]).max(axis=1))
+    # (A sliver's oracle normal is noise: its rows are checked by the kernel alone.)
+    clear = (least > r[d] * (1 - 1e-9)) | away
+    assert clear[~flat].all()
+    assert (least <= r[d]).any() and (least > r[d]).any()  # (both kinds are dropped)
+    t = sphere_triangle_toi(c0[d], c1[d], r[d], a[d], b[d], c[d], two_sided=True)
+    assert np.isinf(t).all()
