@@ -2879,3 +2879,79 @@ def test_a_crowd_spun_by_a_gate_into_a_wall_is_the_serial_solvers(
             again += not serial_run and tries[-1] == 2
         np.testing.assert_array_equal(ends[0], ends[1])
     assert kept and again  # both ways are taken
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_kinematic_rows_swept_box_holds_its_path_and_is_its_two_ends_boxes_when_it_slides(seed):
+    """The broad phase's box of each kinematic row over a pass (Pieces.set_frames), for
+    long, flat and thin boxes and triangles on frames that turn up to 180 degrees or only
+    slide: every corner of the row's local box, carried along the frames' own motion
+    (Frames.at, sampled densely), stays inside it; and a row that only slides gets the box
+    of its two ends' boxes, no larger (up to the rounding pad)."""
+    from panda3d_ccd._frames import Frames
+    from panda3d_ccd._pieces import BOX, TRIANGLE, Pieces
+
+    rng = np.random.default_rng(seed)
+    f = 12
+    axis = rng.normal(size=(f, 3))
+    q0 = np.array([_quat_about(rng.normal(size=3), rng.uniform(0, np.pi)) for _ in range(f)])
+    turn = np.where(np.arange(f) % 2 == 0, 0.0, rng.uniform(0.0, np.pi, f))
+    rel = np.array([_quat_about(a, t) for a, t in zip(axis, turn)])
+    w0, v0, w1, v1 = q0[:, :1], q0[:, 1:], rel[:, :1], rel[:, 1:]
+    q1 = np.concatenate([w0 * w1 - (v0 * v1).sum(1, keepdims=True),
+                         w0 * v1 + w1 * v0 + np.cross(v0, v1)], axis=1)  # fmt: skip
+    q1[::2] = q0[::2]  # (the even frames only slide)
+    pos0 = rng.uniform(-50, 50, (f, 3))
+    pos1 = pos0 + rng.normal(0, 10, (f, 3))
+    frames = Frames(q0, pos0, q1, pos1)
+    m = 3 * f
+    frame = np.arange(m) % f
+    centre = rng.uniform(-20, 20, (m, 3))
+    size = rng.uniform(0.01, 1.0, (m, 3)) * np.array([400.0, 40.0, 1.0])[rng.permuted(
+        np.tile(np.arange(3), (m, 1)), axis=1)]  # fmt: skip
+    lo, hi = centre - size / 2, centre + size / 2
+    corners = centre[:, None] + rng.uniform(-0.5, 0.5, (m, 3, 3)) * size[:, None]
+    tables = [
+        (Pieces(BOX, (lo, hi), np.ones(m, np.int64), frame=frame), lo, hi),
+        (Pieces(TRIANGLE, (corners[:, 0].copy(), corners[:, 1].copy(), corners[:, 2].copy(),
+                           np.zeros(m, bool)), np.ones(m, np.int64), frame=frame),
+         corners.min(axis=1), corners.max(axis=1)),
+    ]  # fmt: skip
+    pick = np.array([[i >> 2 & 1, i >> 1 & 1, i & 1] for i in range(8)], bool)
+    s = np.linspace(0.0, 1.0, 257)
+    for table, box_lo, box_hi in tables:
+        table.set_frames(frames)
+        world_lo, world_hi = table._world_box
+        local = np.where(pick[None], box_hi[:, None], box_lo[:, None])  # (m, 8, 3) corners
+        rows = np.repeat(np.arange(m), len(s))
+        rot, pos = frames.at(frame[rows], np.tile(s, m))
+        path = np.einsum("kij,kcj->kci", rot, local[rows]) + pos[:, None]  # (m s, 8, 3)
+        path = path.reshape(m, len(s) * 8, 3)
+        pad = 1e-9 * (1.0 + np.abs(path).max(axis=(1, 2)))[:, None]
+        assert (path.min(axis=1) >= world_lo - pad).all()
+        assert (path.max(axis=1) <= world_hi + pad).all()
+        ends = path.reshape(m, len(s), 8, 3)[:, [0, -1]].reshape(m, 16, 3)
+        slides = frames.angle[frame] == 0
+        assert slides.sum() == m // 2
+        np.testing.assert_allclose(world_lo[slides], ends.min(axis=1)[slides], atol=1e-9 * 400)
+        np.testing.assert_allclose(world_hi[slides], ends.max(axis=1)[slides], atol=1e-9 * 400)
+
+
+def test_a_ball_far_above_a_wide_sensor_box_is_no_candidate_of_it(base, ccd, recorder):
+    """A kill zone under a level: a sensor box 800 x 800 x 40, read each pass as a turned
+    box keeps its own frame. A ball rolling 60 units above its top is no candidate pair of
+    it (it was, each pass, and the box was tested), and one that falls into it is in it."""
+    render = base.render
+    kill = collision_node(render, "killzone", CollisionBox(LPoint3(-400, -400, -60),
+                                                           LPoint3(400, 400, -20)))
+    ccd.add_collision_node(kill, response="sensor", static=True)
+    ball = node(render, "ball", (0, 0, 40))
+    ccd.add_sphere(ball, 0.5, response="slide")
+    ccd.step()
+    for _ in range(3):
+        ball.setFluidPos(ball.getPos() + LVector3(0.3, 0.2, -0.01))
+        ccd.step()
+        assert ccd.candidate_count == 0 and not recorder.names()
+    ball.setFluidPos(0, 0, -30)
+    ccd.step()
+    assert recorder.names() == ["ball-into-killzone"] and ccd.candidate_count == 1

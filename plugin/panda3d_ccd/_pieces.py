@@ -620,15 +620,25 @@ class Pieces:
             if self._local_box is None:
                 self._local_box = self.spec.bounds(*self.geometry)
             lo, hi = self._local_box
-            centre, half = 0.5 * (lo + hi), _length(0.5 * (hi - lo))
-            w0 = _frames.apply(frames.rot0[f], centre) + frames.pos0[f]
-            w1 = _frames.apply(frames.rot1[f], centre) + frames.pos1[f]
-            # A point of the row strays from the chord of its centre's path by at most the
-            # chord deviation of a point that far from the frame's origin, plus the row's
-            # own half-size turned with it.
-            bend = turn**2 * _length(centre) / 8.0
-            pad = (half + bend)[:, None]
-            self._world_box = (np.minimum(w0, w1) - pad, np.maximum(w0, w1) + pad)
+            centre, extent = 0.5 * (lo + hi), 0.5 * (hi - lo)
+            half = _length(extent)
+            rot0, rot1 = frames.rot0[f], frames.rot1[f]
+            w0 = _frames.apply(rot0, centre) + frames.pos0[f]
+            w1 = _frames.apply(rot1, centre) + frames.pos1[f]
+            # The row's local box turned with its frame, at each end: the exact world
+            # boxes of the turned boxes (|R| times the half-extents). Each point of the row
+            # goes from the one to the other along a chord, which the two boxes' own box
+            # holds, straying from it by at most its arc's sagitta, (angle^2 / 8) times its
+            # distance from the frame's origin. (The sphere round the row held it too, but
+            # a long or flat row's far from tightly: a sensor box 800 x 800 x 40 under a
+            # level was met by every body above it, 60 units over its top.)
+            e0 = _frames.apply(np.abs(rot0), extent)
+            e1 = _frames.apply(np.abs(rot1), extent)
+            bend = (turn**2 * (_length(centre) + half) / 8.0)[:, None]
+            self._world_box = (
+                np.minimum(w0 - e0, w1 - e1) - bend,
+                np.maximum(w0 + e0, w1 + e1) + bend,
+            )
             #: How far any point of each row moves over the pass (bounds a carry).
             reach = _length(centre) + half
             self.shift = _length(w1 - w0) + 2.0 * np.sin(0.5 * turn) * reach
