@@ -2955,3 +2955,49 @@ def test_a_ball_far_above_a_wide_sensor_box_is_no_candidate_of_it(base, ccd, rec
     ball.setFluidPos(0, 0, -30)
     ccd.step()
     assert recorder.names() == ["ball-into-killzone"] and ccd.candidate_count == 1
+
+
+def test_a_kinematic_tables_index_is_kept_while_its_boxes_stay_and_made_again_when_they_move():
+    """Pieces.set_frames keeps the index of rows whose boxes over the pass are the last
+    pass's (a piece at rest) and drops it when they change: the index then made finds the
+    pair the moved row now makes, which the kept one could not."""
+    from panda3d_ccd._frames import Frames
+    from panda3d_ccd._pieces import BOX, Pieces
+
+    lo, hi = np.array([[-1.0, -1, -1]]), np.array([[1.0, 1, 1]])
+    table = Pieces(BOX, (lo, hi), np.ones(1, np.int64), frame=np.zeros(1, np.int64))
+    one = np.array([[1.0, 0, 0, 0]])
+
+    def at(x0, x1):
+        table.set_frames(Frames(one, np.array([[x0, 0, 0]]), one, np.array([[x1, 0, 0]])))
+        return table.index()
+
+    p0, p1 = np.array([[10.0, 0, 0]]), np.array([[10.0, 0, 0.5]])
+
+    def pairs():
+        i, _k = table.index()._sphere_pairs(
+            p0, p1, np.array([0.5]), np.ones(1, np.int64), np.ones(1, bool), np.zeros(1, bool)
+        )
+        return len(i)
+
+    first = at(0.0, 0.0)
+    assert at(0.0, 0.0) is first and pairs() == 0  # at rest: kept
+    moved = at(0.0, 10.0)
+    assert moved is not first and pairs() == 1  # moved onto the ball: made again
+    assert at(10.0, 10.0) is not moved and at(10.0, 10.0) is table.index() and pairs() == 1
+
+
+def test_a_sensor_box_at_rest_for_passes_then_moved_onto_a_ball_reports_it(base, ccd, recorder):
+    """A trigger box the game leaves still for a few passes (its index kept), then moves
+    onto a resting ball: the ball is in it that pass."""
+    render = base.render
+    zone = collision_node(render, "zone", CollisionBox(LPoint3(-1, -1, -1), LPoint3(1, 1, 1)))
+    ccd.add_collision_node(zone, response="sensor")
+    ball = node(render, "ball", (10, 0, 0))
+    ccd.add_sphere(ball, 0.5, response="rewind")
+    for _ in range(4):
+        ccd.step()
+    assert not recorder.names()
+    zone.setPos(10, 0, 0)
+    ccd.step()
+    assert recorder.names() == ["ball-into-zone"]

@@ -590,6 +590,8 @@ class Pieces:
         self._point_data: Float | None = None
         self._ray_grid: tuple[RayGrid, Float] | None = None
         self._local_box: tuple[Float, Float] | None = None
+        #: The rows' world boxes over the pass (kinematic rows), as the index holds them.
+        self._world_box: tuple[Float, Float] | None = None
         #: The skin's cast world of this table (see :func:`~._skin._world_of`), once made.
         self.skin_world: Any = None
         self.set_frames(frames)
@@ -635,16 +637,18 @@ class Pieces:
             e0 = _frames.apply(np.abs(rot0), extent)
             e1 = _frames.apply(np.abs(rot1), extent)
             bend = (turn**2 * (_length(centre) + half) / 8.0)[:, None]
-            self._world_box = (
-                np.minimum(w0 - e0, w1 - e1) - bend,
-                np.maximum(w0 + e0, w1 + e1) + bend,
-            )
+            box = (np.minimum(w0 - e0, w1 - e1) - bend, np.maximum(w0 + e0, w1 + e1) + bend)
+            # Rows whose boxes are those of the last pass (a sensor box read each pass, a
+            # piece at rest) keep its index: only a moving table's is made again.
+            last, self._world_box = self._world_box, box
+            if last is None or not all(map(np.array_equal, last, box)):
+                self._index = None
             #: How far any point of each row moves over the pass (bounds a carry).
             reach = _length(centre) + half
             self.shift = _length(w1 - w0) + 2.0 * np.sin(0.5 * turn) * reach
         else:
             self.shift = np.full(m, np.inf)
-        self._index = None
+            self._index = None
 
     @property
     def extendable(self) -> bool:

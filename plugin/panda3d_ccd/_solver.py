@@ -567,9 +567,12 @@ def _general(
     pairs = _PairSet(
         paths, size, bent, bound_reach, ci[pair_solid], cj[pair_solid], ridable, rider_pad
     )
+    # (A table that met no body and is not asked again, a kinematic piece far from all
+    # of them, takes no part: no pairs to test, in any round.)
     struck = [
         _ObstaclePairs(table, paths, n, qi, qk, solid & ~kin, moving, group)
         for table, (qi, qk) in zip(tables, found)
+        if len(qi) or _extendable(table)
     ]
     for o in struck:
         if _extendable(o.table):
