@@ -533,3 +533,34 @@ def test_broadphase_exports_the_index():
     assert broadphase.StaticIndex is _index.StaticIndex
     with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
         broadphase.Nothing  # noqa: B018
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_few_pairs_tested_all_at_once_equal_the_tree_and_brute_force(seed):
+    """A query of few (query, item) pairs tests them all at once (``_ALL_PAIRS``): the
+    same pairs as the tree's descent and as brute force, for box queries, straight
+    segments and swept boxes, with masks that leave some pairs out."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 40))
+    ilo, ihi = random_boxes(rng, m)
+    imask = rng.choice([1, 2, 3], m)
+    n = int(rng.integers(1, 512 // m + 1))
+    qlo, qhi = queries(rng, n)
+    qmask = rng.choice([1, 2, 3], n)
+    p0 = rng.uniform(-12, 12, (n, 3))
+    p1 = p0 + rng.normal(0, 4, (n, 3))
+    reach = rng.uniform(0, 1, n)
+    split = rng.random(n) < 0.5
+    index = StaticIndex(ilo, ihi, imask)
+    answers = []
+    for most in (_index._ALL_PAIRS, 0):
+        with mock.patch.object(_index, "_ALL_PAIRS", most):
+            answers.append((
+                listed(index.query(qlo, qhi, qmask)),
+                listed(index.sphere_pairs(p0, p1, reach, qmask, split=split)),
+                listed(index.sphere_pairs(p0, p1, reach, qmask)),
+            ))  # fmt: skip
+    assert answers[0] == answers[1]
+    assert answers[0][0] == brute_query(qlo, qhi, ilo, ihi, qmask, imask)
+    assert answers[0][2] == brute_spheres(p0, p1, reach, ilo, ihi, qmask, imask)
+    assert answers[0][0][0] and answers[0][2][0]  # (pairs are found)

@@ -240,6 +240,11 @@ _GRID_SPARE = 1.125
 #: among 100 triangles, 96 against 316 among 300, 103 against 174 among 1,000; from
 #: 3,000 the grid wins, 147 against 205). The demo's level has 210 triangles and 7 capsules.
 _GRID_FEWEST = 1024
+
+#: Up to this many (query, item) pairs, a query tests them all at once rather than
+#: descending the tree: each level of the descent is a test of its own (some thirty numpy
+#: calls), and below this the one wider test costs less than the levels it replaces.
+_ALL_PAIRS = 512
 #: Up to this many items left out of the grid (see ReachGrid.big) are tested against every
 #: segment; more get a tree of their own.
 _BRUTE_BIG = 16
@@ -696,6 +701,17 @@ class StaticIndex:
         that still do. Each item lies in one leaf, so each pair is found once."""
         # The mask test is skipped when some bit is in every mask (the common case).
         masked = self._masked(mask)
+        if r * self.size <= _ALL_PAIRS:
+            # A few items (a kinematic piece's boxes, a level's pillars) and a few queries:
+            # every (query, item) pair at once, one test, the pairs the tree would find (a
+            # node's box holds its items': a pair the test keeps, every ancestor keeps).
+            q = np.repeat(np.arange(r), self.size)
+            slot = np.tile(np.arange(self.size), r)  # (the items fill the first slots)
+            hit = test(q, self._lo, self._hi, slot)
+            if masked:
+                hit &= (np.take(mask, q) & np.take(self._mask, slot)) != 0
+            keep = np.flatnonzero(hit)
+            return np.take(q, keep), np.take(self._ids, np.take(slot, keep))
         # A few queries start below the root, against every node of a level at once: the
         # levels above cost more numpy calls than the wider test does (each level is some
         # ten calls, whatever the frontier's size).
