@@ -547,7 +547,12 @@ def test_few_pairs_tested_all_at_once_equal_the_tree_and_brute_force(seed):
     n = int(rng.integers(1, 512 // m + 1))
     qlo, qhi = queries(rng, n)
     qmask = rng.choice([1, 2, 3], n)
-    p0 = rng.uniform(-12, 12, (n, 3))
+    # Half the queries start at an item (some pairs are sure to be found).
+    near = (rng.random(n) < 0.5) | (np.arange(n) == 0)
+    at = 0.5 * (ilo + ihi)[rng.integers(0, m, n)]
+    qlo[near], qhi[near] = at[near] - 0.1, at[near] + 0.1
+    qmask[0] = 3
+    p0 = np.where(near[:, None], at, rng.uniform(-12, 12, (n, 3)))
     p1 = p0 + rng.normal(0, 4, (n, 3))
     reach = rng.uniform(0, 1, n)
     split = rng.random(n) < 0.5
