@@ -538,9 +538,16 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     lo3, hi3 = F.stack([lo] * 3), F.stack([hi] * 3)
     nearest = np.maximum(h0 + lo3 * dh, h0 + hi3 * dh)
     alive = nearest >= -reach * size_in
-    # Wholly beyond a line (and the triangle has a plane): the least distance in space.
-    beyond = (nearest < 0) & F.stack([has_plane] * 3)
-    alive &= ~beyond | (_least_squared(h0, dh, size_in, s0, ds, area2, lo3, hi3) <= reach * reach)
+    # Wholly beyond a line but within r of it (and the triangle has a plane): the least
+    # distance in space decides. (Only those entries: on a large batch most are not.)
+    ask = np.flatnonzero(alive & (nearest < 0) & F.stack([has_plane] * 3))
+    if len(ask):
+        row = ask % len(r)
+        least = _least_squared(
+            h0.take(ask), dh.take(ask), size_in.take(ask), s0.take(row), ds.take(row),
+            area2.take(row), lo.take(row), hi.take(row),
+        )  # fmt: skip
+        alive[ask[least > reach.take(ask) ** 2]] = False
     # Rates of the distances to the corners, with a margin far above their rounding in the
     # exact stage.
     closing = F.dot(w, v3) <= F.stack([speed * slack] * 3)
@@ -557,17 +564,14 @@ def _least_squared(
     h0: Float, dh: Float, size_in: Float, s0: Float, ds: Float, area2: Float, lo: Float,
     hi: Float,
 ) -> Float:
-    """(3 k,) for each edge of each row (stacked, see F.stack), the least over times lo to
-    hi of the centre's squared distance to the edge's line in the plane (its heights over
-    the line ``h0 + t dh`` in units of ``size_in``, where it is beyond the line) and to the
-    plane at once (its heights ``s0 + t ds`` (k,) in units of ``area2``); rows with a plane
-    only (``area2`` > 0). Both distances are linear in t: the least of the sum of their
-    squares is at the vertex of a parabola, or at an end of the interval."""
-    # (An edge of no length has h0 = dh = 0; a row with no plane is not asked.)
-    size_in = np.where(size_in > 0, size_in, 1.0)
-    area2 = np.where(area2 > 0, area2, 1.0)
+    """(q,) for q (row, edge) entries of a row's path beyond an edge's line, the least over
+    times lo to hi of the centre's squared distance to that line in the plane (its heights
+    over the line ``h0 + t dh`` in units of ``size_in`` > 0) and to the plane at once (its
+    heights ``s0 + t ds`` in units of ``area2`` > 0). Both distances are linear in t: the
+    least of the sum of their squares is at the vertex of a parabola, or at an end of the
+    interval."""
     x0, dx = h0 / size_in, dh / size_in
-    y0, dy = F.stack([s0 / area2] * 3), F.stack([ds / area2] * 3)
+    y0, dy = s0 / area2, ds / area2
     curve = dx * dx + dy * dy
     t = -(x0 * dx + y0 * dy) / np.where(curve > 0, curve, 1.0)
     t = np.minimum(np.maximum(t, lo), hi)
