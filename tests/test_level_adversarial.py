@@ -3001,3 +3001,59 @@ def test_a_sensor_box_at_rest_for_passes_then_moved_onto_a_ball_reports_it(base,
     zone.setPos(10, 0, 0)
     ccd.step()
     assert recorder.names() == ["ball-into-zone"]
+
+
+def _half_pipe(radius=4.0, rings=20, around=24, length=2.0):
+    """(m, 3, 3) triangles of a half-pipe along x: the lower half of the circle of
+    ``radius`` about the line y = 0, z = radius, its fronts facing the line."""
+    ang = np.linspace(-np.pi / 2, np.pi / 2, around + 1)
+    y, z = radius * np.sin(ang), radius * (1 - np.cos(ang))
+    tris = []
+    for i in range(rings):
+        x0, x1 = i * length, (i + 1) * length
+        for j in range(around):
+            p = [(x0, y[j], z[j]), (x1, y[j], z[j]), (x1, y[j + 1], z[j + 1]),
+                 (x0, y[j + 1], z[j + 1])]  # fmt: skip
+            tris += [(p[0], p[2], p[3]), (p[0], p[1], p[2])]
+    return np.array(tris)
+
+
+def test_a_ball_through_a_one_sided_half_pipe_from_behind_keeps_its_overlap_never_deeper(
+    base, ccd
+):
+    """A tester's marble run: a marble flying into a one-sided half-pipe through the back
+    of its wall passes (one-sided) and ends the frame in front of the wall, overlapping it
+    by 0.15 of its 0.4, with no contact (its centre crossed the plane where the face was
+    nearest and went on away from it). Pressed along the wall after that, the slide keeps
+    that overlap, no deeper than the slop, frame after frame (exact distances to the
+    triangles); moved away from the wall, it goes. (README: one-sided triangles.)"""
+    render = base.render
+    tris = _half_pipe()
+    node_ = collision_node(render, "pipe", *[CollisionPolygon(*(LPoint3(*v) for v in t))
+                                              for t in tris])  # fmt: skip
+    ccd.add_collision_nodes(node_, static=True)
+    ball = node(render, "ball", (9.322, 6.077, 1.464))  # behind the wall (outside)
+    r = 0.4
+    ccd.add_sphere(ball, r, response="slide")
+    ccd.step()
+
+    def depth():
+        p = np.array(tuple(ball.getPos()))
+        k = len(tris)
+        d, h, _ = level_oracle.triangle_distance(np.tile(p, (k, 1)), *tris.transpose(1, 0, 2))
+        j = int(np.argmin(d))
+        return r - d[j], h[j]
+
+    ball.setFluidPos(18.416, 2.809, 1.525)
+    assert not ccd.step()
+    entered, front = depth()
+    assert 0.1 < entered < 0.2 and front > 0  # in front, overlapping
+    slop = SLOP_REL * 30
+    for _ in range(6):
+        ball.setFluidPos(ball.getPos() + LVector3(0.5, 0.1, -0.1))  # along, pressed outward
+        contacts = ccd.step()
+        assert [c.feature for c in contacts] == ["face"] and contacts[0].t == 0.0
+        assert depth()[0] <= entered + slop
+        assert ball.getX() > 18.9  # it slides on
+    ball.setFluidPos(ball.getPos() + LVector3(0, -0.5, 0.6))
+    assert not ccd.step() and depth()[0] < 0
