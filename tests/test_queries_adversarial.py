@@ -87,7 +87,11 @@ def first_approach_t(center, radius, p0, p1):
 
 
 def assert_batch_is_single(ccd, radius, a, b, **kw):
-    """Row for row, the batch form's answer is the single form's, exactly."""
+    """Row for row, the batch form's answer is the single form's: the same collider, point
+    and normal; the same t, exactly, where a batch of 256 rays or more hits a static
+    polygon (each ray walks the mesh's grid whole; in ``_mixed_scene`` the odd-numbered
+    nodes are static), and to the last bits elsewhere (a batch casts in pieces along their
+    length, and a piece's t is scaled back onto the whole cast: README, *Scene queries*)."""
     res = ccd.sweep_test_batch(radius, a, b, **kw) if radius else ccd.ray_test_batch(a, b, **kw)
     for i in range(len(a)):
         if radius:
@@ -98,7 +102,13 @@ def assert_batch_is_single(ccd, radius, a, b, **kw):
             assert res.t[i] == math.inf and res.collider[i] == -1, i
             assert np.isnan(res.point[i]).all() and np.isnan(res.normal[i]).all()
         else:
-            assert res.t[i] == c.getT(), i
+            name = c.getIntoNodePath().getName()
+            polygon = isinstance(c.getIntoSolid(), CollisionPolygon)
+            walked = radius == 0 and len(a) >= 256 and polygon
+            if walked and name[1:].isdigit() and int(name[1:]) % 2:
+                assert res.t[i] == c.getT(), i
+            else:
+                assert res.t[i] == pytest.approx(c.getT(), rel=4e-16 * 8, abs=1e-300), i
             assert res.nodes[res.collider[i]] == c.getIntoNodePath(), i
             # The Contact keeps float32 vectors; the batch float64.
             np.testing.assert_allclose(
