@@ -1367,3 +1367,93 @@ def test_the_culls_drop_only_rows_that_never_come_within_r(seed):
     assert (least <= r[d]).any() and (least > r[d]).any()  # (both kinds are dropped)
     t = sphere_triangle_toi(c0[d], c1[d], r[d], a[d], b[d], c[d], two_sided=True)
     assert np.isinf(t).all()
+
+
+# Rows a reviewer found (c0, c1, a, b, c, (r, two_sided)): a sphere coming within r of the
+# edge a-b of a sliver (|e1 x e2| 1e-12 to 3e-12 of its longest edge squared), whose
+# computed normal is off square to its edges by up to 3e-5: the cull's test in space,
+# asked of it, dropped each contact.
+_SLIVER_ROWS = [
+    [[-4.2191543419430405e-02, -1.1938323991779524e-02, 1.4509946347527473e-02],
+     [-4.1373875109916601e-02, -1.3787159163141258e-02, 1.3784188161293402e-02],
+     [-4.5940876780507671e-02, -3.5692397143023912e-03, 1.7785782269458750e-02],
+     [-4.0497372714505958e-02, -1.5868037724909155e-02, 1.2958732698091068e-02],
+     [-4.8647782109998670e-02, 2.5466153447934545e-03, 2.0186141679828216e-02],
+     [4.3146703243697728e-05, 1.0]],
+    [[-1.2189822092056937e-01, 8.2518119376900838e+00, -3.3887259047428082e+00],
+     [-1.1538463637076851e-01, 8.2680140504949673e+00, -3.3710743496373161e+00],
+     [-1.0804539343101591e-01, 8.2859517230016504e+00, -3.3511758566849359e+00],
+     [-1.2065539754314723e-01, 8.2544867545527403e+00, -3.3853455479569412e+00],
+     [-1.1662306627958823e-01, 8.2645483829913573e+00, -3.3744190238130956e+00],
+     [2.9106104815568616e-04, 1.0]],
+    [[2.386229511586258, 14.52469233488325, 26.804225936376447],
+     [3.416883909066854, 13.755038374940915, 27.472906967307004],
+     [4.907289847087333, 12.641733455861553, 28.440295515867287],
+     [2.8730120958241683, 14.160769874709397, 27.12058259688463],
+     [2.517006583520484, 14.426606404733606, 26.889628355992254],
+     [0.0004949352441084911, 0.0]],
+    [[10.617777025309842, 8.728649416191228, 16.27913066456495],
+     [10.581159399480406, 8.771819796958738, 16.318197003814806],
+     [19.975457210282617, -2.7364165224836583, 5.190760085186455],
+     [8.028007755804826, 11.896369264822441, 19.334406900190405],
+     [3.793898168626253, 17.08214710171551, 24.34683660781709],
+     [0.00424322112436913, 0.0]],
+    [[2.5733420195426113, 1.7600937425317564, -1.8432850565250993],
+     [-15.143532353154647, -9.30647405637301, 12.708784727750949],
+     [0.08976866699428518, 0.20606824748262276, 0.20637590599154637],
+     [-17.432555868626444, -10.737646241308198, 14.593851612407313],
+     [-12.314587809240914, -7.541176441296353, 10.391518698672986],
+     [0.0043671481721208865, 1.0]],
+]  # fmt: skip
+
+
+def test_a_sphere_grazing_into_a_slivers_edge_is_a_contact():
+    """The reviewer's rows: each path comes within r of the sliver's edge a-b (an
+    independent oracle: the least distance of the path to that segment, an upper bound on
+    its distance to the triangle), and the kernel reports each contact."""
+    for c0, c1, a, b, c, (r, two) in _SLIVER_ROWS:
+        c0, c1, a, b, c = (np.array(x) for x in (c0, c1, a, b, c))
+
+        def to_edge(q, a=a, b=b):
+            ends = np.tile(a, (len(q), 1)), np.tile(b, (len(q), 1))
+            return level_oracle.segment_distance(q, *ends)
+
+        least = level_oracle.min_on_segment(to_edge, c0[None], c1[None])[0]
+        assert least < r
+        t = sphere_triangle_toi(c0[None], c1[None], r, a, b, c, two_sided=bool(two))
+        assert np.isfinite(t[0])
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_culls_keep_every_contact_of_slivers(seed):
+    """Spheres passing near the long edges of slivers of every thinness (|e1 x e2| from
+    1e-12 to 1e-3 of the longest edge squared) and every size: the kernel's answers are
+    those of the kernel with the cull's test in space never asked, row for row."""
+    rng = np.random.default_rng(seed)
+    n = 60_000
+    size = 10.0 ** rng.uniform(-2, 2, n)
+    thin = 10.0 ** rng.uniform(-11.95, -3, n)
+    along = rng.normal(size=(n, 3))
+    along /= np.linalg.norm(along, axis=1)[:, None]
+
+    def square(v):
+        v = v - (v * along).sum(1)[:, None] * along
+        return v / np.linalg.norm(v, axis=1)[:, None]
+
+    up, out = square(rng.normal(size=(n, 3))), square(rng.normal(size=(n, 3)))
+    a = rng.normal(size=(n, 3)) * 10.0 ** rng.uniform(-2, 2, n)[:, None]
+    b = a + size[:, None] * along
+    c = a + (size * rng.uniform(-0.5, 1.5, n))[:, None] * along + (size * thin)[:, None] * up
+    r = size * 10.0 ** rng.uniform(-4, 0, n)
+    c0 = a + (rng.uniform(-0.3, 1.3, n) * size)[:, None] * along
+    c0 += (r * rng.uniform(1.0, 2.0, n))[:, None] * out
+    c1 = a + (rng.uniform(-0.3, 1.3, n) * size)[:, None] * along
+    c1 += (r * rng.uniform(0.0, 1.0, n))[:, None] * out
+    two = rng.random(n) < 0.5
+    with_test = tri_mod._sweep(c0, c1, r, a, b, c, two)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tri_mod, "_SHAPED", np.inf)
+        without = tri_mod._sweep(c0, c1, r, a, b, c, two)
+    np.testing.assert_array_equal(with_test.t, without.t)
+    np.testing.assert_array_equal(with_test.index, without.index)
+    assert np.isfinite(with_test.t).sum() > n // 10  # (contacts are met)

@@ -52,6 +52,11 @@ _BLOCK = 16384
 #: that would keep many rows alive.
 _CULL_SLACK = 1e-9
 
+#: The cull's test in space asks only triangles whose area (twice it, |e1 x e2|) is at
+#: least this much of the longest edge squared: a sliver's computed normal is too far off
+#: square to its edges for it (see _cull_gathered).
+_SHAPED = 1e-5
+
 
 def sphere_triangle_toi(
     c0: ArrayLike,
@@ -538,9 +543,14 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     lo3, hi3 = F.stack([lo] * 3), F.stack([hi] * 3)
     nearest = np.maximum(h0 + lo3 * dh, h0 + hi3 * dh)
     alive = nearest >= -reach * size_in
-    # Wholly beyond a line but within r of it (and the triangle has a plane): the least
-    # distance in space decides. (Only those entries: on a large batch most are not.)
-    ask = np.flatnonzero(alive & (nearest < 0) & F.stack([has_plane] * 3))
+    # Wholly beyond a line but within r of it: the least distance in space decides (only
+    # those entries: on a large batch most are not), where the triangle is no sliver: its
+    # normal, a cross product of two nearly parallel edges, is then off square to them by
+    # up to the rounding over its size (a reviewer's slivers, |n| 2e-12 of the longest edge
+    # squared, had it off by up to 3e-5, and contacts were dropped): at 1e-5 of it, by
+    # less than 1e-10, far within the slack.
+    shaped = area2 > _SHAPED * longest2
+    ask = np.flatnonzero(alive & (nearest < 0) & F.stack([shaped] * 3))
     if len(ask):
         row = ask % len(r)
         least = _least_squared(
