@@ -161,10 +161,12 @@ class PieceNodes:
         keep = np.flatnonzero(ok)
         quat1, pos1 = quat1[keep], pos1[keep]
         quat0, pos0 = quat1.copy(), pos1.copy()
-        for f, node in enumerate(live):
-            if node.prev is not None:
-                quat0[f], pos0[f] = node.prev
-            node.prev = (quat1[f], pos1[f])
+        back = [f for f, node in enumerate(live) if node.prev is not None]
+        if back:
+            quat0[back] = [live[f].prev[0] for f in back]
+            pos0[back] = [live[f].prev[1] for f in back]
+        for node, q, p in zip(live, quat1, pos1):
+            node.prev = (q, p)
         frames = Frames(quat0, pos0, quat1, pos1)
         for table in self._kinematic[1]:
             table.set_frames(frames)
@@ -181,16 +183,13 @@ class PieceNodes:
             ts = _net(node.nodepath, render)
             placed = None if ts is None else _placement(ts)
             scale: tuple[float, ...] = (1.0, 1.0, 1.0)
+            good = False
             if placed is not None:
                 q, scale = placed
-                quat[f] = (q.getR(), q.getI(), q.getJ(), q.getK())
-                pos[f] = tuple(ts.getPos())
-            # A non-finite scale (setScale(inf), or a parent's) would scale every row by it.
-            good = bool(
-                np.isfinite(quat[f]).all()
-                and np.isfinite(pos[f]).all()
-                and all(map(math.isfinite, scale))
-            )
+                quat[f] = numbers = (q.getR(), q.getI(), q.getJ(), q.getK())
+                pos[f] = place = tuple(ts.getPos())
+                # A non-finite scale (setScale(inf), or a parent's) would scale every row.
+                good = all(map(math.isfinite, (*numbers, *place, *scale)))
             if not good and not node.bad:
                 warn(f"{node.nodepath} has a non-finite transform; skipped until it is finite")
             node.bad = not good

@@ -589,7 +589,9 @@ class Pieces:
         self._index: StaticIndex | None = None
         self._point_data: Float | None = None
         self._ray_grid: tuple[RayGrid, Float] | None = None
-        self._local_box: tuple[Float, Float] | None = None
+        #: The rows' local boxes as (m, 3) centres and half-extents, and (m,) the farthest
+        #: a point of each lies from its frame's origin (kinematic rows), once made.
+        self._local_box: tuple[Float, Float, Float] | None = None
         #: The rows' world boxes over the pass (kinematic rows), as the index holds them.
         self._world_box: tuple[Float, Float] | None = None
         #: The skin's cast world of this table (see :func:`~._skin._world_of`), once made.
@@ -620,10 +622,11 @@ class Pieces:
         self.turning = self.moving & (turn > 0)
         if self.spec.bounds is not None:
             if self._local_box is None:
-                self._local_box = self.spec.bounds(*self.geometry)
-            lo, hi = self._local_box
-            centre, extent = 0.5 * (lo + hi), 0.5 * (hi - lo)
-            half = _length(extent)
+                lo, hi = self.spec.bounds(*self.geometry)
+                centre, extent = 0.5 * (lo + hi), 0.5 * (hi - lo)
+                # (And how far a point of each row lies from the frame's origin, at most.)
+                self._local_box = (centre, extent, _length(centre) + _length(extent))
+            centre, extent, far = self._local_box
             rot0, rot1 = frames.rot0[f], frames.rot1[f]
             w0 = _frames.apply(rot0, centre) + frames.pos0[f]
             w1 = _frames.apply(rot1, centre) + frames.pos1[f]
@@ -636,7 +639,7 @@ class Pieces:
             # level was met by every body above it, 60 units over its top.)
             e0 = _frames.apply(np.abs(rot0), extent)
             e1 = _frames.apply(np.abs(rot1), extent)
-            bend = (turn**2 * (_length(centre) + half) / 8.0)[:, None]
+            bend = (turn**2 * far / 8.0)[:, None]
             box = (np.minimum(w0 - e0, w1 - e1) - bend, np.maximum(w0 + e0, w1 + e1) + bend)
             # Rows whose boxes are those of the last pass (a sensor box read each pass, a
             # piece at rest) keep its index: only a moving table's is made again.
@@ -644,8 +647,7 @@ class Pieces:
             if last is None or not all(map(np.array_equal, last, box)):
                 self._index = None
             #: How far any point of each row moves over the pass (bounds a carry).
-            reach = _length(centre) + half
-            self.shift = _length(w1 - w0) + 2.0 * np.sin(0.5 * turn) * reach
+            self.shift = _length(w1 - w0) + 2.0 * np.sin(0.5 * turn) * far
         else:
             self.shift = np.full(m, np.inf)
             self._index = None
