@@ -2656,31 +2656,32 @@ def _objects(values: list[Any]) -> np.ndarray:
     return np.fromiter(values, object, len(values))
 
 
-def _vec3s(vectors: Iterable[Any], m: int) -> np.ndarray:
-    """(m, 3) float64 array of m Panda3D float32 vectors.
+def _float32s(array: Any, values: Iterable[Any], shape: tuple[int, ...]) -> np.ndarray:
+    """The float32 components of Panda3D ``values`` (vectors, matrices), pushed into a new
+    Panda3D ``array`` type (a PTA of their type), as an array of ``shape``.
 
     Panda3D 1.10's vectors have no buffer protocol, and reading their components one by one
     from Python costs ~0.8 us a vector; pushed into a PTA_LVecBase3f (which has one) they
     are copied in C++ for almost nothing (measured 0.22 us a vector, getPos included).
     """
-    pta = PTA_LVecBase3f()
-    deque(map(pta.pushBack, vectors), maxlen=0)
-    return np.frombuffer(pta, np.float32).reshape(m, 3).astype(np.float64)
+    pta = array()
+    deque(map(pta.pushBack, values), maxlen=0)
+    return np.frombuffer(pta, np.float32).reshape(shape)
+
+
+def _vec3s(vectors: Iterable[Any], m: int) -> np.ndarray:
+    """(m, 3) float64 array of m Panda3D float32 vectors (see :func:`_float32s`)."""
+    return _float32s(PTA_LVecBase3f, vectors, (m, 3)).astype(np.float64)
 
 
 def _vec4s(vectors: Iterable[Any], m: int) -> np.ndarray:
-    """(m, 4) float64 array of m Panda3D float32 4-vectors (quaternions: r, i, j, k), as
-    :func:`_vec3s`."""
-    pta = PTA_LVecBase4f()
-    deque(map(pta.pushBack, vectors), maxlen=0)
-    return np.frombuffer(pta, np.float32).reshape(m, 4).astype(np.float64)
+    """(m, 4) float64 array of m Panda3D float32 4-vectors (quaternions: r, i, j, k)."""
+    return _float32s(PTA_LVecBase4f, vectors, (m, 4)).astype(np.float64)
 
 
 def _mat4s(matrices: Iterable[Any], m: int) -> np.ndarray:
     """(m, 4, 4) float32 array of m Panda3D matrices (row-vector convention, as stored)."""
-    pta = PTA_LMatrix4f()
-    deque(map(pta.pushBack, matrices), maxlen=0)
-    return np.frombuffer(pta, np.float32).reshape(m, 4, 4)
+    return _float32s(PTA_LMatrix4f, matrices, (m, 4, 4))
 
 
 def _widened(part: np.ndarray, rows: np.ndarray, whole: np.ndarray) -> np.ndarray:
