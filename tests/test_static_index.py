@@ -11,6 +11,7 @@ tests so that small meshes also build deep trees with partly empty leaves.
 from __future__ import annotations
 
 import doctest
+import math
 from unittest import mock
 
 import numpy as np
@@ -569,3 +570,64 @@ def test_few_pairs_tested_all_at_once_equal_the_tree_and_brute_force(seed):
     assert answers[0][0] == brute_query(qlo, qhi, ilo, ihi, qmask, imask)
     assert answers[0][2] == brute_spheres(p0, p1, reach, ilo, ihi, qmask, imask)
     assert answers[0][0][0] and answers[0][2][0]  # (pairs are found)
+
+
+def _slab_reference(origin, inv, grow, q, lo, hi):
+    """The slab test of each (segment, box) pair in plain Python floats: the same IEEE
+    operations per element; a nan anywhere (an empty slot) is no hit."""
+    out = []
+    for j, s in enumerate(q.tolist()):
+        enter, leave = [], []
+        for axis in range(3):
+            g, o, iv = float(grow[s]), float(origin[axis, s]), float(inv[axis, s])
+            t1 = (float(lo[axis, j]) - g - o) * iv
+            t2 = (float(hi[axis, j]) + g - o) * iv
+            enter.append(min(t1, t2))
+            leave.append(max(t1, t2))
+        if any(math.isnan(t) for t in enter + leave):
+            out.append(False)
+            continue
+        near, far = max(enter), min(leave)
+        out.append(near <= far and near <= 1.0 and far >= 0.0)
+    return np.array(out, bool)
+
+
+@pytest.mark.parametrize("pairs", [1, 37, _index._FUSED_SLABS, _index._FUSED_SLABS + 1, 5000])
+def test_the_slab_test_on_whole_blocks_and_by_axis_equals_plain_floats(pairs):
+    """Few (segment, box) pairs are slab-tested on (3, p) blocks, many an axis at a time:
+    both give what plain floats give pair by pair, with segments still along an axis (a
+    huge inverse), boxes touched at a segment's very end, and empty (nan) slots."""
+    rng = np.random.default_rng(pairs)
+    n = 50
+    p0 = rng.uniform(-10, 10, (n, 3))
+    p1 = p0 + rng.normal(0, 5, (n, 3))
+    p1[: n // 4, 0] = p0[: n // 4, 0]  # still along x
+    origin, inv, grow, _scale = _index._segments(p0, p1, rng.uniform(0, 1, n))
+    q = rng.integers(0, n, pairs)
+    lo = rng.uniform(-12, 12, (3, pairs))
+    hi = lo + rng.uniform(0, 4, (3, pairs))
+    end = rng.random(pairs) < 0.2  # boxes whose low corner is a segment's end, exactly
+    lo[:, end] = p1[q[end]].T
+    lo[:, rng.random(pairs) < 0.1] = np.nan
+    got = _index._crosses_gathered(origin, inv, grow, q, lo, hi)
+    np.testing.assert_array_equal(got, _slab_reference(origin, inv, grow, q, lo, hi))
+    if pairs > 1:
+        assert got.any() and not got.all()
+
+
+def test_morton_codes_interleave_the_bits_of_the_three_axes():
+    rng = np.random.default_rng(3)
+    lo = rng.uniform(-50, 50, (3, 200))
+    hi = lo + rng.uniform(0, 3, (3, 200))
+    codes = _index._morton(lo, hi)
+    centre = lo * 0.5 + hi * 0.5
+    low = centre.min(axis=1)
+    span = (centre.max(axis=1) * 0.5 - low * 0.5).max()
+    top = float(2**_index._MORTON_BITS - 1)
+    cells = np.clip((centre - low[:, None]) * 0.5 / span * top, 0, top).astype(np.uint64)
+    for code, (x, y, z) in zip(codes.tolist(), cells.T.tolist()):
+        want = 0
+        for bit in range(_index._MORTON_BITS):
+            for value, shift in ((x, 2), (y, 1), (z, 0)):
+                want |= ((value >> bit) & 1) << (3 * bit + shift)
+        assert code == want
