@@ -22,6 +22,16 @@ def test_length_is_numpys_norm_bit_for_bit(rows):
         assert np.array_equal(_arrays.length(rows), np.linalg.norm(rows, axis=1), equal_nan=True)
 
 
+@pytest.mark.parametrize("k", [0, 1, 5000])
+def test_lengths_are_each_arrays_norm_bit_for_bit(rows, k):
+    parts = rows[:k], rows[::-1][:k], rows[:k] * 3.0
+    with np.errstate(over="ignore", under="ignore"):
+        got = _arrays.lengths(*parts)
+        assert len(got) == 3
+        for part, size in zip(parts, got):
+            assert np.array_equal(size, np.linalg.norm(part, axis=1), equal_nan=True)
+
+
 def test_row_max_is_numpys_max_nan_included(rows):
     assert np.array_equal(_arrays.row_max(rows), rows.max(axis=1), equal_nan=True)
     assert np.isnan(_arrays.row_max(rows)[:50]).all()

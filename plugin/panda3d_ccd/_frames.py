@@ -13,7 +13,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from ._arrays import cross, length, norm
+from ._arrays import cross, length, lengths, norm
 
 Float = NDArray[np.float64]
 Int = NDArray[np.int64]
@@ -141,5 +141,5 @@ class Frames:
         turn's axis (``axis``) the path is linear: it strays only across the axis.
         """
         w = self.angle[f] * (t1 - t0)
-        big = np.maximum(length(y0), length(y1))
-        return (w * w * big + 2.0 * w * length(y1 - y0)) / 8.0
+        size0, size1, drift = lengths(y0, y1, y1 - y0)
+        return (w * w * np.maximum(size0, size1) + 2.0 * w * drift) / 8.0

@@ -32,6 +32,7 @@ from . import _frames
 from ._arrays import cross as _cross
 from ._arrays import largest_abs
 from ._arrays import length as _length
+from ._arrays import lengths as _lengths
 from ._frames import Frames
 from ._index import StaticIndex, _padded
 from ._obstacles import Response
@@ -1081,7 +1082,7 @@ def _grown_in_plane(
     a, b, c = geometry[:3]
     cross = _cross(b - a, c - a)
     twice_area = _length(cross)
-    sides = _length(c - b), _length(a - c), _length(b - a)
+    sides = _lengths(c - b, a - c, b - a)
     perimeter = sides[0] + sides[1] + sides[2]
     with np.errstate(divide="ignore", invalid="ignore"):
         along = np.abs(np.einsum("ij,ij->i", cross, axis)) / twice_area
@@ -1092,7 +1093,7 @@ def _grown_in_plane(
         )
         # A corner moves by its distance from the incentre times the growth over the
         # inradius: sharp corners (far from the incentre) would reach far.
-        corner = np.maximum.reduce([_length(a - centre), _length(b - centre), _length(c - centre)])
+        corner = np.maximum.reduce(_lengths(a - centre, b - centre, c - centre))
         sharp = corner * perimeter / twice_area  # the farthest corner over the inradius
     # Faces along the axis, slivers and sharp corners keep the ball.
     grow = (scale <= _MOST_GROWTH) & (sharp <= _SHARPEST) & (normal_dev < 0.5 * dev)
