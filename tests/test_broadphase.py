@@ -858,3 +858,30 @@ def test_boxes_touching_exactly_on_the_sweep_axis_pair_up(sweep):
         broadphase._box_pairs(boxes, 4, found)
     keys = sorted(np.concatenate(found).tolist())
     assert keys == [0 * 4 + 1, 1 * 4 + 2]
+
+
+def test_cells_of_a_sparse_scene_sort_by_several_digits():
+    """Cell keys past 16 bits (a sparse scene: pairs of spheres scattered over a wide
+    region, some still) are sorted a 16-bit digit at a time: the pairs are brute force's."""
+    rng = np.random.default_rng(11)
+    half = 1000
+    p0 = rng.uniform(0, 400, (half, 3))
+    p0 = np.concatenate([p0, p0 + rng.uniform(-0.6, 0.6, (half, 3))])
+    p1 = p0 + rng.normal(0, 0.2, p0.shape)
+    radius = np.full(len(p0), 0.5)
+    moving = rng.random(len(p0)) < 0.7
+    bounds = []
+    radix_order = broadphase._radix_order
+    with (
+        mock.patch.object(broadphase, "_SWEEP_MAX", 0),  # the cells, not sort and sweep
+        mock.patch.object(
+            broadphase, "_radix_order", lambda key, top: bounds.append(top) or radix_order(key, top)
+        ),
+    ):
+        i, j = sphere_pairs(p0, p1, radius, moving=moving)
+    assert len(bounds) == 1 and bounds[0] > 1 << 16  # the cells took them, by two digits
+    bi, bj = brute_sphere_pairs_fast(p0, p1, radius)
+    keep = moving[bi] | moving[bj]
+    assert len(i) > 300
+    np.testing.assert_array_equal(i, bi[keep])
+    np.testing.assert_array_equal(j, bj[keep])
