@@ -428,11 +428,13 @@ def test_collision_node_errors(base, ccd):
 
 def test_remove_and_teleport_of_unknown_nodes(base, ccd):
     ball = node(base.render, "ball")
-    unknown = r"^nodepath render/ball is not registered, nor the target of a registered node$"
-    with pytest.raises(ValueError, match=unknown):
-        ccd.remove(ball)
-    with pytest.raises(ValueError, match=unknown[:-1] + ", nor above one$"):
-        ccd.teleport(ball)
+    unknown = (
+        r"^nodepath render/ball is not registered, nor the target of a registered node, "
+        r"nor above one$"
+    )
+    for call in (ccd.remove, ccd.teleport):
+        with pytest.raises(ValueError, match=unknown):
+            call(ball)
     for call in (ccd.remove, ccd.teleport):
         with pytest.raises(ValueError, match=r"^nodepath must be a NodePath, got \[1\]$"):
             call([1])
@@ -1602,13 +1604,28 @@ def test_a_carrier_removed_leaves_its_carried_body_on_its_own(base, ccd, recorde
     render = base.render
     wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
     tank, turret = tank_with_turret(ccd, render)
-    ccd.remove(tank)
+    ccd.remove(tank, below=False)
     tank.setX(10)
     contacts = ccd.step()
     assert_vec(pos(turret, render), (4.5, 0, 3))
     assert_vec(turret.getPos(), (-5.5, 0, 3))  # written on its own, off its mount
     assert [(c.from_np.getName(), c.t) for c in contacts] == [("turret", pytest.approx(0.45))]
     assert recorder.names() == ["turret-into-wall"]
+
+
+def test_a_carrier_removed_takes_its_carried_body_with_it_by_default(base, ccd, recorder):
+    """remove() forgets the registered nodes below the one given (``below=False`` keeps
+    them, above); anything but a bool there is refused."""
+    render = base.render
+    wall(ccd, render, "wall", (-1, 0, 0), (5, 0, 0))
+    tank, turret = tank_with_turret(ccd, render)
+    with pytest.raises(ValueError, match="^below must be True or False, got 1$"):
+        ccd.remove(tank, below=1)
+    ccd.remove(tank)
+    assert ccd.colliders == 1  # the wall
+    tank.setX(10)
+    assert ccd.step() == [] and recorder.names() == []
+    assert_vec(pos(turret, render), (10, 0, 3))
 
 
 @pytest.mark.parametrize("static", [False, True], ids=["post", "static post"])

@@ -727,6 +727,95 @@ def test_a_body_whose_target_is_removed_is_dropped(base, ccd, recorder, warnings
     assert balanced(stream + names(recorder)) == []
 
 
+def _projectile_with_carried_sensor(ccd, render, x=10.0):
+    """A rewound projectile and, on a child node, a sensor it carries (a larger hit zone),
+    as a game builds one; both meet the zone at the origin once moved there."""
+    shot = node(render, "shot", (x, 0, 0))
+    ccd.add_sphere(shot, 0.2, response="rewind")
+    reach = node(shot, "reach")
+    ccd.add_sphere(reach, 0.5, response="sensor")
+    return shot, reach
+
+
+@pytest.mark.parametrize("removal", ["removeNode", "remove", "remove-then-removeNode"])
+def test_removing_a_projectile_drops_the_sensor_on_its_child(
+    base, ccd, recorder, warnings_seen, removal
+):
+    """removeNode() on a registered node takes its subtree out of the game, and remove()
+    forgets the registered nodes below the one given: the sensor a projectile carries on a
+    child goes with it, its pairs closed, never left registered out of the scene (a
+    tester's game leaked one collider a shot, its pass slower by the hundred)."""
+    render = base.render
+    zone = node(render, "zone")
+    ccd.add_sphere(zone, 3.0, response="sensor")
+    ccd.step()
+    colliders = ccd.colliders
+    for _ in range(5):
+        shot, _reach = _projectile_with_carried_sensor(ccd, render)
+        assert ccd.colliders == colliders + 2
+        ccd.step()
+        shot.setFluidPos(0, 0, 0)
+        ccd.step()
+        if removal == "removeNode":
+            shot.removeNode()
+        elif removal == "remove":
+            ccd.remove(shot)
+        else:
+            ccd.remove(shot)
+            shot.removeNode()
+        ccd.step()
+        assert ccd.colliders == colliders
+    stream = names(recorder)
+    for pair in ("reach-into-zone", "zone-into-reach", "reach-out-zone", "zone-out-reach"):
+        assert stream.count(pair) == 5
+    assert balanced(stream) == [] and warnings_seen == []
+
+
+def test_remove_of_a_node_above_registered_ones_forgets_them_and_nothing_else(
+    base, ccd, recorder
+):
+    """remove() on an unregistered group forgets the registered nodes below it; on a node
+    with nothing registered at or below it, it is a ValueError naming the node."""
+    render = base.render
+    group = node(render, "group")
+    a, b = node(group, "a", (5, 0, 0)), node(group, "b", (-5, 0, 0))
+    ccd.add_sphere(a, 1.0)
+    ccd.add_sphere(b, 1.0)
+    keep = node(render, "keep", (0, 5, 0))
+    ccd.add_sphere(keep, 1.0)
+    ccd.step()
+    ccd.remove(group)
+    assert ccd.colliders == 1
+    with pytest.raises(ValueError, match="render/group is not registered"):
+        ccd.remove(group)
+    keep.setFluidPos(0, 0, 0)
+    other = node(render, "other", (0, -5, 0))
+    ccd.add_sphere(other, 1.0)
+    ccd.step()
+    other.setFluidPos(0, -1.5, 0)
+    ccd.step()
+    assert "keep-into-other" in names(recorder)
+
+
+def test_a_handle_emptied_by_clear_drops_that_node_only(base, ccd, recorder):
+    """NodePath.clear() empties the game's handle without taking the node out of the scene
+    (unlike removeNode()): remove() of that empty handle drops that node as removed, and
+    nothing else with it (the scene's top is never a removed subtree's)."""
+    render = base.render
+    ball = node(render, "ball", (10, 0, 0))
+    ccd.add_sphere(ball, 1.0)
+    others = [node(render, f"o{k}", (0, 4 * k, 0)) for k in range(3)]
+    for other in others:
+        ccd.add_sphere(other, 1.0)
+    ccd.step()
+    ball.clear()
+    ccd.remove(ball)  # an emptied handle: every node whose handle is empty is dropped
+    assert ccd.colliders == 3
+    others[0].setFluidPos(0, 2.5, 0)  # into o1
+    ccd.step()
+    assert "o0-into-o1" in names(recorder)
+
+
 def test_remove_after_remove_node_is_silent_and_balanced(base, ccd, recorder, warnings_seen):
     render = base.render
     zone = node(render, "zone")

@@ -794,19 +794,32 @@ class ContinuousCollision:
             solid=solid,
         )
 
-    def remove(self, nodepath: NodePath) -> None:
-        """Forget every collider of nodepath (or of the nodes registered with it as their
-        ``target``); their open contacts get their out events now."""
+    def remove(self, nodepath: NodePath, *, below: bool = True) -> None:
+        """Forget every collider of nodepath, of the nodes registered with it as their
+        ``target``, and (``below``) of the registered nodes below it: a game object's
+        subtree, as removeNode() takes it (a projectile and the sensor on its child). With
+        ``below=False``, those below stay (a tank's turret, carried by its hull until then,
+        goes on on its own). Their open contacts get their out events now."""
         self._check_alive()
         if not isinstance(nodepath, NodePath):
             raise ValueError(f"nodepath must be a NodePath, got {nodepath!r}")
+        below = _args.flag("below", below)
         if nodepath.isEmpty():
             # The game called removeNode() first: every node whose NodePath the game has
-            # emptied is dropped, which includes this one.
+            # emptied is dropped, which includes this one, with what lies below.
             self._drop_removed()
             return
+        by_node = self._by_node
+        dropped = self._registered(nodepath, none_ok=True)
+        if below:
+            dropped += [node for node in nodepath.findAllMatches("**;+s") if node in by_node]
+        if not dropped:
+            raise ValueError(
+                f"nodepath {nodepath} is not registered, nor the target of a registered node"
+                + (", nor above one" if below else "")
+            )
         owners = set()
-        for registered in self._registered(nodepath):
+        for registered in dict.fromkeys(dropped):
             self._dynamic.pop(registered, None)
             owners |= {e.owner for e in self._by_node.pop(registered)}
         self._forget(owners)
@@ -1456,15 +1469,23 @@ class ContinuousCollision:
 
     def _drop_removed(self, nodes: Iterable[NodePath] | None = None) -> None:
         """Nodes whose registered NodePath, or target, the game emptied (removeNode()):
-        dropped, as by :meth:`remove`. Only ``nodes`` are looked at, if given."""
+        dropped, as by :meth:`remove`, with the registered nodes below them (removeNode()
+        takes the subtree out of the game: a sensor carried on a child of a projectile the
+        game deletes). Only ``nodes`` are looked at, if given."""
         by_node, target_of = self._by_node, self._target_of
-        looked = by_node if nodes is None else nodes
+        looked = list(by_node if nodes is None else nodes)
         gone = [
             nodepath
             for nodepath in looked
             if by_node[nodepath][0].handle.isEmpty()
             or (nodepath in target_of and target_of[nodepath].isEmpty())
         ]
+        if gone:
+            # removeNode() detached each: the top of its subtree is its own (or its
+            # target's). Never the scene's (a NodePath emptied by clear() is not detached).
+            tops = {nodepath.getTop() for nodepath in gone} - {self._render.getTop()}
+            taken = set(gone)
+            gone += [n for n in looked if n not in taken and n.getTop() in tops]
         for nodepath in gone:
             entries = by_node.pop(nodepath, None)
             if entries is None:  # an earlier one's out handler dropped it (remove())
