@@ -662,3 +662,38 @@ def test_a_teleport_in_a_handler_takes_the_next_frames_move_too(base, ccd, recor
         ball.setPos(-10, 0, 0)
         ccd.teleport(ball)
         ccd.step()
+
+
+# ======================================== a bullet that must not stop what it hits
+def test_a_bullet_reports_a_kart_it_hits_through_a_carried_sensor_and_the_kart_drives_on(
+    base, ccd, recorder
+):
+    """A Panda3D pusher moves only its from-object; here two solids that meet both stop.
+    The README's recipe for a bullet that must not stop the kart it hits: its body's
+    masks leave the karts out (walls still stop it), and a sensor carried on a child
+    reports the kart; the game's removeNode() of the bullet takes both."""
+    render = base.render
+    kart = node(render, "kart")
+    ccd.add_sphere(kart, 1.0, response="slide", from_mask=0b0001, into_mask=0b0010)
+    wall = node(render, "wall")
+    ccd.add_plane(wall, WALL, into_mask=0b0101)
+    bullet = node(render, "bullet", (-6, 0, 0))
+    ccd.add_sphere(bullet, 0.2, response="rewind", from_mask=0b0100, into_mask=0)
+    hit = node(bullet, "hit")
+    ccd.add_sphere(hit, 0.2, response="sensor", from_mask=0b0010, into_mask=0)
+    ccd.step()
+    kart.setFluidPos(1.5, 0, 0)  # the kart drives on, +x
+    bullet.setFluidPos(9.0, 0, 0)  # the bullet overtakes it, through it, up to the wall
+    ccd.step()
+    assert tuple(kart.getPos()) == (1.5, 0, 0)  # not stopped by the bullet
+    assert tuple(bullet.getPos()) == pytest.approx((9.0, 0, 0))  # short of the wall
+    assert "hit-into-kart" in recorder.names()
+    assert not any(name.startswith("bullet-into-kart") for name in recorder.names())
+    bullet.setFluidPos(12.0, 0, 0)  # into the wall: stopped touching it
+    ccd.step()
+    assert bullet.getX() == pytest.approx(9.8, abs=1e-5)
+    colliders = ccd.colliders
+    bullet.removeNode()
+    ccd.step()
+    assert ccd.colliders == colliders - 2
+    assert balanced(recorder.names()) == []
