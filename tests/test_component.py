@@ -154,6 +154,26 @@ def test_two_components_need_distinct_task_names(base):
         b.destroy()
 
 
+def test_a_game_that_removes_the_task_drives_the_passes_itself(base, ccd, recorder):
+    """The README's way to run passes from the game's own loop (a fixed step): remove the
+    task by its name; frames then run no pass, step() does."""
+    render = base.render
+    floor(ccd, render)
+    ball = node(render, "ball", (0, 0, 5))
+    ccd.add_sphere(ball, 1.0)
+    ccd.step()
+    base.taskMgr.remove(ccd.task_name)
+    ball.setPos(0, 0, -5)
+    base.taskMgr.step()
+    assert_vec(pos(ball, render), (0, 0, -5))  # no pass ran
+    ball.setPos(0, 0, 5)
+    ccd.teleport(ball)
+    ccd.step()
+    ball.setPos(0, 0, -5)
+    ccd.step()
+    assert_vec(pos(ball, render), (0, 0, 1))
+
+
 def test_the_task_runs_one_pass_per_frame(base, ccd, recorder):
     render = base.render
     floor(ccd, render)
