@@ -399,6 +399,96 @@ def test_squeezed_nodes_names_the_ball_a_lift_crushes_among_others(
     assert [node.getName() for node in ccd.squeezed_nodes] == ["crushed"]
 
 
+@pytest.mark.parametrize("turn", [4.0, 12.0, 30.0])
+def test_a_blade_turning_down_onto_a_ball_on_a_road_pushes_it_along_never_through(
+    base, ccd, turn
+):
+    """A windmill blade (a box turning about a horizontal axis beside the road) comes down
+    onto a slide ball resting on a road of two one-sided polygons, which the game pulls
+    down (gravity) every frame. The wedge of the blade's tilted face and the road is open
+    sideways: the ball is pushed along the road, never squeezed. (A tester's kart game: the
+    slides went back and forth between the two at one instant, the blade's face met again
+    each time, until they ran out and the ball yielded to the blade, 0.15 into the road,
+    and then through it: by four turns a round that never reached the wedge's crease, and
+    then by contacts met again only within the turning sweeps' allowance.)"""
+    from panda3d_ccd._tolerance import TURN_TOLERANCE
+
+    render = base.render
+    road = cnode(render, "road", quad((-20, -20, 0), (20, -20, 0), (20, 20, 0)),
+                 quad((-20, -20, 0), (20, 20, 0), (-20, 20, 0)))  # fmt: skip
+    ccd.add_collision_node(road, static=True)
+    rig = render.attachNewNode("rig")
+    rig.setPos(-6.0, 0, 4.5)
+    lo, hi = np.array([0.6, -1.5, -0.4]), np.array([8.0, 1.5, 0.4])
+    blade = cnode(rig, "blade", CollisionBox(LPoint3(*lo), LPoint3(*hi)))
+    ccd.add_collision_node(blade)
+    rig.setR(-60)
+    kart = render.attachNewNode("kart")
+    body = cnode(kart, "body", CollisionSphere(0, 0, 0.5, 0.5))
+    ccd.add_collision_node(body, response="slide", target=kart)
+    kart.setPos(0, 0.3, 0)
+    ccd.step()
+    r, vz = 0.5, 0.0
+    for _ in range(int(120 / turn)):
+        rig.setR(rig.getR() + turn)
+        vz -= 30 / 60 / 60
+        p0 = kart.getPos()
+        kart.setPos(p0 + LPoint3(0, 0, vz))
+        ccd.step()
+        p = kart.getPos()
+        vz = p.z - p0.z
+        assert ccd.squeezed == 0
+        assert ccd.rounds <= 6
+        assert p.z >= -1e-5  # on the road, never in it
+        local = np.array(rig.getRelativePoint(render, p + LPoint3(0, 0, r)))
+        gap = np.linalg.norm(local - np.clip(local, lo, hi)) - r
+        assert gap >= -TURN_TOLERANCE * r  # out of the blade, to the turning tolerance
+    assert kart.getX() < -3.0  # pushed along the road, out from under the blade
+
+
+@pytest.mark.parametrize("response", ["slide", "rewind"])
+def test_two_balls_stacked_against_a_wall_by_a_turning_arm_yield_in_bounded_rounds(
+    base, ccd, response
+):
+    """Two balls in a row from a one-sided wall, an arm turning 20 degrees a frame about
+    the vertical comes down through them: squeezed (the piece wins, the wall may not), in
+    at most 17 rounds a pass, never capped, and never inside the arm. (The wedge of the
+    arm's tip and the wall is narrow: the exact crease is far along the wall, and is not
+    taken; a contact met again by a ball another ball holds spends its slide: without, a
+    tester's stack went on to the round cap, its top ball 0.34 inside the arm.)"""
+    render = base.render
+    floor = cnode(render, "floor", quad((-10, -10, 0), (10, -10, 0), (10, 10, 0), (-10, 10, 0)))
+    wall = cnode(render, "wall", quad((5, 0, 0), (-5, 0, 0), (-5, 0, 1), (5, 0, 1)))
+    for n in (floor, wall):
+        ccd.add_collision_node(n, static=True)
+    pivot = render.attachNewNode("pivot")
+    pivot.setPos(0, 2, 0)
+    pivot.setH(40)
+    lo, hi = np.array([0.0, -0.08, 0.02]), np.array([1.6, 0.08, 0.9])
+    ccd.add_collision_node(cnode(pivot, "arm", CollisionBox(LPoint3(*lo), LPoint3(*hi))))
+    r, balls = 0.35, []
+    for k, y in enumerate((0.35, 1.05)):
+        m = render.attachNewNode(f"m{k}")
+        ccd.add_collision_node(
+            cnode(m, f"ball{k}", CollisionSphere(0, 0, 0, r)), response=response, target=m
+        )
+        m.setPos(1.0, y + 1e-4, r)
+        balls.append(m)
+    ccd.step()
+    squeezed = 0
+    for _ in range(8):
+        pivot.setH(pivot.getH() - 20)
+        ccd.step()
+        squeezed += ccd.squeezed
+        assert ccd.rounds <= 17
+        assert ccd.capped_passes == 0
+        for m in balls:
+            local = np.array(pivot.getRelativePoint(render, m.getPos()))
+            gap = np.linalg.norm(local - np.clip(local, lo, hi)) - r
+            assert gap >= -1e-5  # never inside the arm
+    assert squeezed > 0
+
+
 @pytest.mark.parametrize("response", ["slide", "rewind"])
 def test_a_ball_squeezed_between_a_lift_and_a_ceiling_yields_in_a_few_rounds(
     base, ccd, response

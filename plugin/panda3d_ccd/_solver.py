@@ -1460,6 +1460,10 @@ def _respond(
     # a moving ramp), then back into the ramp, until its slides ran out.
     all_fixed = np.ones(len(uniq), bool)
     all_fixed[slot[~fixed[order]]] = False
+    # Only fixed surfaces and moving pieces touched (no sphere: see ``unchanged`` below).
+    of_pieces = np.ones(len(uniq), bool)
+    piece = fixed if source is None else fixed | (source >= 0)
+    of_pieces[slot[~piece[order]]] = False
     # What held it (``Paths.held_by``).
     surface = np.where(all_fixed, FIXED, -1 if source is None else source[first_row])
     again = deflect & ~held
@@ -1518,10 +1522,36 @@ def _respond(
             (paths.held_n[lead, j], paths.held_carry[lead, j], same[:, j]) for j in range(HELD)
         ]
         slots.append((latest, latest_carry, held))
+        turns = [remaining.copy()]
         for _ in range(_CORNER_STEPS):
             for nrm, by, on in slots:
                 away = np.einsum("ij,ij->i", remaining - by, nrm)
                 remaining -= np.where(on, np.minimum(away, 0.0), 0.0)[:, None] * nrm
+            turns.append(remaining.copy())
+        # Turns close in on a wedge's crease only by a factor a turn: left a little short
+        # of it, the body meets the surface it went into first again at this instant,
+        # round after round, each a slide, until they run out and it yields to the piece
+        # with room to spare (a windmill's blade coming down at 28 degrees onto a ball on
+        # a one-sided road: into the road, then through it). Where the turns came most of
+        # the way, the nearest motion clear of them all, exactly. Not where they did not
+        # (each turn went nearly as far as the one before, or the crease is further on
+        # than they went): the planes nearly face each other, and their crease is far
+        # along the fixed surface, where the contact's tangent plane no longer stands for
+        # the piece (an arm's tip coming down over a ball against a wall sent it 14 radii
+        # along the wall in one frame). There the turns' answer stays, and the squeeze
+        # goes on as before.
+        # (A last turn that moved nothing left it clear of them all already.)
+        last = _length(turns[-1] - turns[-2])
+        g = np.flatnonzero(held & (last > 0.0) & (last <= 0.6 * _length(turns[1] - turns[0])))
+        if len(g):
+            meant, stepped = turns[0][g], remaining[g]
+            planes = np.stack([nrm[g] for nrm, _, _ in slots], axis=1)
+            offsets = np.stack([np.einsum("ij,ij->i", n[g], by[g]) for n, by, _ in slots], 1)
+            on = np.stack([o[g] for _, _, o in slots], axis=1)
+            clear = _nearest_clear(meant, planes, offsets, on)
+            ok = _row_all(np.isfinite(clear))
+            ok &= _length(clear - stepped) <= _length(stepped - meant)
+            remaining[g[ok]] = clear[ok]
         wedged &= ~held
         # Squeezed: held at this instant by what carries it and by something that does not
         # give way, with no motion clear of them all (a lift rising into a ceiling). It is
@@ -1552,6 +1582,51 @@ def _respond(
         np.maximum.at(ride, np.searchsorted(uniq, group), frame)
         ride = np.where(squeezed, paths.carrier_frame[lead], ride)
     members, slot = rigid.members(uniq)
+    # Held at this instant by something that moves and answered already: a contact met
+    # again at the very start of the segment this instant's answer gave, whose answer is
+    # that same segment, changes nothing (a turning piece's sweep inflated by the stray
+    # of a straight path from its own arc, or a fixed surface's by the arc of one riding
+    # the piece, meets it again where it only touches). It spends no slide, and the body
+    # goes on along that segment: each such contact spent one, in a crease of a turning
+    # piece and a floor, round after round until the slides ran out and the body yielded
+    # to the piece, into the floor, with room to spare. Only between pieces and fixed
+    # surfaces: a sphere met again (or one that moves and holds it at this instant: a
+    # ball that yielded to the piece) is met again because it moved, and the slides
+    # spent on it are what bound those rounds (a stack of balls an arm squeezes against
+    # a wall went on to the round cap, the top one into the arm). (A piece and a fixed
+    # surface met in one round leave what held it unknown: it spends its slide, as before.)
+    unchanged = deflect & ~squeezed & held & (paths.ts[lead] == t) & of_pieces
+    if unchanged.any():
+        moving = (paths.held_carry[lead] != 0.0).any(axis=2)
+        unchanged &= ~(same & moving & (paths.held_by[lead] < 0)).any(axis=1)
+    if unchanged.any():
+        end_now = paths.at(members, t[slot]) + displacement[slot]
+        xe = paths.xe[members]
+        near = _row_all(np.abs(end_now - xe) <= slop(end_now, xe)[:, None])
+        near &= paths.ts[members] == t[slot]
+        # (Where it would ride a turning piece it does not ride yet, it starts to: riding
+        # keeps it out of the piece. It never stops riding for a contact that changes
+        # nothing else: that would go on round after round, the piece's turn against the
+        # fixed surface's.)
+        if ride is not None:
+            now_ride = np.full(len(members), -1) if paths.ride is None else paths.ride[members]
+            near &= (ride[slot] == now_ride) | (ride[slot] < 0)
+        every = np.ones(len(uniq), bool)
+        np.logical_and.at(every, slot, near)
+        unchanged &= every
+        slides[lead[unchanged]] -= 1
+        if unchanged.all():
+            return np.zeros(0, np.int64)
+        deflect, squeezed, crushed = deflect[~unchanged], squeezed[~unchanged], crushed[~unchanged]
+        uniq, lead, t, at_t = uniq[~unchanged], lead[~unchanged], t[~unchanged], at_t[~unchanged]
+        displacement, latest, latest_carry = (
+            displacement[~unchanged], latest[~unchanged], latest_carry[~unchanged]
+        )
+        now_n, now_carry, now_on = now_n[~unchanged], now_carry[~unchanged], now_on[~unchanged]
+        surface = surface[~unchanged]
+        if ride is not None:
+            ride = ride[~unchanged]
+        members, slot = rigid.members(uniq)
     paths.yielded[members[squeezed[slot]]] = True
     paths.crushed[members[crushed[slot]]] = True
     t_m = t[slot]
