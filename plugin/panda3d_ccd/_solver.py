@@ -1614,18 +1614,18 @@ def _respond(
         every = np.ones(len(uniq), bool)
         np.logical_and.at(every, slot, near)
         unchanged &= every
+    if unchanged.any():
         slides[lead[unchanged]] -= 1
         if unchanged.all():
             return np.zeros(0, np.int64)
-        deflect, squeezed, crushed = deflect[~unchanged], squeezed[~unchanged], crushed[~unchanged]
-        uniq, lead, t, at_t = uniq[~unchanged], lead[~unchanged], t[~unchanged], at_t[~unchanged]
-        displacement, latest, latest_carry = (
-            displacement[~unchanged], latest[~unchanged], latest_carry[~unchanged]
-        )
-        now_n, now_carry, now_on = now_n[~unchanged], now_carry[~unchanged], now_on[~unchanged]
-        surface = surface[~unchanged]
-        if ride is not None:
-            ride = ride[~unchanged]
+        # The rest go on as answered: every per-group array of the response, theirs alone.
+        keep = ~unchanged
+        (deflect, squeezed, crushed, uniq, lead, t, at_t, displacement, latest, latest_carry,
+         now_n, now_carry, now_on, surface) = (
+            x[keep] for x in (deflect, squeezed, crushed, uniq, lead, t, at_t, displacement,
+                              latest, latest_carry, now_n, now_carry, now_on, surface)
+        )  # fmt: skip
+        ride = None if ride is None else ride[keep]
         members, slot = rigid.members(uniq)
     paths.yielded[members[squeezed[slot]]] = True
     paths.crushed[members[crushed[slot]]] = True
