@@ -809,17 +809,8 @@ class ContinuousCollision:
             # emptied is dropped, which includes this one, with what lies below.
             self._drop_removed()
             return
-        by_node = self._by_node
-        dropped = self._registered(nodepath, none_ok=True)
-        if below:
-            dropped += [node for node in nodepath.findAllMatches("**;+s") if node in by_node]
-        if not dropped:
-            raise ValueError(
-                f"nodepath {nodepath} is not registered, nor the target of a registered node"
-                + (", nor above one" if below else "")
-            )
         owners = set()
-        for registered in dict.fromkeys(dropped):
+        for registered in self._subtree(nodepath, below):
             self._dynamic.pop(registered, None)
             owners |= {e.owner for e in self._by_node.pop(registered)}
         self._forget(owners)
@@ -830,27 +821,34 @@ class ContinuousCollision:
         where it is then."""
         self._check_alive()
         nodepath = _nodepath(nodepath)
-        # (Its subtree walked, not every registered node asked: a pool's bullets are
-        # teleported by the dozen a frame.)
-        by_node = self._by_node
-        below = [node for node in nodepath.findAllMatches("**;+s") if node in by_node]
-        jumped = self._registered(nodepath, none_ok=True) + below
-        if not jumped:
-            raise ValueError(
-                f"nodepath {nodepath} is not registered, nor the target of a registered node, "
-                "nor above one"
-            )
+        jumped = self._subtree(nodepath)
         # (Nor is a move the game made on it read as a move on its carrier: see _write_back.)
         self._on_parent = {
             node: kept for node, kept in self._on_parent.items()
             if node != nodepath and not nodepath.isAncestorOf(node)
         }  # fmt: skip
-        for registered in dict.fromkeys(jumped):  # (nodepath itself once)
+        for registered in jumped:
             entries = self._by_node[registered]
             self._teleported.update(e.uid for e in entries)
             self._pieces.reread({e.owner for e in entries if isinstance(e, PieceNode)})
             if registered not in self._dynamic:
                 self._statics.reread.update(e.uid for e in entries)
+
+    def _subtree(self, nodepath: NodePath, below: bool = True) -> list[NodePath]:
+        """The registered NodePath nodepath is, those registered with it as their
+        ``target``, and (``below``) the registered nodes below it, each once; a ValueError
+        if none. (Its subtree walked, not every registered node asked: a pool's bullets
+        are teleported by the dozen a frame.)"""
+        found = self._registered(nodepath, none_ok=True)
+        if below:
+            by_node = self._by_node
+            found += [node for node in nodepath.findAllMatches("**;+s") if node in by_node]
+        if not found:
+            raise ValueError(
+                f"nodepath {nodepath} is not registered, nor the target of a registered node"
+                + (", nor above one" if below else "")
+            )
+        return list(dict.fromkeys(found))  # (nodepath itself once)
 
     def _registered(self, nodepath: NodePath, none_ok: bool = False) -> list[NodePath]:
         """The registered NodePath nodepath is, and those registered with it as their
