@@ -816,6 +816,60 @@ def test_a_handle_emptied_by_clear_drops_that_node_only(base, ccd, recorder):
     assert "o0-into-o1" in names(recorder)
 
 
+def test_a_handle_emptied_by_clear_in_a_pool_drops_that_node_only(base, ccd):
+    """Bullets pooled under a root out of the scene: clear() of one's handle (the game
+    lets go of it) drops that bullet, not the pool: its node is not detached, so nothing
+    below the pool's root went out of the game (a reviewer's pool lost every bullet)."""
+    pool = NodePath("pool")
+    bullets = [node(pool, f"b{k}") for k in range(4)]
+    for bullet in bullets:
+        ccd.add_sphere(bullet, 0.2)
+    ccd.step()
+    bullets[0].clear()
+    ccd.step()  # out of the scene, its handle empty: dropped as removed, it alone
+    assert ccd.colliders == 3
+    ccd.remove(bullets[0])  # (remove() of an emptied handle: the same look, at once)
+    assert ccd.colliders == 3
+    bullets[1].reparentTo(base.render)
+    ccd.teleport(bullets[1])  # still registered
+    ccd.step()
+    assert ccd.colliders == 3
+
+
+def test_remove_node_drops_the_registered_nodes_below_of_every_kind(base, ccd, recorder):
+    """A crate (a body) carrying a static plate, and a static door carrying a trigger
+    sphere and a body: removeNode() of the crate or the door drops what was registered
+    below it, whatever its kind (static nodes are looked at a few a pass, so within the
+    passes it takes to look at them all)."""
+    render = base.render
+    crate = node(render, "crate", (0, 10, 0))
+    ccd.add_sphere(crate, 0.5)
+    plate = collision_node(
+        crate, "plate", CollisionPolygon(LPoint3(4, -1, -1), LPoint3(4, 1, -1), LPoint3(4, 1, 1))
+    )
+    ccd.add_collision_node(plate, static=True)
+    door = collision_node(
+        render, "door", CollisionPolygon(LPoint3(5, -1, -1), LPoint3(5, 1, -1), LPoint3(5, 1, 1))
+    )
+    ccd.add_collision_node(door, static=True)
+    ccd.add_collision_node(collision_node(door, "trigger", CollisionSphere(0, 0, 0, 1.0)),
+                           static=True)  # fmt: skip
+    ccd.add_sphere(node(door, "rider", (0, -10, 0)), 0.5)
+    ball = node(render, "ball", (-10, 0, 0))
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()
+    assert ccd.colliders == 6
+    crate.removeNode()
+    door.removeNode()
+    for _ in range(40):
+        ccd.step()
+    assert ccd.colliders == 1
+    ball.setFluidPos(10, 0, 0)  # through where the door and plate were: nothing left
+    ccd.step()
+    assert tuple(ball.getPos()) == (10, 0, 0)
+    assert balanced(recorder.names()) == []
+
+
 def test_remove_after_remove_node_is_silent_and_balanced(base, ccd, recorder, warnings_seen):
     render = base.render
     zone = node(render, "zone")

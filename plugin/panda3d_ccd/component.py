@@ -1471,19 +1471,25 @@ class ContinuousCollision:
         takes the subtree out of the game: a sensor carried on a child of a projectile the
         game deletes). Only ``nodes`` are looked at, if given."""
         by_node, target_of = self._by_node, self._target_of
-        looked = list(by_node if nodes is None else nodes)
+        looked = by_node if nodes is None else nodes
         gone = [
             nodepath
             for nodepath in looked
             if by_node[nodepath][0].handle.isEmpty()
             or (nodepath in target_of and target_of[nodepath].isEmpty())
         ]
-        if gone:
-            # removeNode() detached each: the top of its subtree is its own (or its
-            # target's). Never the scene's (a NodePath emptied by clear() is not detached).
-            tops = {nodepath.getTop() for nodepath in gone} - {self._render.getTop()}
-            taken = set(gone)
-            gone += [n for n in looked if n not in taken and n.getTop() in tops]
+        # removeNode() detached the node it emptied (or the target): what lay below went out
+        # of the game with it, registered nodes of any kind (a sensor on a child of a
+        # projectile, a static plate on a crate). Only below a node detached where it was
+        # emptied, its subtree's own top: a handle emptied by clear() leaves its node where
+        # it is, in the scene or in a pool among others the game keeps.
+        below = []
+        for nodepath in gone:
+            entry = by_node[nodepath][0]
+            root = nodepath if entry.handle.isEmpty() else getattr(entry, "mover", None)
+            if root is not None and root.getTop() == root:
+                below += [node for node in root.findAllMatches("**;+s") if node in by_node]
+        gone = list(dict.fromkeys(gone + below))
         for nodepath in gone:
             entries = by_node.pop(nodepath, None)
             if entries is None:  # an earlier one's out handler dropped it (remove())
