@@ -870,6 +870,31 @@ def test_remove_node_drops_the_registered_nodes_below_of_every_kind(base, ccd, r
     assert balanced(recorder.names()) == []
 
 
+def test_a_body_below_a_removed_static_door_is_dropped_between_passes(base, ccd, recorder):
+    """A static door (looked at in its static turn, after the pass has read the bodies)
+    carrying a body: removeNode() of the door drops the body at the next pass's scan, not
+    in the middle of the pass that read it (a reviewer's door took the pass down with an
+    IndexError), and a sensor beside them goes on reporting."""
+    render = base.render
+    zone = node(render, "zone")
+    ccd.add_sphere(zone, 3.0, response="sensor")
+    level = node(render, "level")
+    corners = LPoint3(5, -5, -5), LPoint3(5, -5, 5), LPoint3(5, 5, 5), LPoint3(5, 5, -5)
+    door = collision_node(level, "door", CollisionPolygon(*corners))
+    ccd.add_collision_node(door, static=True)
+    ccd.add_sphere(node(door, "rider", (3, 3, 0)), 0.5)
+    ball = node(render, "ball", (-10, 0, 0))
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()
+    door.removeNode()
+    for _ in range(10):
+        ccd.step()
+    assert ccd.colliders == 2
+    ball.setFluidPos(0, 0, 0)
+    ccd.step()
+    assert sorted(recorder.names()) == ["ball-into-zone", "zone-into-ball"]
+
+
 def test_remove_after_remove_node_is_silent_and_balanced(base, ccd, recorder, warnings_seen):
     render = base.render
     zone = node(render, "zone")

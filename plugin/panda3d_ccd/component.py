@@ -394,6 +394,9 @@ class ContinuousCollision:
         # Static nodes are not scanned each pass (they would cost per frame what 30,000
         # pillars cost): only those a pass hands to the solver, and a few more in turn.
         self._dynamic: dict[NodePath, None] = {}
+        # Dynamic nodes below a removed static one, found after the pass read them: dropped
+        # at the next pass's scan (see _drop_removed).
+        self._orphans: set[NodePath] = set()
         # The dynamic nodes that were not children of render at the last scan, and their
         # parents then.
         self._away: dict[NodePath, NodePath] = {}
@@ -1432,7 +1435,7 @@ class ContinuousCollision:
             self._piece_cursor = (self._piece_cursor + count) % len(statics)
             # (Unread ones are looked at each pass: one out of the scene is read once back.)
             looked = {n.nodepath: None for n in turn + list(pieces.unread)}
-            self._drop_removed([np_ for np_ in looked if np_ in self._by_node])
+            self._drop_removed([np_ for np_ in looked if np_ in self._by_node], mid_pass=True)
             left = [
                 np_
                 for np_ in looked
@@ -1465,11 +1468,15 @@ class ContinuousCollision:
         statics.prev_transform[rows] = now.transform
         self._statics.index = None
 
-    def _drop_removed(self, nodes: Iterable[NodePath] | None = None) -> None:
+    def _drop_removed(
+        self, nodes: Iterable[NodePath] | None = None, mid_pass: bool = False
+    ) -> None:
         """Nodes whose registered NodePath, or target, the game emptied (removeNode()):
         dropped, as by :meth:`remove`, with the registered nodes below them (removeNode()
         takes the subtree out of the game: a sensor carried on a child of a projectile the
-        game deletes). Only ``nodes`` are looked at, if given."""
+        game deletes). Only ``nodes`` are looked at, if given. ``mid_pass``: after the
+        pass read the dynamic spheres (a static node's turn), whose rows must stay: dynamic
+        nodes below wait for the next scan."""
         by_node, target_of = self._by_node, self._target_of
         looked = by_node if nodes is None else nodes
         gone = [
@@ -1490,6 +1497,12 @@ class ContinuousCollision:
             if root is not None and root.getTop() == root:
                 below += [node for node in root.findAllMatches("**;+s") if node in by_node]
         gone = list(dict.fromkeys(gone + below))
+        if mid_pass:
+            self._orphans.update(n for n in gone if n in self._dynamic)
+            gone = [n for n in gone if n not in self._dynamic]
+        elif self._orphans:
+            gone += [n for n in self._orphans if n in by_node and n not in gone]
+            self._orphans.clear()
         for nodepath in gone:
             entries = by_node.pop(nodepath, None)
             if entries is None:  # an earlier one's out handler dropped it (remove())
@@ -2576,6 +2589,7 @@ class ContinuousCollision:
         self._state = _State()
         self._by_node.clear()
         self._dynamic.clear()
+        self._orphans.clear()
         self._statics = _StaticCache()
         self._rays = RayNodes()
         self._contacts = []
