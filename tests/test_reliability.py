@@ -895,6 +895,34 @@ def test_a_body_below_a_removed_static_door_is_dropped_between_passes(base, ccd,
     assert sorted(recorder.names()) == ["ball-into-zone", "zone-into-ball"]
 
 
+def test_a_body_taken_from_under_a_removed_static_door_before_the_next_pass_stays(
+    base, ccd, recorder
+):
+    """The body a removed static door carried, found in the door's static turn and left
+    for the next pass's scan, stays registered if the game attaches it again before
+    that pass: it is in the scene, the game's again."""
+    render = base.render
+    corners = LPoint3(5, -5, -5), LPoint3(5, -5, 5), LPoint3(5, 5, 5), LPoint3(5, 5, -5)
+    door = collision_node(render, "door", CollisionPolygon(*corners))
+    ccd.add_collision_node(door, static=True)
+    rider = node(door, "rider", (3, 3, 0))
+    ccd.add_sphere(rider, 0.5)
+    ccd.step()
+    door.removeNode()
+    ccd.step()  # the door's static turn finds it removed, and the rider below it
+    rider.reparentTo(render)
+    rider.setPos(0, 10, 0)
+    ccd.teleport(rider)  # still registered
+    ccd.step()
+    assert ccd.colliders == 1
+    ball = node(render, "ball", (0, 5, 0))
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()
+    ball.setFluidPos(0, 9.5, 0)
+    ccd.step()
+    assert "ball-into-rider" in recorder.names()
+
+
 def test_remove_after_remove_node_is_silent_and_balanced(base, ccd, recorder, warnings_seen):
     render = base.render
     zone = node(render, "zone")

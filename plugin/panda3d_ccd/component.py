@@ -1501,7 +1501,12 @@ class ContinuousCollision:
             self._orphans.update(n for n in gone if n in self._dynamic)
             gone = [n for n in gone if n not in self._dynamic]
         elif self._orphans:
-            gone += [n for n in self._orphans if n in by_node and n not in gone]
+            # (Still out of the scene: one the game took out from under the removed node
+            # and attached again since is its own now.)
+            top = self._render.getTop()
+            gone += [
+                n for n in self._orphans if n in by_node and n not in gone and n.getTop() != top
+            ]
             self._orphans.clear()
         for nodepath in gone:
             entries = by_node.pop(nodepath, None)
