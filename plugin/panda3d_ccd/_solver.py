@@ -1460,14 +1460,16 @@ def _respond(
     # a moving ramp), then back into the ramp, until its slides ran out.
     all_fixed = np.ones(len(uniq), bool)
     all_fixed[slot[~fixed[order]]] = False
-    # Only fixed surfaces and moving pieces touched, and no sphere that moves holds it at
-    # this instant (a ball that yielded to a piece): where spheres press it, the exact
-    # crease and the free repeats below are not taken (see ``unchanged``).
-    of_pieces = np.ones(len(uniq), bool)
-    piece = fixed if source is None else fixed | (source >= 0)
-    of_pieces[slot[~piece[order]]] = False
-    by_sphere = (paths.held_carry[lead] != 0.0).any(axis=2) & (paths.held_by[lead] < 0)
-    of_pieces &= ~(same & by_sphere).any(axis=1)
+    # Held only by fixed surfaces and moving pieces: touched nothing else, and no sphere
+    # that moves holds it at this instant (a ball that yielded to a piece). Where spheres
+    # press it, the exact crease and the free repeats below are not taken (see
+    # ``unchanged``). (Asked only of bodies held at this instant, as both are.)
+    of_pieces = held.copy()
+    if held.any():
+        piece = fixed if source is None else fixed | (source >= 0)
+        of_pieces[slot[~piece[order]]] = False
+        by_sphere = (paths.held_carry[lead] != 0.0).any(axis=2) & (paths.held_by[lead] < 0)
+        of_pieces &= ~(same & by_sphere).any(axis=1)
     # What held it (``Paths.held_by``).
     surface = np.where(all_fixed, FIXED, -1 if source is None else source[first_row])
     again = deflect & ~held
@@ -1547,7 +1549,7 @@ def _respond(
         # (A last turn that moved nothing left it clear of them all already.)
         last = _length(turns[-1] - turns[-2])
         near_crease = (last > 0.0) & (last <= 0.6 * _length(turns[1] - turns[0]))
-        g = np.flatnonzero(held & of_pieces & near_crease)
+        g = np.flatnonzero(of_pieces & near_crease)
         if len(g):
             meant, stepped = turns[0][g], remaining[g]
             planes = np.stack([nrm[g] for nrm, _, _ in slots], axis=1)
@@ -1600,7 +1602,7 @@ def _respond(
     # spent on it are what bound those rounds (a stack of balls an arm squeezes against
     # a wall went on to the round cap, the top one into the arm). (A piece and a fixed
     # surface met in one round leave what held it unknown: it spends its slide, as before.)
-    unchanged = deflect & ~squeezed & held & (paths.ts[lead] == t) & of_pieces
+    unchanged = deflect & ~squeezed & of_pieces & (paths.ts[lead] == t)
     if unchanged.any():
         end_now = paths.at(members, t[slot]) + displacement[slot]
         xe = paths.xe[members]

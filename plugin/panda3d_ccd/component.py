@@ -394,9 +394,6 @@ class ContinuousCollision:
         # Static nodes are not scanned each pass (they would cost per frame what 30,000
         # pillars cost): only those a pass hands to the solver, and a few more in turn.
         self._dynamic: dict[NodePath, None] = {}
-        # Dynamic nodes below a removed static one, found after the pass read them: dropped
-        # at the next pass's scan (see _drop_removed).
-        self._orphans: set[NodePath] = set()
         # The dynamic nodes that were not children of render at the last scan, and their
         # parents then.
         self._away: dict[NodePath, NodePath] = {}
@@ -1415,12 +1412,23 @@ class ContinuousCollision:
         return near
 
     def _piece_tables(self) -> list[Any]:
-        """This pass's tables of level pieces. Static piece nodes are looked at a few at a
-        time (as static spheres are): one found removed is dropped, one out of the scene is
-        left out until it is back, and then read again."""
+        """This pass's tables of level pieces, those out of the scene left out (see
+        :meth:`_look_at_static_pieces`)."""
         pieces = self._pieces
         if not len(pieces):
             return []
+        inactive = self._statics.inactive
+        out = {self._owner_of[np_] for np_ in self._inactive | inactive if np_ in self._owner_of}
+        return pieces.tables(self._render, out, notify.warning)
+
+    def _look_at_static_pieces(self) -> None:
+        """Static piece nodes are looked at a few at a time (as static spheres are), with
+        the scan, before the pass reads anything: one found removed is dropped, with what
+        is registered below it (a body too), one out of the scene is left out until it is
+        back, and then read again."""
+        pieces = self._pieces
+        if not len(pieces):
+            return
         top = self._render.getTop()
         inactive = self._statics.inactive
         for nodepath in [np_ for np_ in inactive if np_ in pieces.static_paths]:
@@ -1435,7 +1443,7 @@ class ContinuousCollision:
             self._piece_cursor = (self._piece_cursor + count) % len(statics)
             # (Unread ones are looked at each pass: one out of the scene is read once back.)
             looked = {n.nodepath: None for n in turn + list(pieces.unread)}
-            self._drop_removed([np_ for np_ in looked if np_ in self._by_node], mid_pass=True)
+            self._drop_removed([np_ for np_ in looked if np_ in self._by_node])
             left = [
                 np_
                 for np_ in looked
@@ -1445,8 +1453,6 @@ class ContinuousCollision:
                 inactive.update(left)
                 pieces.active_changed()
                 self._close({self._owner_of[np_] for np_ in left})
-        out = {self._owner_of[np_] for np_ in self._inactive | inactive if np_ in self._owner_of}
-        return pieces.tables(self._render, out, notify.warning)
 
     def _read_statics(self, rows: np.ndarray) -> None:
         """Read static spheres ``rows`` now (registered, teleported or back in the scene)."""
@@ -1468,15 +1474,11 @@ class ContinuousCollision:
         statics.prev_transform[rows] = now.transform
         self._statics.index = None
 
-    def _drop_removed(
-        self, nodes: Iterable[NodePath] | None = None, mid_pass: bool = False
-    ) -> None:
+    def _drop_removed(self, nodes: Iterable[NodePath] | None = None) -> None:
         """Nodes whose registered NodePath, or target, the game emptied (removeNode()):
         dropped, as by :meth:`remove`, with the registered nodes below them (removeNode()
         takes the subtree out of the game: a sensor carried on a child of a projectile the
-        game deletes). Only ``nodes`` are looked at, if given. ``mid_pass``: after the
-        pass read the dynamic spheres (a static node's turn), whose rows must stay: dynamic
-        nodes below wait for the next scan."""
+        game deletes). Only ``nodes`` are looked at, if given."""
         by_node, target_of = self._by_node, self._target_of
         looked = by_node if nodes is None else nodes
         gone = [
@@ -1497,17 +1499,6 @@ class ContinuousCollision:
             if root is not None and root.getTop() == root:
                 below += [node for node in root.findAllMatches("**;+s") if node in by_node]
         gone = list(dict.fromkeys(gone + below))
-        if mid_pass:
-            self._orphans.update(n for n in gone if n in self._dynamic)
-            gone = [n for n in gone if n not in self._dynamic]
-        elif self._orphans:
-            # (Still out of the scene: one the game took out from under the removed node
-            # and attached again since is its own now.)
-            top = self._render.getTop()
-            gone += [
-                n for n in self._orphans if n in by_node and n not in gone and n.getTop() != top
-            ]
-            self._orphans.clear()
         for nodepath in gone:
             entries = by_node.pop(nodepath, None)
             if entries is None:  # an earlier one's out handler dropped it (remove())
@@ -1518,7 +1509,9 @@ class ContinuousCollision:
     def _scan(self) -> None:
         """Drop removed nodes; find the nodes out of the scene (detached, pooled, not yet
         attached): inactive, their open pairs closed. A node back in the scene resumes
-        where it is, as if teleported."""
+        where it is, as if teleported. First, a few static piece nodes (a removed one
+        takes what is registered below it, bodies too, before they are looked at)."""
+        self._look_at_static_pieces()
         render = self._render
         top = render.getTop()
         by_node = self._by_node
@@ -2594,7 +2587,6 @@ class ContinuousCollision:
         self._state = _State()
         self._by_node.clear()
         self._dynamic.clear()
-        self._orphans.clear()
         self._statics = _StaticCache()
         self._rays = RayNodes()
         self._contacts = []
