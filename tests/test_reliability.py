@@ -897,6 +897,53 @@ def test_a_body_below_a_removed_static_door_is_dropped_before_the_pass_reads_it(
     assert sorted(recorder.names()) == ["ball-into-zone", "zone-into-ball"]
 
 
+@pytest.mark.parametrize("removal", ["removeNode", "detachNode"])
+def test_a_static_brick_taken_out_between_passes_stops_nothing_among_many(
+    base, ccd, recorder, warnings_seen, removal
+):
+    """Static piece nodes are looked at 32 a pass in turn, not every pass: one the game
+    takes out of the scene between passes (or another node's handler does), among a
+    hundred, is looked at as soon as a contact of the pass reaches it and stops nothing:
+    the pass is solved again without it. Its open pair closes with its out; detached, it
+    stops balls again once attached again. (A breakout tester's removed bricks went on
+    stopping balls for passes, and sent outs without ins.)"""
+    render = base.render
+
+    def brick(name, x, y):
+        np_ = collision_node(render, name, CollisionBox(LPoint3(0, 0, 0), 0.9, 0.4, 0.5))
+        np_.setPos(x, y, 0)
+        ccd.add_collision_node(np_, static=True)
+        return np_
+
+    for k in range(100):
+        brick("far", 50 + 2 * (k % 10), 50 + k // 10)
+    target = brick("brick", 0, 3)  # its front face at y = 2.6, its back at 3.4
+    hit, passing = node(render, "hit", (0.5, 0, 0)), node(render, "passing", (-0.5, 0, 0))
+    for ball in (hit, passing):
+        ccd.add_sphere(ball, 0.3)
+    ccd.step()
+    hit.setFluidPos(0.5, 5, 0)
+    ccd.step()
+    assert hit.getY() == pytest.approx(2.3) and recorder.names() == ["hit-into-brick"]
+    colliders = ccd.colliders
+
+    getattr(target, removal)()
+    for ball in (hit, passing):
+        ball.setFluidPos(ball.getX(), 5, 0)  # through where the brick was
+    ccd.step()
+    assert [tuple(ball.getPos()) for ball in (hit, passing)] == [(0.5, 5, 0), (-0.5, 5, 0)]
+    assert recorder.names() == ["hit-into-brick", "hit-out-brick"]
+    ccd.step()
+    assert ccd.colliders == colliders - (removal == "removeNode")
+    if removal == "detachNode":
+        target.reparentTo(render)
+        passing.setFluidPos(-0.5, 0, 0)  # back through it from behind: a box is solid
+        ccd.step()
+        assert passing.getY() == pytest.approx(3.7)
+    ccd.destroy()
+    assert balanced(recorder.names()) == [] and warnings_seen == []
+
+
 def test_remove_after_remove_node_is_silent_and_balanced(base, ccd, recorder, warnings_seen):
     render = base.render
     zone = node(render, "zone")

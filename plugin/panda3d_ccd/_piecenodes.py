@@ -323,6 +323,10 @@ class PieceNodes:
         node, solid, part = self._where[code]
         return node[rows], solid[rows], part[rows]
 
+    def node_rows(self, code: int, rows: np.ndarray) -> np.ndarray:
+        """The node row (in ``nodes``) of rows of the table with ``code``."""
+        return self._where[code][0][rows]
+
 
 def _at_open_corners(corners: np.ndarray, across: np.ndarray) -> np.ndarray:
     """Rows of triangles (t, 3, 3) with a corner (exactly) at an end of an edge that has no

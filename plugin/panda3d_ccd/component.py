@@ -1013,27 +1013,43 @@ class ContinuousCollision:
         response = rows(spheres.response, statics.response)
         from_mask = rows(spheres.from_mask, statics.from_mask)
         trying = self._one_round.ready()
-        result = _solver.solve(
-            p0,
-            p1,
-            radius,
-            response,
-            from_mask,
-            rows(spheres.into_mask, statics.into_mask),
-            group=self._groups(
-                spheres, planes, tables, near, carried, rows(owners, statics.owner)
-            ),
-            radius0=radius0,
-            static=np.arange(len(p0)) >= len(frame.start) if len(near) else None,
-            # (The planes first, as the solver puts planes given as arrays.)
-            obstacles=tables if planes.table is None else [planes.table, *tables],
-            one_round_first=trying,
-            # (The usual read found every dynamic sphere finite; with statics, the solver looks.)
-            all_finite=frame.valid is None and not len(near),
-            turns=None if turns is None else turns._replace(
-                frame=np.concatenate([turns.frame, np.full(len(near), -1)])
-            ),
-        )
+        while True:
+            result = _solver.solve(
+                p0,
+                p1,
+                radius,
+                response,
+                from_mask,
+                rows(spheres.into_mask, statics.into_mask),
+                group=self._groups(
+                    spheres, planes, tables, near, carried, rows(owners, statics.owner)
+                ),
+                radius0=radius0,
+                static=np.arange(len(p0)) >= len(frame.start) if len(near) else None,
+                # (The planes first, as the solver puts planes given as arrays.)
+                obstacles=tables if planes.table is None else [planes.table, *tables],
+                one_round_first=trying,
+                # (The usual read found every dynamic sphere finite; with statics, the
+                # solver looks.)
+                all_finite=frame.valid is None and not len(near),
+                turns=None if turns is None else turns._replace(
+                    frame=np.concatenate([turns.frame, np.full(len(near), -1)])
+                ),
+            )
+            # Static piece nodes are not looked at each pass (see _look_at_static_pieces):
+            # those the pass's contacts reach are looked at now, and one the game took out
+            # of the scene since (removeNode() or detachNode() between passes, or in
+            # another node's handler) is left out and the pass solved again without it.
+            # Only a row with a hit changes anything a pass does.
+            left = self._static_pieces_left(result.hits)
+            if not left:
+                break
+            self._held = held
+            try:
+                self._leave_out(left)
+            finally:
+                self._held = None
+            tables = self._piece_tables()
         if trying:
             self._one_round.record(result.one_round)
         _collect["Broad and narrow phase"].stop()
@@ -1443,16 +1459,40 @@ class ContinuousCollision:
             self._piece_cursor = (self._piece_cursor + count) % len(statics)
             # (Unread ones are looked at each pass: one out of the scene is read once back.)
             looked = {n.nodepath: None for n in turn + list(pieces.unread)}
+            # (And those out of the scene: one a pass found out and left out may be removed.)
+            looked.update((np_, None) for np_ in inactive if np_ in pieces.static_paths)
             self._drop_removed([np_ for np_ in looked if np_ in self._by_node])
-            left = [
-                np_
-                for np_ in looked
-                if np_ in self._by_node and np_ not in inactive and np_.getTop() != top
-            ]
-            if left:
-                inactive.update(left)
-                pieces.active_changed()
-                self._close({self._owner_of[np_] for np_ in left})
+            self._leave_out(
+                [np_ for np_ in looked if np_ in self._by_node and np_ not in inactive
+                 and np_.getTop() != top]
+            )  # fmt: skip
+
+    def _leave_out(self, nodepaths: list[NodePath]) -> None:
+        """Static piece nodes found out of the scene: inactive until they are back (and
+        read again then), their open pairs closed."""
+        if nodepaths:
+            self._statics.inactive.update(nodepaths)
+            self._pieces.active_changed()
+            self._close({self._owner_of[np_] for np_ in nodepaths})
+
+    def _static_pieces_left(self, hits: _solver.Hits) -> list[NodePath]:
+        """The static piece nodes that ``hits`` reach and that are out of the scene now."""
+        pieces = self._pieces
+        if not pieces.statics:
+            return []
+        on = np.flatnonzero(hits.kind > _solver.PLANE)
+        if not len(on):
+            return []
+        kind, row = hits.kind[on], hits.b[on]
+        codes = set(kind.tolist())  # (most passes: one, a level's table)
+        reached = set()
+        for code in codes:
+            reached.update(
+                pieces.node_rows(code, row if len(codes) == 1 else row[kind == code]).tolist()
+            )
+        nodes, top = pieces.nodes, self._render.getTop()
+        return [nodes[r].nodepath for r in reached
+                if nodes[r].static and nodes[r].nodepath.getTop() != top]  # fmt: skip
 
     def _read_statics(self, rows: np.ndarray) -> None:
         """Read static spheres ``rows`` now (registered, teleported or back in the scene)."""
