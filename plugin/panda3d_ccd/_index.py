@@ -51,7 +51,7 @@ from . import _check
 from ._arrays import largest_abs, unique
 from ._reachgrid import ReachGrid
 from ._tolerance import DIST_REL_EPS
-from .broadphase import _swept_boxes
+from .broadphase import _swept_reach
 
 __all__ = ["StaticIndex"]
 
@@ -198,11 +198,13 @@ def _crosses_gathered(
 
 
 def _segments(
-    p0: Float, p1: Float, reach: Float, origin: Float | None = None
+    p0: Float, p1: Float, reach: Float, origin: Float | None = None,
+    reached: tuple[Float, Float] | None = None,
 ) -> tuple[Float, Float, Float, Float]:
     """Segments p0, p1 (n, 3) with reaches (n,) as :func:`_crosses` takes them: (3, n)
     origins (``origin``, if given) and inverse directions, (n,) how much to grow each box,
-    and (n,) each segment's largest coordinate magnitude."""
+    and (n,) each segment's largest coordinate magnitude (those two ``reached``, if the
+    caller has them from the segments' swept boxes)."""
     if origin is None:
         origin = np.ascontiguousarray(p0.T)
     d = np.ascontiguousarray((p1 - p0).T)
@@ -210,6 +212,8 @@ def _segments(
     # finite inverse (never inf: 0 * inf would be nan), so its slab is all or nothing.
     tiny = np.abs(d) < 1e-300
     inv = 1.0 / np.where(tiny, np.where(d < 0, -1e-300, 1e-300), d)
+    if reached is not None:
+        return origin, inv, *reached
     # The items' rounding pad, the query's own, and the reach.
     with np.errstate(over="ignore"):
         scale = largest_abs(p0, p1)
@@ -482,7 +486,7 @@ class StaticIndex:
         round). ``grid``: the split rows may walk the reach grid (see :meth:`_walk_grid`;
         an index asked again and again, as a level's is)."""
         n = p0.shape[0]
-        lo, hi = _swept_boxes(p0, p1, reach)
+        lo, hi, grow, scale = _swept_reach(p0, p1, reach)
         with np.errstate(invalid="ignore", over="ignore"):
             live = np.isfinite(hi - lo).all(axis=0) & moves & (from_ != 0)
         rows = np.flatnonzero(live)
@@ -491,7 +495,9 @@ class StaticIndex:
             return self._pairs(np.take(lo, rows, axis=1), np.take(hi, rows, axis=1), rows,
                                from_, n)  # fmt: skip
         seg = rows[line]
-        si, sk = self._segment_pairs(p0[seg], p1[seg], reach[seg], from_[seg], grid)
+        # (The boxes' growth and scale are the segment test's own: made once.)
+        si, sk = self._segment_pairs(p0[seg], p1[seg], reach[seg], from_[seg], grid,
+                                     (grow.take(seg), scale.take(seg)))  # fmt: skip
         if line.all():
             return seg.take(si), sk
         box = rows[~line]
@@ -549,16 +555,19 @@ class StaticIndex:
         )
 
     def _segment_pairs(
-        self, p0: Float, p1: Float, reach: Float, from_: Int, grid: bool = False
+        self, p0: Float, p1: Float, reach: Float, from_: Int, grid: bool = False,
+        reached: tuple[Float, Float] | None = None,
     ) -> tuple[Int, Int]:
         """:meth:`segment_pairs` on rows already checked and broadcast to (n,); with
         ``grid``, the rows it can take walk the reach grid (:meth:`_walk_grid`), the rest
-        descend the tree. Both apply the same test to the same boxes: same answers."""
+        descend the tree. Both apply the same test to the same boxes: same answers.
+        ``reached``: the rows' growth and scale, where the caller has them (see
+        :func:`_segments`)."""
         n = len(p0)
         empty = np.empty(0, dtype=np.int64)
         if self.size == 0 or n == 0:
             return empty, empty.copy()
-        origin, inv, grow, scale = _segments(p0, p1, reach)
+        origin, inv, grow, scale = _segments(p0, p1, reach, reached=reached)
         if not grid or self.size < _GRID_FEWEST:
             q, k = self._descend(
                 n, from_, lambda q, lo, hi, k: _crosses(origin, inv, grow, q, lo, hi, k)

@@ -228,9 +228,14 @@ def one_round(
                 hits.append(_solver._sphere_hits(paths, radius, si[taken], sj[taken], toi[taken]))
         for o, taken in zip(struck, table_taken):
             if taken.any():
-                extra = None if o.extra is None else o.extra[taken]
+                # In time order (a stable sort: ties as found): a table's hits are made row
+                # by row, and where they are the frame's only ones (bodies that meet the
+                # level alone) the pass's hits need no sort of their many columns after.
+                rows = np.flatnonzero(taken)
+                rows = rows[np.argsort(o.t[rows], kind="stable")]
+                extra = None if o.extra is None else o.extra[rows]
                 found, _none = o.table.hits(
-                    paths, o.i[taken], o.k[taken], o.t[taken], extra, response=False
+                    paths, o.i[rows], o.k[rows], o.t[rows], extra, response=False
                 )
                 hits.append(found)
         # (Every body with a contact moves: the one of a sphere pair that moves, or the

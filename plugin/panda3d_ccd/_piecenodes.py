@@ -69,6 +69,9 @@ class PieceNodes:
         #: since, or found out of the scene): kept as nodes come and go, not found per pass.
         self.statics: list[PieceNode] = []
         self.unread: dict[PieceNode, None] = {}
+        #: The kinematic nodes (read each pass: a level's thousands of static ones are not
+        #: looked at to find them).
+        self.kinematic_nodes: list[PieceNode] = []
         self.static_paths: set[NodePath] = set()
         self._static_tables: list[Pieces] | None = None
         self._kinematic: tuple[tuple[int, ...], list[Pieces]] | None = None
@@ -87,6 +90,8 @@ class PieceNodes:
             self.statics.append(node)
             self.unread[node] = None
             self.static_paths.add(node.nodepath)
+        else:
+            self.kinematic_nodes.append(node)
         self._changed(node.static)
 
     def drop(self, owners: set[int]) -> bool:
@@ -95,6 +100,7 @@ class PieceNodes:
             return False
         self.nodes = [n for n in self.nodes if n.owner not in owners]
         self.statics = [n for n in self.statics if n.owner not in owners]
+        self.kinematic_nodes = [n for n in self.kinematic_nodes if n.owner not in owners]
         for node in gone:
             self.unread.pop(node, None)
             self.static_paths.discard(node.nodepath)
@@ -140,7 +146,7 @@ class PieceNodes:
                     True,
                 )
             tables += self._static_tables
-        moving = [n for n in self.nodes if not n.static and n.owner not in out]
+        moving = [n for n in self.kinematic_nodes if n.owner not in out]
         if not moving:
             return tables
         quat1, pos1, scales = self._read(moving, render, warn)

@@ -107,6 +107,10 @@ class Cells:
         #: A cell (i, j, k)'s flat index is i * stride[0] + j * stride[1] + k.
         self.stride = (int(self.dims[1] * self.dims[2]), int(self.dims[2]), 1)
         self._strides = np.array(self.stride, np.int64)
+        #: (2, 3) the strides of the two other axes of each (see _others).
+        self._along = self._strides.take(_OTHER)
+        #: Per axis (3, 1), the far side of the box in grid coordinates (see :meth:`_clip`).
+        self._top = (self.dims - 1).astype(np.float64)[:, None]
 
     def _ranges(self, lo: Float, hi: Float) -> tuple[Int, Int]:
         """(k, 3) the first and last cells, per axis, of boxes lo, hi (k, 3)."""
@@ -131,18 +135,17 @@ class Cells:
     def _clip(self, u0: Float, du: Float) -> tuple[Float, Float]:
         """(k,) the part [near, far] of each ray's [0, 1] inside the mesh's box; near >
         far where it misses the box."""
-        near = np.zeros(u0.shape[1])
-        far = np.ones(u0.shape[1])
-        for axis in range(3):
-            o, d = u0[axis], du[axis]
-            # An axis the ray does not move along gets a huge finite inverse (never inf:
-            # 0 * inf would be nan), so its slab is all or nothing.
-            inv = 1.0 / np.where(np.abs(d) < 1e-300, 1e-300, d)
-            with np.errstate(over="ignore", invalid="ignore"):
-                t1 = (1.0 - o) * inv
-                t2 = (float(self.dims[axis] - 1) - o) * inv
-            np.maximum(near, np.minimum(t1, t2), out=near)
-            np.minimum(far, np.maximum(t1, t2), out=far)
+        # The three axes in whole (3, k) blocks, at a third of the numpy calls: the same
+        # arithmetic on each element, and the axes folded in the same order (max, min
+        # exact). An axis the ray does not move along gets a huge finite inverse (never
+        # inf: 0 * inf would be nan), so its slab is all or nothing.
+        inv = 1.0 / np.where(np.abs(du) < 1e-300, 1e-300, du)
+        with np.errstate(over="ignore", invalid="ignore"):
+            t1 = (1.0 - u0) * inv
+            t2 = (self._top - u0) * inv
+        enter, leave = np.minimum(t1, t2), np.maximum(t1, t2)
+        near = np.maximum(np.maximum(np.maximum(0.0, enter[0]), enter[1]), enter[2])
+        far = np.minimum(np.minimum(np.minimum(1.0, leave[0]), leave[1]), leave[2])
         return near, far
 
     def _walk(
@@ -163,28 +166,26 @@ class Cells:
         # Within the box, so positions are >= 1 less a rounding: truncation floors.
         start = (o + ta * d).astype(np.int64)
         end = (o + tb * d).astype(np.int64)
+        # (ray, flat cell) of every cell met, in parts. Most cells a ray crosses are empty:
+        # they are dropped once, at the end.
         ray_parts, cell_parts = [], []
-
-        def keep(ray: Int, flat: Int) -> None:
-            # Most cells a ray crosses are empty: only the others go on.
-            some = np.flatnonzero(self._some.take(flat))
-            ray_parts.append(rows.take(ray.take(some)))
-            cell_parts.append(flat.take(some))
-
         if first:
-            keep(np.arange(r), start[0] * stride[0] + start[1] * stride[1] + start[2])
+            ray_parts.append(np.arange(r))
+            cell_parts.append(stride @ start)
         count = np.abs(end - start).ravel()
-        if count.any():
+        ends = np.cumsum(count)
+        if len(ends) and ends[-1]:
             # Per ray and axis: which way it steps, and the time of the n-th wall it
             # crosses, a + n * b (a wall is the entered cell's low side going up, its high
-            # side down); then per wall.
+            # side down); then per wall, its ray and axis.
             down = d < 0.0
             sign = np.where(down, -1, 1)
             with np.errstate(divide="ignore", invalid="ignore"):
                 a = (start - o + down) / d
                 b = sign / d
             entry = np.repeat(np.arange(3 * r), count)
-            step = ranges(1, count)
+            step = np.arange(1, ends[-1] + 1) - (ends - count).take(entry)
+            axis, ray = np.divmod(entry, r)
             t = a.take(entry) + step * b.take(entry)
             # The cell entered, exactly, on the axis crossed (in flat index units).
             across = stride[:, None]
@@ -193,11 +194,10 @@ class Cells:
             at = _others(o).take(entry, axis=1)
             at += t * _others(d).take(entry, axis=1)
             cell = at.astype(np.int64)
-            # (The walls come axis after axis: each axis's block has its strides.)
-            along = np.repeat(stride.take(_OTHER), count.reshape(3, r).sum(axis=1), axis=1)
+            along = self._along.take(axis, axis=1)
             flat += cell[0] * along[0] + cell[1] * along[1]
-            ray = entry % r
-            keep(ray, flat)
+            ray_parts.append(ray)
+            cell_parts.append(flat)
             # A wall of another axis crossed at (nearly) the same time, through an edge of
             # the grid: rounding may put both crossings just short of the other's wall,
             # and the walk would list the two side cells, never the diagonal one the ray
@@ -210,14 +210,19 @@ class Cells:
             if len(near):
                 ray = ray.take(near)
                 flat, one, two = flat.take(near), one.take(near), two.take(near)
-                keep(ray, flat + one + two)
+                ray_parts.append(ray)
+                cell_parts.append(flat + one + two)
                 both = np.flatnonzero((one != 0) & (two != 0))  # the side cells as well
                 if len(both):
-                    keep(ray.take(both), flat.take(both) + one.take(both))
-                    keep(ray.take(both), flat.take(both) + two.take(both))
+                    ray, flat = ray.take(both), flat.take(both)
+                    ray_parts += [ray, ray]
+                    cell_parts += [flat + one.take(both), flat + two.take(both)]
         if not ray_parts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(ray_parts), np.concatenate(cell_parts)
+        ray = np.concatenate(ray_parts) if len(ray_parts) > 1 else ray_parts[0]
+        flat = np.concatenate(cell_parts) if len(cell_parts) > 1 else cell_parts[0]
+        some = np.flatnonzero(self._some.take(flat))
+        return rows.take(ray.take(some)), flat.take(some)
 
     def _listed(self, ray: Int, cell: Int) -> tuple[Int, Int]:
         """(ray, item) of every item listed in each cell (rays as given)."""

@@ -173,6 +173,14 @@ def _swept_boxes(p0: Float, p1: Float, reach: Float) -> tuple[Float, Float]:
     Boxes are kept axis-major, one contiguous row per axis, throughout the search: numpy
     reduces and gathers rows of that layout many times faster than (n, 3) arrays.
     """
+    lo, hi, _grow, _scale = _swept_reach(p0, p1, reach)
+    return lo, hi
+
+
+def _swept_reach(p0: Float, p1: Float, reach: Float) -> tuple[Float, Float, Float, Float]:
+    """:func:`_swept_boxes`, and (n,) how far each box was grown and its sweep's largest
+    coordinate magnitude (the same two numbers a segment test of the sweep takes: see
+    ``_index._segments``)."""
     a, b = _axis_major(p0, p1)
     with np.errstate(invalid="ignore", over="ignore"):
         # (The largest of all six magnitudes, as the largest of each end's: the same value.)
@@ -181,7 +189,7 @@ def _swept_boxes(p0: Float, p1: Float, reach: Float) -> tuple[Float, Float]:
         # (Axis-major, whatever the layout of a and b: the search reads rows of an axis.)
         lo = np.minimum(a, b, order="C") - grow
         hi = np.maximum(a, b, order="C") + grow
-    return lo, hi
+    return lo, hi, grow, scale
 
 
 def _pieces(

@@ -87,6 +87,8 @@ RESPONSES = {
 }
 #: Names of the features of a piece a contact touched (Contact.feature).
 FEATURES = ("face", "edge", "vertex")
+#: A hit's feature named (``Hits.feature``; -1, the last, is None).
+_FEATURE_NAMES = np.array([*FEATURES, None], object)
 DEFAULT_MASK = CollisionNode.getDefaultCollideMask().getWord()
 
 _collect = {
@@ -2334,18 +2336,24 @@ class ContinuousCollision:
             piece = hits.kind > _solver.PLANE
             if not piece.any():
                 piece = None
-        solid_of = part_of = _NO_ROWS
+        on_pieces = None
         if piece is not None:
-            # Pieces: the row of their node, after the planes; and which solid, feature, part.
-            solid_of = np.full(k, -1, np.int64)
+            # Pieces: the row of their node, after the planes; and per hit on one, its
+            # node's solids, which of them, the feature and the part (see _contacts_at).
+            solids = np.full(k, None, object)
+            solid_of = np.zeros(k, np.int64)
             part_of = np.zeros(k, np.int64)
             after = len(bodies.records) - len(self._pieces)
             for code in np.unique(hits.kind[piece]).tolist():
                 rows = np.flatnonzero(hits.kind == code)
                 node, solid, part = self._pieces.locate(code, hits.b[rows])
                 b[rows] = after + node
+                solids[rows] = self._pieces.columns()["solids"][node]
                 solid_of[rows] = solid
                 part_of[rows] = part
+            named = np.full(k, None, object)
+            named[piece] = _FEATURE_NAMES.take(hits.feature[piece])
+            on_pieces = (solids, solid_of, named, part_of)
         # Direction 2 * row is a -> b, 2 * row + 1 is b -> a (a plane's or a piece's from
         # mask is 0, so it is never the from side).
         ab = np.array((a, b))
@@ -2383,7 +2391,7 @@ class ContinuousCollision:
 
         enter = self._contacts_at(
             row, direction, frm, into, bodies, n, radius_of_a(hits.t), hits.speed, hits.t,
-            hits.point, hits.normal, hits.pos_a, hits.pos_b,
+            hits.point, hits.normal, hits.pos_a, hits.pos_b, on_pieces,
         )  # fmt: skip
         leave: list[Contact | None] = [None] * len(keys)
         if bodies.sensors and hits.sensor.any():
@@ -2395,28 +2403,10 @@ class ContinuousCollision:
                     [into[i] for i in listed], bodies, n,
                     radius_of_a(np.nan_to_num(hits.t_exit)), hits.speed, hits.t_exit,
                     hits.exit_point, hits.exit_normal, hits.exit_pos_a, hits.exit_pos_b,
+                    on_pieces,
                 )  # fmt: skip
                 for i, contact in zip(listed, built):
                     leave[i] = contact
-        if piece is not None:
-            nodes = self._pieces.nodes
-            after = len(bodies.records) - len(self._pieces)
-            # Per contact (Contacts are Python objects), from columns gathered once: a
-            # numpy scalar read per contact and column cost as much as the rest of the pass
-            # at 1,000 movers on a level.
-            listed = np.flatnonzero(piece[row])
-            h = row[listed]
-            for i, node_row, solid_row, feature, part in zip(
-                listed.tolist(), (b[h] - after).tolist(), solid_of[h].tolist(),
-                hits.feature[h].tolist(), part_of[h].tolist(),
-            ):  # fmt: skip
-                solid = nodes[node_row].solids[solid_row]
-                named = FEATURES[feature] if feature >= 0 else None
-                for contact in (enter[i], leave[i]):
-                    if contact is not None:
-                        contact._into_solid = solid
-                        contact._feature = named
-                        contact._part = part
         return list(zip(keys, enter, leave))
 
     def _contacts_at(
@@ -2434,13 +2424,16 @@ class ContinuousCollision:
         normal: np.ndarray,
         pos_a: np.ndarray,
         pos_b: np.ndarray,
+        on_pieces: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> list[Contact]:
         """The Contacts of m directions of solver hits, at one moment of the hits: their
         hit ``row`` (m,), ``direction`` (m,) (2 row for a -> b, 2 row + 1 for b -> a) and
         ``frm``, ``into`` body rows; per hit (k,) times ``t`` and (k, 3) ``point``,
         ``normal``, ``pos_a``, ``pos_b`` (entry or exit), ``radius_a`` (k,) its sphere a's
         radius at that moment (it may grow), ``speed`` (k,) its approach speed per frame.
-        Body rows from ``n`` on are planes and pieces.
+        Body rows from ``n`` on are planes and pieces. ``on_pieces``: per hit (k,), for
+        those on a level piece (always the into side), its node's solids, which of them,
+        the feature's name and the part (None, 0, None, 0 for the others; None: no hit is).
 
         Hits are stated from sphere a's side (normal out of b); for the direction b -> a
         the point lies on a's surface.
@@ -2504,6 +2497,15 @@ class ContinuousCollision:
         into_pos: list[Any] = list(map(tuple, intos))
         for i in into_plane:
             into_pos[i] = None
+        # Per contact (Contacts are Python objects), from columns gathered once: a numpy
+        # scalar read per contact and column cost as much as the rest of the pass at 1,000
+        # movers on a level.
+        solids: Iterable[Any] = repeat(None)
+        solid: Iterable[int] = repeat(0)
+        feature: Iterable[Any] = repeat(None)
+        part: Iterable[int] = repeat(0)
+        if on_pieces is not None:
+            solids, solid, feature, part = (column[row].tolist() for column in on_pieces)
         return list(
             map(
                 Contact._unchecked,
@@ -2523,6 +2525,10 @@ class ContinuousCollision:
                 into_handle,
                 into_solid,
                 from_solid,
+                solids,
+                solid,
+                feature,
+                part,
             )
         )
 

@@ -121,6 +121,8 @@ class Contact:
         "_into_tangible",
         "_world",
         "_into_solid",
+        "_solids",
+        "_solid_index",
         "_from_solid",
         "_feature",
         "_part",
@@ -166,6 +168,8 @@ class Contact:
         self._into_tangible = bool(into_tangible)
         self._world = _check_np("world", world)
         self._into_solid = None
+        self._solids = None
+        self._solid_index = 0
         self._from_solid = None
         self._feature = None
         self._part = 0
@@ -189,12 +193,21 @@ class Contact:
         into_handle: NodePath,
         into_solid: Any = None,
         from_solid: Any = None,
+        solids: list[Any] | None = None,
+        solid_index: int = 0,
+        feature: str | None = None,
+        part: int = 0,
     ) -> Contact:
         """A Contact from values that already pass every check of ``__init__``, vectors as
         tuples of floats already rounded to float32 (internal: the component checks a whole
         frame's contacts with numpy at once, and the checks here would cost more than the
         rest of building one). ``from_np`` and ``into_np`` are the component's own copies,
-        never handed out; ``from_handle`` and ``into_handle`` the game's NodePaths."""
+        never handed out; ``from_handle`` and ``into_handle`` the game's NodePaths.
+
+        ``solids``, for a contact with a level piece: its node's solids, of which the one
+        touched (``solid_index``) is its into solid, looked up when asked for (a pass's
+        contacts with a level would otherwise each reach into one of its thousands of
+        solids, far apart in memory, and most are never asked for)."""
         self = cls.__new__(cls)
         self._t = t
         self._time = time
@@ -211,9 +224,11 @@ class Contact:
         self._into_tangible = into_tangible
         self._world = world
         self._into_solid = into_solid
+        self._solids = solids
+        self._solid_index = solid_index
         self._from_solid = from_solid
-        self._feature = None
-        self._part = 0
+        self._feature = feature
+        self._part = part
         return self
 
     # -- plain attributes (read-only) ---------------------------------------------------
@@ -346,6 +361,8 @@ class Contact:
         level piece, or the CollisionSphere or CollisionPlane of a node registered with
         ``add_collision_node``; None for a sphere or plane registered with ``add_sphere``
         or ``add_plane``."""
+        if self._solids is not None:
+            return self._solids[self._solid_index]
         return self._into_solid
 
     @property
@@ -372,11 +389,11 @@ class Contact:
 
     def get_into_solid(self) -> Any:
         """As ``CollisionEntry.getIntoSolid``: see :attr:`into_solid`."""
-        return self._into_solid
+        return self.into_solid
 
     def has_into(self) -> bool:
         """As ``CollisionEntry.hasInto``: whether the into solid is known."""
-        return self._into_solid is not None
+        return self.into_solid is not None
 
     def get_from(self) -> Any:
         """As ``CollisionEntry.getFrom``: the from solid (see :attr:`from_solid`)."""
