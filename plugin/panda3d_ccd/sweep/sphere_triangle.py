@@ -164,7 +164,9 @@ def _sweep(
     time may not be its own: a row whose first entry is later is not asked whether the
     entry is its neighbour's (see :func:`_exact`), which could only make it later still."""
     k = len(c0)
-    two = np.broadcast_to(np.asarray(two_sided, dtype=bool), (k,))
+    two = np.asarray(two_sided, dtype=bool)
+    if two.shape != (k,):  # (a table's rows come with theirs: np.broadcast_to costs 5 us)
+        two = np.broadcast_to(two, (k,))
     t = np.full(k, np.inf)
     point = np.full((k, 3), np.nan)
     normal = np.full((k, 3), np.nan)
@@ -436,7 +438,8 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None, first=None):
     culls run over those, and the survivors are gathered from them (several times faster
     than gathering the rows of the whole (n, 3) arrays later, or than working on strided
     columns of (k, 3) arrays) and batched for the exact stage, whose fixed cost per call
-    (about a thousand numpy calls) is worth spreading over many rows.
+    (about a thousand numpy calls) is worth spreading over many rows. What the culls
+    computed of the survivors' triangles and paths goes with them (see :class:`_Shape`).
     """
     # (_may_touch answers for this first cull alone: the two must stay one test.)
     batch: list[tuple] = []
@@ -445,34 +448,71 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None, first=None):
         cols = [F.columns(x[lo : lo + _BLOCK]) for x in (c0, c1, a, b, c)]
         rb, tb = r[lo : lo + _BLOCK], two[lo : lo + _BLOCK]
         least = rb if shrunk is None else shrunk[lo : lo + _BLOCK]
-        keep = np.flatnonzero(_cull_plane(*cols, least, tb))
+        near, plane = _plane_cull(*cols, least, tb)
+        keep = near.nonzero()[0]
         cols = [F.take(x, keep) for x in cols]
         rb, tb, least = rb[keep], tb[keep], least[keep]
-        kept = np.flatnonzero(_cull_gathered(*cols, least, tb))
+        alive, shape = _culled(*cols, least, tb, tuple(F.take(x, keep) for x in plane))
+        kept = alive.nonzero()[0]
         if len(kept):
-            batch.append((keep[kept] + lo, *(F.take(x, kept) for x in cols), rb[kept], tb[kept]))
+            # (With ``shrunk``, the radius of each copy: at full radius, then shrunk.)
+            radii = rb if shrunk is None else F.stack([rb, least]).reshape(2, -1)
+            batch.append((keep[kept] + lo, kept, (*cols, *shape, tb), radii))
             batched += len(kept)
         if batched >= _BLOCK or (batched and lo + _BLOCK >= len(c0)):
-            rows, *cols, rb, tb = (
-                np.concatenate(part, axis=-1) if len(batch) > 1 else part[0] for part in zip(*batch)
-            )
+            rows, (*cols, tb), rb = _gathered(batch, shrunk is not None)
+            cols, shape = cols[:5], _Shape(*cols[5:])
+            h = len(rows)
             beside = None if sides is None else sides.take(rows, axis=0)
+            if shrunk is not None and beside is not None:
+                beside = np.concatenate([beside, beside])
             mine = None if first is None else first.take(rows)
-            if shrunk is None:
-                yield rows, _exact(*cols, rb, tb, beside, contacts, mine)
+            found = _exact(*cols, rb, tb, beside, shape, contacts, mine, shrunk is not None)
+            if contacts:
+                t, hits, *contact = found
+                yield rows[hits], (t[hits], *contact)
+            elif shrunk is None:
+                yield rows, found
             else:
-                h = len(rows)
-                both = _exact(
-                    *(np.concatenate([x, x], axis=-1) for x in cols),
-                    np.concatenate([rb, shrunk[rows]]),
-                    np.concatenate([tb, tb]),
-                    None if beside is None else np.concatenate([beside, beside]),
-                    contacts,
-                    mine,
-                )
-                deep = np.flatnonzero(np.isfinite(both[0][h:]))  # (the first copies' rows)
-                yield rows[deep], tuple(x[..., deep] for x in both)
+                deep = np.isfinite(found[0][h:]).nonzero()[0]  # (the first copies' rows)
+                yield rows[deep], (found[0][deep],)
             batch, batched = [], 0
+
+
+def _gathered(batch: list[tuple], twice: bool) -> tuple[NDArray, list[NDArray], Float]:
+    """A batch's rows, columns and radii, the exact stage's input: each of its blocks is
+    (its survivors' rows, ``kept``: which of its culled rows they are, its culled columns,
+    their radii: (n,), or with ``twice`` (2, n), at full radius and shrunk). With
+    ``twice`` the rows come twice over, at full radius and then shrunk: a batch of one
+    block, the usual, is gathered so at once, not gathered and then copied."""
+    if len(batch) == 1:
+        rows, kept, arrays, radii = batch[0]
+        pick = F.stack([kept, kept]) if twice else kept
+        return rows, [F.take(x, pick) for x in arrays], F.take(radii, kept).reshape(-1)
+    rows = np.concatenate([part[0] for part in batch])
+    arrays = [
+        np.concatenate([F.take(x, part[1]) for part, x in zip(batch, xs)], axis=-1)
+        for xs in zip(*(part[2] for part in batch))
+    ]
+    if twice:
+        arrays = [np.concatenate([x, x], axis=-1) for x in arrays]
+    radii = np.concatenate([F.take(part[3], part[1]) for part in batch], axis=-1)
+    return rows, arrays, radii.reshape(-1)
+
+
+class _Shape(NamedTuple):
+    """What the culls compute of rows' triangles and paths that the exact stage needs
+    again: the same numbers, gathered rather than made again. The raw normal
+    ``n = e1 x e2`` (3, k) and its length (k,), the longest edge squared (k,), the speed
+    (k,), and the edges' inward normals ``n x edge`` of a-b, b-c, c-a (3, 3, k)
+    (coordinate, edge, row) with their lengths (3, k)."""
+
+    normal: Float
+    area2: Float
+    longest2: Float
+    speed: Float
+    inward: Float
+    size_in: Float
 
 
 def _may_touch(
@@ -487,16 +527,25 @@ def _may_touch(
 def _cull_plane(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool) -> Bool:
     """Rows whose path, inflated by r, reaches the triangle's plane slab (and its front,
     when one-sided): (3, k) columns in, (k,) bool out."""
+    return _plane_cull(c0, c1, a, b, c, r, two)[0]
+
+
+def _plane_cull(
+    c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool
+) -> tuple[Bool, tuple[Float, Float, Float]]:
+    """:func:`_cull_plane`, and (for :func:`_culled`) the raw normal ``n`` (3, k), the
+    start's height over the plane in units of |n| and |n| (k,)."""
     n = F.cross(b - a, c - a)
     s0 = F.dot(n, c0 - a)
     s1 = F.dot(n, c1 - a)
-    reach = r * F.norm(n)
+    area2 = F.norm(n)
+    reach = r * area2
     lo = np.minimum(s0, s1)
     hi = np.maximum(s0, s1)
     slack = _CULL_SLACK * (reach + np.abs(lo) + np.abs(hi))
     near = (lo <= reach + slack) & (hi >= -reach - slack)
     # One-sided: contacts count only while the centre is in front of (or on) the plane.
-    return near & (two | (hi >= -slack))
+    return near & (two | (hi >= -slack)), (n, s0, area2)
 
 
 def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool) -> Bool:
@@ -513,35 +562,46 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     centre moving away from all three corners moves away from every point of the triangle:
     its distance grows from the start (and, being convex, never shrinks later).
     """
+    return _culled(c0, c1, a, b, c, r, two)[0]
+
+
+def _culled(
+    c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool,
+    plane: tuple[Float, Float, Float] | None = None,
+) -> tuple[Bool, _Shape]:
+    """:func:`_cull_gathered`, given what :func:`_plane_cull` found of the rows (``plane``,
+    or None: made here), and the rows' :class:`_Shape`."""
     e1 = b - a
     e2 = c - a
     eb = c - b
-    n = F.cross(e1, e2)
     v = c1 - c0
     w0 = c0 - a
+    if plane is None:
+        n = F.cross(e1, e2)
+        plane = (n, F.dot(n, w0), F.norm(n))
+    n, s0, area2 = plane
     speed = F.norm(v)
-    longest2 = _longest2(e1, e2, eb)
+    longest2 = _longest2(F.stack([e1, e2, eb]))
     # Above the rounding of the exact stage: a few ulps of its coordinates, of its motion
     # and of its triangle's size.
-    size = np.abs(c0).sum(axis=0) + np.abs(a).sum(axis=0) + 2 * (speed + r + np.sqrt(longest2))
+    size = _row_sum(np.abs(c0)) + _row_sum(np.abs(a)) + 2 * (speed + r + np.sqrt(longest2))
     slack = _CULL_SLACK * size
-    area2 = F.norm(n)
     # The exact stage's own test on the same numbers: a degenerate triangle has no plane.
     has_plane = area2 > DEGENERATE_REL * longest2
-    s0, ds = F.dot(n, w0), F.dot(n, v)
+    ds = F.dot(n, v)
     lo, hi = _window(area2, has_plane, s0, ds, r, two, slack)
 
     # Heights over each edge's line in units of |n x edge|, which the slack also scales;
-    # the edges a-b, b-c, c-a from their starts (n x (a - c) is e2 x n), stacked (F.stack).
-    w = F.stack([w0, w0 - e1, w0 - e2])
-    inward = F.cross(F.stack([n, n, e2]), F.stack([e1, eb, n]))
-    v3 = F.stack([v] * 3)
+    # the edges a-b, b-c, c-a from their starts (n x (a - c) is e2 x n), (3, 3, k)
+    # (coordinate, edge, row): a row's own values broadcast over its three edges.
+    w = F.stack([w0, w0 - e1, w0 - e2]).reshape(3, 3, -1)
+    inward = F.cross(F.stack([n, n, e2]), F.stack([e1, eb, n])).reshape(3, 3, -1)
+    v3 = v[:, None]
     h0 = F.dot(w, inward)
     dh = F.dot(v3, inward)
     size_in = F.norm(inward)
-    reach = F.stack([r + slack] * 3)
-    lo3, hi3 = F.stack([lo] * 3), F.stack([hi] * 3)
-    nearest = np.maximum(h0 + lo3 * dh, h0 + hi3 * dh)
+    reach = r + slack
+    nearest = np.maximum(h0 + lo * dh, h0 + hi * dh)
     alive = nearest >= -reach * size_in
     # Wholly beyond a line but within r of it: the least distance in space decides (only
     # those entries: on a large batch most are not), where the triangle is no sliver: its
@@ -550,23 +610,31 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     # squared, had it off by up to 3e-5, and contacts were dropped): at 1e-5 of it, by
     # less than 1e-10, far within the slack.
     shaped = area2 > _SHAPED * longest2
-    ask = np.flatnonzero(alive & (nearest < 0) & F.stack([shaped] * 3))
-    if len(ask):
-        row = ask % len(r)
+    edge, row = (alive & (nearest < 0) & shaped).nonzero()
+    if len(row):
         least = _least_squared(
-            h0.take(ask), dh.take(ask), size_in.take(ask), s0.take(row), ds.take(row),
+            h0[edge, row], dh[edge, row], size_in[edge, row], s0.take(row), ds.take(row),
             area2.take(row), lo.take(row), hi.take(row),
         )  # fmt: skip
-        alive[ask[least > reach.take(ask) ** 2]] = False
+        far = least > reach.take(row) ** 2
+        alive[edge[far], row[far]] = False
     # Rates of the distances to the corners, with a margin far above their rounding in the
     # exact stage.
-    closing = F.dot(w, v3) <= F.stack([speed * slack] * 3)
-    return alive.reshape(3, -1).all(axis=0) & closing.reshape(3, -1).any(axis=0)
+    closing = F.dot(w, v3) <= speed * slack
+    shape = _Shape(n, area2, longest2, speed, inward, size_in)
+    return F.every(alive, 3) & F.some(closing, 3), shape
 
 
-def _longest2(e1: Float, e2: Float, eb: Float) -> Float:
-    """(k,) the longest of three edges (3, k), squared."""
-    edges = F.stack([e1, e2, eb])
+def _row_sum(x: Float) -> Float:
+    """(k,) sums of (3, k) columns, ``x.sum(axis=0)`` of non-negative x bit for bit (a
+    reduction over the short axis costs twice the two sums)."""
+    out = x[0] + x[1]
+    out += x[2]
+    return out
+
+
+def _longest2(edges: Float) -> Float:
+    """(k,) the longest of three edges stacked (3, 3 k) (see F.stack), squared."""
     return F.dot(edges, edges).reshape(3, -1).max(axis=0)
 
 
@@ -610,40 +678,44 @@ def _window(
     ds = np.where(moving, ds, 1.0)
     t_bottom = (bottom - s0) / ds
     t_top = (top - s0) / ds
-    lo = np.where(moving, np.clip(np.minimum(t_bottom, t_top), 0.0, 1.0), 0.0)
-    hi = np.where(moving, np.clip(np.maximum(t_bottom, t_top), 0.0, 1.0), 1.0)
+    lo = np.where(moving, np.minimum(t_bottom, t_top).clip(0.0, 1.0), 0.0)
+    hi = np.where(moving, np.maximum(t_bottom, t_top).clip(0.0, 1.0), 1.0)
     return lo, hi
 
 
 class _Triangles:
-    """The triangles of some rows, relative to their corner a, as (3, k) columns."""
+    """The triangles of some rows, relative to their corner a: the edges a-b, b-c, c-a by
+    their starts, runs and inward normals ``normal x edge`` (toward the inside of each
+    edge's line, in the plane), as (3, 3, k) columns (coordinate, edge, row), so that a
+    test of the three edges is one call of each kind (their ``reshape(3, -1)``: stacked
+    edge after edge, see F.stack). ``shape``: the rows' :class:`_Shape`."""
 
-    def __init__(self, e1: Float, e2: Float, eb: Float) -> None:
-        self.starts = (np.zeros_like(e1), e1, e2)
-        self.edges = (e1, eb, -e2)
-        self.normal_raw = F.cross(e1, e2)
-        # normal x edge: toward the inside of each edge's line, in the plane. Once for all
-        # rows: cheaper than gathering the normal and edges of every subset tested.
-        self.inward = tuple(F.cross(self.normal_raw, edge) for edge in self.edges)
+    def __init__(self, e1: Float, e2: Float, eb: Float, shape: _Shape) -> None:
+        self.starts = F.stack([np.zeros(e1.shape), e1, e2]).reshape(3, 3, -1)
+        self.edges = F.stack([e1, eb, -e2]).reshape(3, 3, -1)
+        self.normal_raw = shape.normal
+        # (The culls' e2 x n for c-a is n x (a - c), bit for bit: the same products.)
+        self.inward = shape.inward
+        self._size_in = shape.size_in
 
     def widen(self, tol: Float) -> None:
         """Take points up to ``tol`` (k,) outside an edge's line as on the face: a point aimed
         exactly at an edge two triangles share must not fall between them by a rounding
         (it has no edge piece to catch it)."""
-        self.slack = tuple(-tol * F.norm(inward) for inward in self.inward)
+        self.slack = -tol * self._size_in
 
-    def in_face(self, p: Float, rows: NDArray | None = None, wide: bool = False) -> Bool:
-        """(k,) whether the points p (3, k) project into the triangles (of ``rows``, or
-        all), edges included; with ``wide``, up to the tolerance of :meth:`widen` beyond
-        them (for entries: where the sphere already overlaps, the nearest feature must be
-        the exact one)."""
+    def inside(self, w: Float, rows: NDArray | None = None, wide: bool = False) -> Bool:
+        """(q,) whether points project into the triangles (of ``rows``, or all), edges
+        included, given as ``w`` (3, 3, q): each point less each edge's start; with
+        ``wide``, up to the tolerance of :meth:`widen` beyond them (for entries: where the
+        sphere already overlaps, the nearest feature must be the exact one)."""
         pick = (lambda x: x) if rows is None else (lambda x: F.take(x, rows))
-        # Inside each edge's line: (p - start) . (normal x edge) >= -slack; a's start is 0.
-        slack = self.slack if wide else (0.0, 0.0, 0.0)
-        inside = F.dot(p, pick(self.inward[0])) >= (pick(slack[0]) if wide else 0.0)
-        for start, inward, out in zip(self.starts[1:], self.inward[1:], slack[1:]):
-            inside &= F.dot(p - pick(start), pick(inward)) >= (pick(out) if wide else 0.0)
-        return inside
+        # Inside each edge's line: (p - start) . (normal x edge) >= -slack.
+        return F.every(F.dot(w, pick(self.inward)) >= (pick(self.slack) if wide else 0.0), 3)
+
+    def in_face(self, p: Float, rows: NDArray, wide: bool = False) -> Bool:
+        """(q,) :meth:`inside` of the points p (3, q) of ``rows``."""
+        return self.inside(p[:, None] - F.take(self.starts, rows), rows, wide)
 
 
 def _exact(
@@ -655,11 +727,16 @@ def _exact(
     r: Float,
     two: Bool,
     sides: Float | None,
+    shape: _Shape,
     contacts: bool = False,
     first: _First | None = None,
+    twice: bool = False,
 ) -> tuple:
-    """The exact test on (3, k) columns of rows that survived the cull: ``(t,)``, or with
-    ``contacts`` ``(t, point, normal, feature, index)`` with point and normal as columns.
+    """The exact test on (3, k) columns of rows that survived the cull (and their
+    :class:`_Shape`): ``(t,)``, or with ``contacts`` ``(t, hits, point, normal, feature,
+    index)``: the contacts of the rows ``hits`` that touch, with point and normal as
+    columns. ``twice``: the rows are twice over, at full radius and then shrunk (see
+    :func:`_blocks`); the hits are then the first copies' rows that touch in both.
 
     A sphere already within r of the triangle where its window opens (at the start, or
     crossing the plane from behind) touches if it approaches the nearest feature. Where
@@ -681,21 +758,21 @@ def _exact(
     v = c1 - c0
     e1 = b - a
     e2 = c - a
-    tri = _Triangles(e1, e2, c - b)
-    area2 = F.norm(tri.normal_raw)
-    longest2 = _longest2(e1, e2, tri.edges[1])
+    tri = _Triangles(e1, e2, c - b, shape)
+    area2, longest2, speed = shape.area2, shape.longest2, shape.speed
     flat = area2 <= DEGENERATE_REL * longest2
     n = np.where(flat, 0.0, tri.normal_raw / np.where(flat, 1.0, area2))
     s0 = F.dot(n, w0)
     dn = F.dot(n, v)
-    speed = F.norm(v)
-    size = np.maximum(r, np.sqrt(longest2))
+    longest = np.sqrt(longest2)
+    size = np.maximum(r, longest)
     # A bound on the largest coordinate (at most about 4 times it), for the rounding noise.
+    c0_abs, a_abs = np.abs(c0), np.abs(a)
     coord_scale = (
-        np.maximum(np.maximum(np.abs(c0[0]), np.abs(c0[1])), np.abs(c0[2]))
-        + np.maximum(np.maximum(np.abs(a[0]), np.abs(a[1])), np.abs(a[2]))
+        np.maximum(np.maximum(c0_abs[0], c0_abs[1]), c0_abs[2])
+        + np.maximum(np.maximum(a_abs[0], a_abs[1]), a_abs[2])
         + speed
-        + np.sqrt(longest2)
+        + longest
     )
     approach_eps, tol = F.thresholds(speed, size, coord_scale)
     tri.widen(tol)
@@ -728,16 +805,17 @@ def _exact(
     # Over the face and within r of it is inside; farther than r from the plane is outside
     # whatever the projection.
     beyond = np.abs(s_p) > r
-    close = np.flatnonzero(~beyond & ~flat)
-    on_face = np.zeros(k, dtype=bool)
-    on_face[close] = tri.in_face(F.take(p, close), close)
+    # The centre less each edge's start (corner): the projection onto the face here, and
+    # the edges' and corners' pieces below.
+    w = p[:, None] - tri.starts
+    on_face = ~beyond & ~flat & tri.inside(w)
     near.offer(np.where(on_face, np.abs(s_p), np.inf), FACE, 0)
     near_rate = s_p * dn
     for side in (1.0, -1.0):
         moving_in = ~flat & (side * dn < -approach_eps)
         if side < 0:
             moving_in &= two
-        rows = np.flatnonzero(moving_in)
+        rows = moving_in.nonzero()[0]
         if len(rows):
             face_t = np.full(k, np.inf)
             face_t[rows] = _face_time(side, rows, s_p, dn, r, p, motion, tri)
@@ -745,31 +823,31 @@ def _exact(
     # The edges and vertices matter only where the face does not decide: a face reached
     # from farther than r is the first contact (before it the centre is farther than r from
     # the plane, so from everything), and a point within r over the face is nearest to it.
-    rest = np.flatnonzero(np.where(beyond, ~np.isfinite(best.t), ~on_face))
+    rest = np.where(beyond, ~np.isfinite(best.t), ~on_face).nonzero()[0]
     late = rest[:0]  # rows whose contact is not at the start after all
     if len(rest):
-        m = motion.take(rest)
-        rr = r[rest]
-        pr = F.take(p, rest)
-        corners = [pr] + [pr - F.take(vertex, rest) for vertex in tri.starts[1:]]
-        edges = [F.take(edge, rest) for edge in tri.edges]
-        # The three edges, then the three corners, each kind in one call (see F.stack).
-        corner, r3, m3 = F.stack(corners), F.stack([rr] * 3), m.repeat(3)
-        edge = F.edge_entry(corner, F.stack(edges), r3, m3)
-        vertex = F.vertex_entry(corner, r3, m3, F.stack([speed[rest]] * 3))
-        best_rest = F.Best(len(rest))
-        best_rest.offer_pieces(edge.t, 3, EDGE)
-        best_rest.offer_pieces(vertex.t, 3, VERTEX)
+        # The three edges, then the three corners, each kind in one call (see F.stack):
+        # the rows' values gathered thrice over, the first third this row's own.
+        q = len(rest)
+        thrice = F.stack([rest] * 3)
+        m3 = motion.take(thrice)
+        m = F.Motion(*(x[..., :q] for x in m3))
+        r3 = F.take(r, thrice)
+        corner = F.take(w, rest).reshape(3, -1)
+        pr = corner[:, :q]  # (a's start is 0)
+        edge = F.edge_entry(corner, F.take(tri.edges, rest).reshape(3, -1), r3, m3)
+        vertex = F.vertex_entry(corner, r3, m3, F.take(speed, thrice))
+        # The first entry over the six pieces, edges first where equal (as if offered one
+        # by one in that order).
+        entry, which = F.earliest(F.stack([edge.t, vertex.t]), 6)
+        best.offer_rows(rest, entry, np.where(which < 3, EDGE, VERTEX), which % 3)
         # The nearest feature and its rate: edges first, as for the entries.
         dist, which = F.earliest(F.stack([edge.dist, vertex.dist]), 6)
-        near_rest = F.Best(len(rest))
-        near_rest.offer(dist, np.where(which < 3, EDGE, VERTEX), which % 3)
         rates = F.stack([edge.rate, vertex.rate]).reshape(6, -1)
-        rate_rest = np.where(which >= 0, rates[which, np.arange(len(rest))], 0.0)
-        best.offer_rows(rest, best_rest)
-        closer = near_rest.t < near.t[rest]
+        rate_rest = np.where(which >= 0, rates[which, np.arange(q)], 0.0)
+        closer = dist < near.t[rest]
         near_rate[rest[closer]] = rate_rest[closer]
-        near.offer_rows(rest, near_rest)
+        near.offer_rows(rest, dist, np.where(which < 3, EDGE, VERTEX), which % 3)
         if sides is not None:
             look, start = _looked(sides, rest, best, near, near_rate, r, m)
             if first is not None and len(look):
@@ -787,31 +865,42 @@ def _exact(
     if not contacts:
         return (t,)
 
-    hit = np.isfinite(t)
-    from_start = hit & inside
-    feature = np.where(from_start, near.feature, best.feature).astype(np.int8)
-    index = np.where(from_start, near.index, best.index)
-    feature[~hit] = -1
-    index[~hit] = -1
-    centre = p + np.where(hit & ~from_start, t - t_lo, 0.0) * v
+    # The contacts of the rows that touch (twice over: of the first copies, where both
+    # copies touch), gathered: a few of the rows.
+    h = k // 2 if twice else k
+    touch = np.isfinite(t[:h])
+    if twice:
+        touch &= np.isfinite(t[h:])
+    hits = touch.nonzero()[0]
+    from_start = inside[hits]
+    feature = np.where(from_start, near.feature[hits], best.feature[hits])
+    feature = feature.astype(np.int8, copy=False)
+    index = np.where(from_start, near.index[hits], best.index[hits])
+    v, n = F.take(v, hits), F.take(n, hits)
+    centre = F.take(p, hits) + np.where(from_start, 0.0, t[hits] - t_lo[hits]) * v
     point = centre - F.dot(n, centre) * n
     # On an edge, the nearest point of that edge; on a corner, the corner (each row's
     # own, picked out of the three computed for every row at once).
-    starts = F.stack(list(tri.starts))
-    on_edges = F.closest_on_segment(F.stack([centre] * 3), starts, F.stack(list(tri.edges)))[0]
-    own = (slice(None), np.clip(index, 0, 2), np.arange(k))
-    point = np.where(feature == EDGE, on_edges.reshape(3, 3, k)[own], point)
-    point = np.where(feature == VERTEX, starts.reshape(3, 3, k)[own], point)
-    # Where the centre is within rounding of the contact point, the side it is on.
-    side = np.where(flat, 0.0, np.where(s_p > 0, 1.0, np.where(s_p < 0, -1.0, 0.0)))
-    normal = F.unit(centre - point, fallback=side * n - (side == 0) * F.unit(v, speed))
+    starts = F.take(tri.starts, hits)
+    on_edges = F.closest_on_segment(centre[:, None], starts, F.take(tri.edges, hits))[0]
+    own = (slice(None), np.maximum(index, 0), np.arange(len(hits)))  # (-1, none: any)
+    point = np.where(feature == EDGE, on_edges[own], point)
+    point = np.where(feature == VERTEX, starts[own], point)
+    gap = centre - point
+    apart = F.norm(gap)
+    zero = apart == 0
+    normal = F.unit(gap, apart)
+    if np.count_nonzero(zero):
+        # Where the centre is within rounding of the contact point, the side it is on.
+        s_p = s_p[hits]
+        side = np.where(flat[hits], 0.0, np.where(s_p > 0, 1.0, np.where(s_p < 0, -1.0, 0.0)))
+        fallback = side * n - (side == 0) * F.unit(v, speed[hits])
+        normal[:, zero] = fallback[:, zero]
     # Touching a face from outside, the normal is the face's on the side approached (a
     # point, r = 0, has no direction from the contact to its centre).
-    by_face = hit & ~from_start & (feature == FACE)
-    normal = np.where(by_face, np.where(dn < 0, 1.0, -1.0) * n, normal)
-    point = np.where(hit, point + a, np.nan)
-    normal = np.where(hit, normal, np.nan)
-    return t, point, normal, feature, index
+    by_face = ~from_start & (feature == FACE)
+    normal = np.where(by_face, np.where(dn[hits] < 0, 1.0, -1.0) * n, normal)
+    return t, hits, point + F.take(a, hits), normal, feature, index
 
 
 def _times(
@@ -845,7 +934,7 @@ class _First(NamedTuple):
     twins: bool
 
     def take(self, rows: NDArray) -> _First:
-        return _First(self.group[rows], self.within[rows], self.twins)
+        return _First(self.group.take(rows), self.within.take(rows), self.twins)
 
     def later(self, t: Float, unsure: NDArray) -> Bool:
         """Of rows with times ``t`` (twice over with ``twins``), those later by more than
@@ -856,7 +945,7 @@ class _First(NamedTuple):
         h = len(self.group)
         if self.twins:
             sure = sure[:h] & sure[h:]
-        if not sure.any():
+        if not np.count_nonzero(sure):
             return np.zeros(len(t), bool)
         earliest = np.full(self.group.max() + 1, np.inf)
         np.minimum.at(earliest, self.group[sure], t[:h][sure])
@@ -875,8 +964,8 @@ def _looked(
     nearest = near.t[rest]
     start = (nearest <= r[rest]) & (nearest > 0)
     start &= near_rate[rest] < -nearest * m.approach_eps
-    has = np.isfinite(sides[rest, :, 0]).any(axis=1)  # any edge shared
-    look = np.flatnonzero((entry | start) & has)
+    has = F.some(np.isfinite(sides[:, :, 0].take(rest, axis=0).T), 3)  # any edge shared
+    look = ((entry | start) & has).nonzero()[0]
     return look, start[look]
 
 
@@ -913,53 +1002,57 @@ def _leave_to_neighbours(
     feature = best.feature[rows]
     entry = (feature > FACE) & ~start
     t, index = np.where(entry, best.t[rows], 0.0), best.index[rows]
-    v = m.v[:, look]
+    v = F.take(m.v, look)
     # Where the centre is when it touches: at the entry, or where the window opens.
-    at = p[:, look] + t * v
+    at = F.take(p, look) + t * v
     # Behind a one-sided neighbour, it counts for nothing; but a start may be left to it
     # there while the centre moves away from this plane (a ball passing up through a
     # curved surface from behind, past a corner of this triangle), an entry never.
     behind = two[rows] | (away[rows] & start)
-    neighbours = _Neighbours(sides[rows], rows, tri, m.tol[look], behind)
+    neighbours = _Neighbours(sides.take(rows, axis=0), rows, tri, m.tol[look], behind)
     side = neighbours.beyond(at)  # (3, l)
     gone = np.zeros(len(look), bool)
-    if entry.any():
+    if np.count_nonzero(entry):
         # The first entry, where it is the neighbour's. Corner j is on edges j and j - 1.
         cols = np.arange(len(look))
-        own = side[index.clip(0, 2), cols]
-        before = side[(index.clip(0, 2) + 2) % 3, cols]
+        which = np.maximum(index, 0)  # (-1: none, not an entry)
+        own = side[which, cols]
+        before = side[(which + 2) % 3, cols]
         gone = entry & (own | ((feature == VERTEX) & before))
         best.t[rows[gone]] = np.inf
-    if start.any():
+    if np.count_nonzero(start):
         # The nearest point on a shared edge: within it, or at either of its ends.
-        edges, corners = edge_dist.reshape(3, q)[:, look], vertex_dist.reshape(3, q)[:, look]
+        edges = F.take(edge_dist.reshape(3, q), look)
+        corners = F.take(vertex_dist.reshape(3, q), look)
         least = near.t[rows]
         on = (edges <= least) | (corners <= least) | (corners[[1, 2, 0]] <= least)
-        beyond = start & (side & on).any(axis=0)
+        beyond = start & F.some(side & on, 3)
         near_rate[rows[beyond]] = 0.0  # the neighbour's to decide: not approaching here
         gone |= beyond
-    if not gone.any():
+    if not np.count_nonzero(gone):
         return look[:0]
     # Coming back over this side of every edge it was beyond: the neighbour, nearer,
     # decided only while the centre was on its side (at a concave crease this triangle's
     # distance can then go on falling below the neighbour's). Back over one edge, the
     # centre may be over another neighbour: that one's, till it is back from there too (a
     # straight path is back over an edge's line once and for all).
-    g = np.flatnonzero(gone)
-    across = side[:, g]
+    g = gone.nonzero()[0]
+    across = F.take(side, g)
     for _ in range(3):
-        later, edge = neighbours.back(at[:, g], v[:, g], across, g)
-        back = np.isfinite(later) & (t[g] + later <= m.t_hi[look[g]])
-        if not back.any():
+        vg = F.take(v, g)
+        later, edge = neighbours.back(F.take(at, g), vg, across, g)
+        back = (np.isfinite(later) & (t[g] + later <= m.t_hi[look[g]])).nonzero()[0]
+        if not len(back):
             return look[:0]
-        g, later, edge, across = g[back], later[back], edge[back], across[:, back]
-        c = at[:, g] + later * v[:, g]
+        g, later, edge, across = g[back], later[back], edge[back], F.take(across, back)
+        vg = F.take(v, g)
+        c = F.take(at, g) + later * vg
         more = neighbours.beyond(c, g) & ~across
-        if not more.any():
+        if not np.count_nonzero(more):
             break
         across |= more
     when = t[g] + later
-    dist, rate = neighbours.nearest_rate(c, v[:, g], g)
+    dist, rate = neighbours.nearest_rate(c, vg, g)
     eps = m.approach_eps[look[g]]
     hit = (dist <= r[rows[g]]) & (rate < -dist * eps)
     late = rows[g[hit]]
@@ -987,18 +1080,19 @@ class _Neighbours:
     ) -> None:
         # sides (q, 3, 3) the neighbours' sides (unit, NaN where none) of ``rows`` of tri.
         self.q = len(rows)
+        self._offsets = np.array([[0], [1], [2]]) * self.q
         stacked = sides.transpose(2, 1, 0).reshape(3, -1)  # (3, 3 q), edge after edge
         self.shared = np.isfinite(stacked[0])
         self.toward = np.where(self.shared, stacked, 0.0)
-        self.starts = F.stack([F.take(start, rows) for start in tri.starts])
-        self.inward = F.stack([F.take(inward, rows) for inward in tri.inward])
-        self.out = F.stack([F.take(slack, rows) for slack in tri.slack])  # -tol |inward|
+        self.starts = F.take(tri.starts, rows).reshape(3, -1)
+        self.inward = F.take(tri.inward, rows).reshape(3, -1)
+        self.out = F.take(tri.slack, rows).reshape(-1)  # -tol |inward|
         self.slack = -F.stack([tol] * 3)
         # The neighbour's front (one-sided, as this triangle): it counts only there, but
         # for rows that may leave it to a neighbour they are behind (``behind`` (q,), see
         # _leave_to_neighbours). Its normal is its side vector across the edge run back:
         # toward x run.
-        self.runs = F.stack([F.take(run, rows) for run in tri.edges])
+        self.runs = F.take(tri.edges, rows).reshape(3, -1)
         self.front = F.cross(self.toward, self.runs)
         self.front_slack = self.slack * F.norm(self.runs)
         self.two = F.stack([behind] * 3)
@@ -1009,16 +1103,17 @@ class _Neighbours:
         not beyond the neighbour's, and where the neighbour counts (in front of it), or
         behind it where that may be left to it (see ``behind``)."""
         n = self.q if rows is None else len(rows)
-        pick = slice(None) if rows is None else self._stacked(rows)
-        w = F.stack([p] * 3) - self.starts[:, pick]
-        out = self.shared[pick] & (F.dot(w, self.inward[:, pick]) < self.out[pick])
-        out &= F.dot(w, self.toward[:, pick]) >= self.slack[pick]
-        out &= self.two[pick] | (F.dot(w, self.front[:, pick]) >= self.front_slack[pick])
+        at = None if rows is None else self._stacked(rows)
+        pick = (lambda x: x) if at is None else (lambda x: F.take(x, at))
+        w = F.stack([p] * 3) - pick(self.starts)
+        out = pick(self.shared) & (F.dot(w, pick(self.inward)) < pick(self.out))
+        out &= F.dot(w, pick(self.toward)) >= pick(self.slack)
+        out &= pick(self.two) | (F.dot(w, pick(self.front)) >= pick(self.front_slack))
         return out.reshape(3, n)
 
     def _stacked(self, rows: NDArray) -> NDArray:
         """Where ``rows`` are in this object's stacked columns, edge after edge."""
-        return np.concatenate([rows + e * self.q for e in range(3)])
+        return (rows + self._offsets).ravel()
 
     def nearest_rate(self, c: Float, v: Float, rows: NDArray) -> tuple[Float, Float]:
         """(n,) distance from points c (3, n) of ``rows`` (indices into this object's;
@@ -1030,7 +1125,8 @@ class _Neighbours:
         on, _u = F.closest_on_segment(cc, F.take(self.starts, pick), F.take(self.runs, pick))
         gap = cc - on
         dist, which = F.earliest(F.norm(gap), 3)
-        return dist, F.dot(F.take(gap, which.clip(0, 2) * n + np.arange(n)), v)
+        which = np.maximum(which, 0)  # (-1: none, inf)
+        return dist, F.dot(F.take(gap, which * n + np.arange(n)), v)
 
     def back(self, p: Float, v: Float, side: Bool, rows: NDArray) -> tuple[Float, NDArray]:
         """(n,) how long after points p (3, n) of ``rows`` (indices into this object's)
