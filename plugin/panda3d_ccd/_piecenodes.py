@@ -98,19 +98,33 @@ class PieceNodes:
         gone = [self._by_owner.pop(owner) for owner in owners & self._by_owner.keys()]
         if not gone:
             return False
+        kept = np.array([n.owner not in owners for n in self.nodes], bool)
         self.nodes = [n for n in self.nodes if n.owner not in owners]
         self.statics = [n for n in self.statics if n.owner not in owners]
         self.kinematic_nodes = [n for n in self.kinematic_nodes if n.owner not in owners]
         for node in gone:
             self.unread.pop(node, None)
             self.static_paths.discard(node.nodepath)
-        # Tables name their nodes by row: every row after the dropped ones moved.
-        self._columns = self._records = self._static_tables = self._kinematic = None
+        # Tables name their nodes by row: every row after the dropped ones moved. A static
+        # node's rows leave the static table, which is made again; where only kinematic
+        # nodes went, its rows stay, renumbered (baking and welding a level again took a
+        # streaming game's pass from 1.5 to 120 ms per platform removed).
+        if any(node.static for node in gone):
+            self._static_tables = None
+        elif self._static_tables is not None:
+            renumber = np.cumsum(kept) - 1
+            for table in self._static_tables:
+                table.node = renumber.take(table.node)
+                _node, solid, part = self._where[table.kind]
+                self._where[table.kind] = (table.node, solid, part)
+        self._columns = self._records = self._kinematic = None
         return True
 
-    def active_changed(self) -> None:
-        """Some node left or came back to the scene: tables are made again."""
-        self._columns = self._records = self._static_tables = self._kinematic = None
+    def statics_changed(self) -> None:
+        """Some static node left or came back to the scene: the static tables are made
+        again (without it, or with it). (The kinematic ones follow their nodes in the
+        scene each pass.)"""
+        self._static_tables = None
 
     def reread(self, owners: set[int]) -> None:
         """Read these nodes again at the next pass, without sweeping (teleported)."""

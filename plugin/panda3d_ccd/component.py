@@ -1453,7 +1453,7 @@ class ContinuousCollision:
             if nodepath.getTop() == top:
                 inactive.discard(nodepath)
                 pieces.reread({self._owner_of[nodepath]})
-                pieces.active_changed()
+                pieces.statics_changed()
         statics = pieces.statics
         if statics:
             count = min(len(statics), _STATIC_CHECKS)
@@ -1474,7 +1474,7 @@ class ContinuousCollision:
         read again then), their open pairs closed."""
         if nodepaths:
             self._statics.inactive.update(nodepaths)
-            self._pieces.active_changed()
+            self._pieces.statics_changed()
             self._close({self._owner_of[np_] for np_ in nodepaths})
 
     def _static_pieces_left(self, hits: _solver.Hits) -> list[NodePath]:
@@ -1575,8 +1575,6 @@ class ContinuousCollision:
         for nodepath in back & by_node.keys():
             self._teleported.update(e.uid for e in by_node[nodepath])
             self._pieces.reread({self._owner_of[nodepath]})
-        if left or back:
-            self._pieces.active_changed()
         if left:
             self._close({e.owner for nodepath in left for e in by_node[nodepath]})
 
