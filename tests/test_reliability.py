@@ -1027,6 +1027,106 @@ def test_a_raising_handler_loses_no_other_event(base, ccd, recorder, listener):
         assert sent.count(f"b{k}-into-floor") == 1 and sent.count(f"b{k}-out-floor") == 1
 
 
+def test_a_raising_handler_loses_no_other_patterns_event_of_its_contact(
+    base, ccd, recorder, listener
+):
+    # Two "in" patterns: the first one's handler raises, the second name is still sent.
+    render = base.render
+    ccd.add_in_pattern("%fn-hit")
+    ccd.add_plane(node(render, "floor"), UP)
+    ball = node(render, "ball", (0, 0, 2))
+    ccd.add_sphere(ball, 0.5)
+    listener.accept("ball-into-floor", _boom)
+    ccd.step()
+    ball.setFluidPos(0, 0, -3)
+    with pytest.raises(HandlerBug):
+        ccd.step()
+    assert names(recorder) == ["ball-into-floor", "ball-hit"]
+
+
+def test_an_in_a_handler_voided_opens_no_pair_though_a_later_one_attaches_the_node_again(
+    base, ccd, recorder, listener
+):
+    """A handler detaches a; a's next "in" of the pass is not sent (a is out of the scene
+    then), and a later handler attaches a again: that pair is not left open, to send an
+    "again" and an "out" with no "in"; it starts anew at the next pass (a fuzzer's)."""
+    render = base.render
+    a, b = node(render, "a", (-10, 0, 0)), node(render, "b", (-10, 10, 0))
+    for sensor in (a, b):
+        ccd.add_sphere(sensor, 0.5, response="sensor")
+    for name, pos, radius in (("s1", (-5, 0, 0), 1.0), ("s2", (5, 0, 0), 3.0),
+                              ("s3", (0, 10, 0), 1.0)):  # fmt: skip
+        ccd.add_sphere(node(render, name, pos), radius, response="sensor", static=True)
+    ccd.step()
+    listener.accept("a-into-s1", lambda contact: a.detachNode())
+    listener.accept("b-into-s3", lambda contact: a.reparentTo(render))
+    a.setFluidPos(5, 0, 0)  # through s1 (t 0.23: detached), into s2 (t 0.77: not sent)
+    b.setFluidPos(-1, 10, 0)  # into s3 at t 0.94: its handler attaches a again
+    ccd.step()
+    assert "a-into-s2" not in names(recorder) and "a-into-s1" in names(recorder)
+    ccd.step()  # a rests inside s2: its pair starts now
+    assert names(recorder).count("a-into-s2") == 1
+    a.setPos(20, 0, 0)
+    ccd.step()
+    ccd.destroy()
+    assert balanced(names(recorder)) == []
+
+
+@pytest.mark.parametrize("then", ["teleport", "remove"])
+def test_remove_of_a_collider_then_its_target_in_one_handler(base, ccd, recorder, listener, then):
+    """remove() of one collider of a model, then teleport() or remove() of the model (its
+    target) in the same handler: the model's other collider jumps, or goes (a fuzzer's
+    handler met a KeyError: a node removed keeps its target until the pass's events end)."""
+    render = base.render
+    ccd.add_plane(node(render, "floor"), UP)
+    model = node(render, "model", (0, 0, 1))
+    colliders = []
+    for k, x in enumerate((-0.5, 0.5)):
+        collider = collision_node(model, f"g{k}", CollisionSphere(0, 0, 0, 0.5))
+        collider.setX(x)
+        ccd.add_collision_node(collider, target=model)
+        colliders.append(collider)
+    ccd.step()
+
+    def hit(contact):
+        ccd.remove(colliders[0])
+        model.setPos(0, 0, 5)
+        getattr(ccd, then)(model)
+
+    listener.accept("g0-into-floor", hit)
+    model.setFluidPos(0, 0, -3)  # into the floor
+    ccd.step()
+    assert ccd.colliders == (2 if then == "teleport" else 1)  # the floor, and g1 or not
+    ccd.step()  # g1 jumped to z = 5 with the model: not swept down through the floor
+    assert model.getZ() == 5
+    ccd.destroy()
+    assert balanced(names(recorder)) == []
+
+
+def test_a_body_on_a_pivot_scaled_to_infinity_does_not_take_its_carriers_pass_down(
+    base, ccd, recorder, warnings_seen
+):
+    """A gun on an unregistered pivot of a tank: the pivot's scale set to infinity skips
+    the gun with one warning; the game then moves the pivot and drives the tank into a
+    wall, and the tank is stopped there (a fuzzer's pass raised Panda3D's assertion
+    putting the gun back between two transforms, one not finite)."""
+    render = base.render
+    corners = LPoint3(5, -5, 5), LPoint3(5, 5, 5), LPoint3(5, 5, -5), LPoint3(5, -5, -5)
+    ccd.add_collision_node(collision_node(render, "wall", CollisionPolygon(*corners)), static=True)
+    tank = node(render, "tank")
+    ccd.add_sphere(tank, 1.0)
+    pivot = node(tank, "pivot")
+    ccd.add_sphere(node(pivot, "gun"), 0.3)
+    ccd.step()
+    pivot.setScale(INF)
+    ccd.step()
+    pivot.setPos(0.5, 0, 0)
+    tank.setFluidPos(10, 0, 0)
+    ccd.step()
+    assert tank.getX() == pytest.approx(4.0) and names(recorder) == ["tank-into-wall"]
+    assert len(warnings_seen) == 1
+
+
 def _zone_with_two_sensors_inside(ccd, render):
     """A static sensor zone with sensors a and b inside it (their pairs open), and a ball c
     above a floor."""

@@ -476,8 +476,16 @@ def send_events(messenger: Any, patterns: EventPatterns, events: Iterable[Event]
 
 def send_contact(messenger: Any, programs: list[_Program], contact: Contact) -> None:
     """Send one event: ``contact`` under each name ``programs`` (one kind's compiled
-    patterns, e.g. ``EventPatterns.programs("in")``) give it, in order (internal)."""
+    patterns, e.g. ``EventPatterns.programs("in")``) give it, in order (internal). A
+    handler that raises loses none of the others: every name is sent, then the first
+    exception is raised again."""
+    failure: BaseException | None = None
     for program in programs:
         name = _run(program, contact)
         if name:
-            messenger.send(name, [contact])
+            try:
+                messenger.send(name, [contact])
+            except Exception as exc:  # noqa: BLE001 - raised again below
+                failure = failure or exc
+    if failure is not None:
+        raise failure

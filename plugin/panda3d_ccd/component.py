@@ -856,8 +856,15 @@ class ContinuousCollision:
         """The registered NodePath nodepath is, and those registered with it as their
         ``target`` (the node the game moves, and deletes); a ValueError if none (unless
         ``none_ok``)."""
-        found = [nodepath] if nodepath in self._by_node else []
-        found += [node for node, target in self._target_of.items() if target == nodepath]
+        by_node = self._by_node
+        found = [nodepath] if nodepath in by_node else []
+        # (Registered still: during a pass's events a node remove()d keeps its target
+        # until the events end.)
+        found += [
+            node
+            for node, target in self._target_of.items()
+            if target == nodepath and node in by_node
+        ]
         found = list(dict.fromkeys(found))  # (a node given itself as its target: once)
         if not found and not none_ok:
             raise ValueError(
@@ -1143,6 +1150,7 @@ class ContinuousCollision:
             return nodepath.getParent() == render or nodepath.getTop() == top
 
         sent = False  # (no handler ran: none took a node out of the scene)
+        skipped: set[tuple[int, int]] = set()  # pairs whose "in" was not sent
         try:
             for kind, contact in held + events:
                 todo = programs(kind)
@@ -1170,6 +1178,8 @@ class ContinuousCollision:
                     and owner_of.get(into) == key[1]
                 ):
                     if not (in_scene(frm) and in_scene(into)):
+                        if kind == "in":
+                            skipped.add(key)
                         continue
                     if kind == "in":
                         unsent.discard(key)
@@ -1178,6 +1188,11 @@ class ContinuousCollision:
                         send_contact(self._messenger, todo, contact)
                     except Exception as exc:  # noqa: BLE001 - re-raised below
                         failure = failure or exc
+            # A pair whose "in" was not sent (a node of it out of the scene by then) is not
+            # kept open: no "again" or "out" may follow it (a node a later handler attaches
+            # again starts the pair anew at the next pass).
+            if skipped:
+                self._pairs.close(skipped.__contains__)
             # The nodes of the pass's events that handlers took out of the scene
             # (removeNode(), detachNode()), looked at once all are sent: a node's last
             # event may be the one whose handler detaches it (with masks that meet one way
@@ -2130,7 +2145,8 @@ class ContinuousCollision:
                 if node in moved or record is None or record[0] != node.getParent():
                     continue
                 then = node.getPrevTransform() if self.respect_prev_transform else record[1]
-                if then != now:
+                # (Not a node whose transform is not finite, or was not: nothing is between.)
+                if then != now and _finite(then) and _finite(now):
                     moved[node] = (then, now, t)
         return moved
 
@@ -2642,6 +2658,13 @@ class ContinuousCollision:
     def _check_alive(self) -> None:
         if self._destroyed:
             raise RuntimeError("this ContinuousCollision was destroyed; create a new one")
+
+
+def _finite(ts: TransformState) -> bool:
+    """Whether a transform's position, rotation, scale and shear are all finite."""
+    return all(
+        map(math.isfinite, (*ts.getPos(), *ts.getQuat(), *ts.getScale(), *ts.getShear()))
+    )
 
 
 def _between(a: TransformState, b: TransformState, t: float) -> TransformState:
