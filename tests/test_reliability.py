@@ -1127,6 +1127,20 @@ def test_a_body_on_a_pivot_scaled_to_infinity_does_not_take_its_carriers_pass_do
     assert len(warnings_seen) == 1
 
 
+def test_a_stashed_body_is_in_the_scene_still_and_collides(base, ccd, recorder):
+    # stash() hides a node from Panda3D's traversals, not from the scene graph: the plugin
+    # reads it as any node under render (as documented; detachNode() takes it out).
+    render = base.render
+    ccd.add_plane(node(render, "floor"), UP)
+    ball = node(node(render, "holder"), "ball", (0, 0, 2))
+    ccd.add_sphere(ball, 0.5)
+    ccd.step()
+    ball.stash()
+    ball.setFluidPos(0, 0, -3)
+    ccd.step()
+    assert ball.getZ() == pytest.approx(0.5) and names(recorder) == ["ball-into-floor"]
+
+
 def _zone_with_two_sensors_inside(ccd, render):
     """A static sensor zone with sensors a and b inside it (their pairs open), and a ball c
     above a floor."""
