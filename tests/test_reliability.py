@@ -1141,6 +1141,30 @@ def test_a_stashed_body_is_in_the_scene_still_and_collides(base, ccd, recorder):
     assert ball.getZ() == pytest.approx(0.5) and names(recorder) == ["ball-into-floor"]
 
 
+def test_a_node_removed_in_the_handler_of_an_out_the_pass_ends_with_closes_its_pairs_then(
+    base, ccd, recorder, listener
+):
+    """a's "in" handler detaches a; the pass's end closes a's pairs, and the handler of
+    that "out" removes b, the node it is told about: b's other pair (with e) closes in
+    that same pass, not one pass later from the scan (a fuzzer's)."""
+    render = base.render
+    a, b, e = node(render, "a", (-5, 0, 0)), node(render, "b"), node(render, "e", (0, -10, 0))
+    ccd.add_sphere(a, 0.5, response="sensor")
+    ccd.add_sphere(b, 1.0, response="sensor")
+    ccd.add_sphere(e, 0.5)
+    ccd.step()
+    listener.accept("a-into-b", lambda contact: a.detachNode())
+    listener.accept("a-out-b", lambda contact: contact.getIntoNodePath().removeNode())
+    a.setFluidPos(0, 0, 0)  # into b at t 0.7: its handler detaches a
+    e.setFluidPos(0, 0, 0)  # into b at t 0.85
+    ccd.step()
+    # (b-into-a, at the same instant as a-into-b, was not sent: a was out by then.)
+    assert names(recorder) == [
+        "a-into-b", "b-into-e", "e-into-b", "a-out-b", "b-out-e", "e-out-b"
+    ]  # fmt: skip
+    assert balanced(names(recorder)) == []
+
+
 def _zone_with_two_sensors_inside(ccd, render):
     """A static sensor zone with sensors a and b inside it (their pairs open), and a ball c
     above a floor."""

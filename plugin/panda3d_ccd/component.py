@@ -1203,16 +1203,23 @@ class ContinuousCollision:
                 named = {n for _kind, c in held + events for n in (c._from_np, c._into_np)}
                 left = {n for n in named & by_node.keys() if not in_scene(n)}
                 left -= self._inactive | self._statics.inactive
-            if left:
+            looked = set(left)
+            while left:
                 # Their pairs close now (outs where the in was sent); the next pass starts
                 # each where it is then, as if teleported (a pool may attach it again).
                 for nodepath in left:
                     self._teleported.update(e.uid for e in by_node[nodepath])
                     self._pieces.reread({self._owner_of[nodepath]})
+                closing = self._closing({e.owner for nodepath in left for e in by_node[nodepath]})
                 try:
-                    self._close({e.owner for nodepath in left for e in by_node[nodepath]})
+                    self._send(closing)
                 except Exception as exc:  # noqa: BLE001 - re-raised below
                     failure = failure or exc
+                # And the nodes those outs' handlers took out of the scene, in turn.
+                named = {n for _kind, c in closing for n in (c._from_np, c._into_np)}
+                left = {n for n in named & by_node.keys() if not in_scene(n)} - looked
+                left -= self._inactive | self._statics.inactive
+                looked |= left
             if failure is not None:
                 raise failure
         finally:
@@ -1596,10 +1603,15 @@ class ContinuousCollision:
     def _close(self, owners: set[int]) -> None:
         """Close the open pairs of these nodes (still registered): out events where the in
         was sent."""
+        self._send(self._closing(owners))
+
+    def _closing(self, owners: set[int]) -> list[Any]:
+        """Close the open pairs of these nodes; returns the out events owed (their in
+        sent), not sent yet."""
         events = self._pairs.close(lambda key: key[0] in owners or key[1] in owners)
         if self._unsent_in:
             events = [e for e in events if self._key(e[1]) not in self._unsent_in]
-        self._send(events)
+        return events
 
     def _net(self, nodepath: NodePath) -> TransformState | None:
         """The node's transform relative to render; None where Panda3D cannot compose it
