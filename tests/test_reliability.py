@@ -804,13 +804,14 @@ def test_a_handle_emptied_by_clear_drops_that_node_only(base, ccd, recorder):
     render = base.render
     ball = node(render, "ball", (10, 0, 0))
     ccd.add_sphere(ball, 1.0)
+    ccd.add_sphere(node(ball, "tip", (0, 0, 1)), 0.2, response="sensor")  # not dropped
     others = [node(render, f"o{k}", (0, 4 * k, 0)) for k in range(3)]
     for other in others:
         ccd.add_sphere(other, 1.0)
     ccd.step()
     ball.clear()
     ccd.remove(ball)  # an emptied handle: every node whose handle is empty is dropped
-    assert ccd.colliders == 3
+    assert ccd.colliders == 4  # the others and the tip
     others[0].setFluidPos(0, 2.5, 0)  # into o1
     ccd.step()
     assert "o0-into-o1" in names(recorder)
@@ -824,16 +825,17 @@ def test_a_handle_emptied_by_clear_in_a_pool_drops_that_node_only(base, ccd):
     bullets = [node(pool, f"b{k}") for k in range(4)]
     for bullet in bullets:
         ccd.add_sphere(bullet, 0.2)
+    ccd.add_sphere(node(bullets[0], "tip"), 0.1, response="sensor")  # not detached with it
     ccd.step()
     bullets[0].clear()
     ccd.step()  # out of the scene, its handle empty: dropped as removed, it alone
-    assert ccd.colliders == 3
+    assert ccd.colliders == 4  # three bullets and the tip
     ccd.remove(bullets[0])  # (remove() of an emptied handle: the same look, at once)
-    assert ccd.colliders == 3
+    assert ccd.colliders == 4
     bullets[1].reparentTo(base.render)
     ccd.teleport(bullets[1])  # still registered
     ccd.step()
-    assert ccd.colliders == 3
+    assert ccd.colliders == 4
 
 
 def test_remove_node_drops_the_registered_nodes_below_of_every_kind(base, ccd, recorder):

@@ -1312,10 +1312,16 @@ def test_a_ball_rolling_beside_a_triangle_is_culled_before_the_exact_stage():
     k = len(rows)
     cols = [np.ascontiguousarray(x.T) for x in (c0, c1, np.tile(a, (k, 1)), np.tile(b, (k, 1)),
                                                 np.tile(c, (k, 1)))]
-    kept = tri_mod._cull_gathered(*cols, np.full(k, r), np.zeros(k, bool))
+    kept = _culled(cols, np.full(k, r), np.zeros(k, bool))
     assert kept.tolist() == [False, False, True]
     t = sphere_triangle_toi(c0, c1, r, a, b, c)
     assert np.isinf(t[:2]).all() and np.isfinite(t[2])
+
+
+def _culled(cols, r, two):
+    """The kernel's culls of rows given as (3, k) columns, as its exact stage's batches
+    make them: the plane slab's, then the three separations on what that one found."""
+    return tri_mod._culled(*cols, r, two, tri_mod._cull_plane(*cols, r, two)[1])[0]
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -1351,7 +1357,7 @@ def test_the_culls_drop_only_rows_that_never_come_within_r(seed):
     c1 = c0 + motion
     two = np.ones(k, bool)
     cols = [np.ascontiguousarray(x.T) for x in (c0, c1, a, b, c)]
-    dropped = np.flatnonzero(~tri_mod._cull_gathered(*cols, r, two))
+    dropped = np.flatnonzero(~_culled(cols, r, two))
     assert len(dropped) > k // 10  # (the case is met)
     d = dropped
 

@@ -1528,12 +1528,14 @@ def _respond(
             (paths.held_n[lead, j], paths.held_carry[lead, j], same[:, j]) for j in range(HELD)
         ]
         slots.append((latest, latest_carry, held))
-        turns = [remaining.copy()]
-        for _ in range(_CORNER_STEPS):
+        meant = remaining.copy()
+        for step in range(_CORNER_STEPS):
+            before = remaining.copy()
             for nrm, by, on in slots:
                 away = np.einsum("ij,ij->i", remaining - by, nrm)
                 remaining -= np.where(on, np.minimum(away, 0.0), 0.0)[:, None] * nrm
-            turns.append(remaining.copy())
+            if step == 0:
+                first = _length(remaining - before)
         # Turns close in on a wedge's crease only by a factor a turn: left a little short
         # of it, the body meets the surface it went into first again at this instant,
         # round after round, each a slide, until they run out and it yields to the piece
@@ -1547,11 +1549,11 @@ def _respond(
         # along the wall in one frame). There the turns' answer stays, and the squeeze
         # goes on as before.
         # (A last turn that moved nothing left it clear of them all already.)
-        last = _length(turns[-1] - turns[-2])
-        near_crease = (last > 0.0) & (last <= 0.6 * _length(turns[1] - turns[0]))
+        last = _length(remaining - before)
+        near_crease = (last > 0.0) & (last <= 0.6 * first)
         g = np.flatnonzero(of_pieces & near_crease)
         if len(g):
-            meant, stepped = turns[0][g], remaining[g]
+            meant, stepped = meant[g], remaining[g]
             planes = np.stack([nrm[g] for nrm, _, _ in slots], axis=1)
             offsets = np.stack([np.einsum("ij,ij->i", n[g], by[g]) for n, by, _ in slots], 1)
             on = np.stack([o[g] for _, _, o in slots], axis=1)

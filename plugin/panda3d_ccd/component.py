@@ -843,14 +843,18 @@ class ContinuousCollision:
         are teleported by the dozen a frame.)"""
         found = self._registered(nodepath, none_ok=True)
         if below:
-            by_node = self._by_node
-            found += [node for node in nodepath.findAllMatches("**;+s") if node in by_node]
+            found += self._below(nodepath)
         if not found:
             raise ValueError(
                 f"nodepath {nodepath} is not registered, nor the target of a registered node"
                 + (", nor above one" if below else "")
             )
         return list(dict.fromkeys(found))  # (nodepath itself once)
+
+    def _below(self, nodepath: NodePath) -> list[NodePath]:
+        """The registered nodes below nodepath, stashed ones too."""
+        by_node = self._by_node
+        return [node for node in nodepath.findAllMatches("**;+s") if node in by_node]
 
     def _registered(self, nodepath: NodePath, none_ok: bool = False) -> list[NodePath]:
         """The registered NodePath nodepath is, and those registered with it as their
@@ -1150,7 +1154,6 @@ class ContinuousCollision:
             return nodepath.getParent() == render or nodepath.getTop() == top
 
         sent = False  # (no handler ran: none took a node out of the scene)
-        skipped: set[tuple[int, int]] = set()  # pairs whose "in" was not sent
         try:
             for kind, contact in held + events:
                 todo = programs(kind)
@@ -1178,8 +1181,6 @@ class ContinuousCollision:
                     and owner_of.get(into) == key[1]
                 ):
                     if not (in_scene(frm) and in_scene(into)):
-                        if kind == "in":
-                            skipped.add(key)
                         continue
                     if kind == "in":
                         unsent.discard(key)
@@ -1190,9 +1191,10 @@ class ContinuousCollision:
                         failure = failure or exc
             # A pair whose "in" was not sent (a node of it out of the scene by then) is not
             # kept open: no "again" or "out" may follow it (a node a later handler attaches
-            # again starts the pair anew at the next pass).
-            if skipped:
-                self._pairs.close(skipped.__contains__)
+            # again starts the pair anew at the next pass). (Those of nodes removed are
+            # closed already.)
+            if unsent:
+                self._pairs.close(unsent.__contains__)
             # The nodes of the pass's events that handlers took out of the scene
             # (removeNode(), detachNode()), looked at once all are sent: a node's last
             # event may be the one whose handler detaches it (with masks that meet one way
@@ -1471,11 +1473,11 @@ class ContinuousCollision:
             return
         top = self._render.getTop()
         inactive = self._statics.inactive
-        for nodepath in [np_ for np_ in inactive if np_ in pieces.static_paths]:
+        away = [np_ for np_ in inactive if np_ in pieces.static_paths]
+        for nodepath in away:
             if nodepath.getTop() == top:
                 inactive.discard(nodepath)
-                pieces.reread({self._owner_of[nodepath]})
-                pieces.statics_changed()
+                pieces.reread({self._owner_of[nodepath]})  # (made again with it)
         statics = pieces.statics
         if statics:
             count = min(len(statics), _STATIC_CHECKS)
@@ -1483,8 +1485,9 @@ class ContinuousCollision:
             self._piece_cursor = (self._piece_cursor + count) % len(statics)
             # (Unread ones are looked at each pass: one out of the scene is read once back.)
             looked = {n.nodepath: None for n in turn + list(pieces.unread)}
-            # (And those out of the scene: one a pass found out and left out may be removed.)
-            looked.update((np_, None) for np_ in inactive if np_ in pieces.static_paths)
+            # (And those still out of the scene: one a pass found out and left out may be
+            # removed.)
+            looked.update((np_, None) for np_ in away if np_ in inactive)
             self._drop_removed([np_ for np_ in looked if np_ in self._by_node])
             self._leave_out(
                 [np_ for np_ in looked if np_ in self._by_node and np_ not in inactive
@@ -1561,7 +1564,7 @@ class ContinuousCollision:
             entry = by_node[nodepath][0]
             root = nodepath if entry.handle.isEmpty() else getattr(entry, "mover", None)
             if root is not None and root.getTop() == root:
-                below += [node for node in root.findAllMatches("**;+s") if node in by_node]
+                below += self._below(root)
         gone = list(dict.fromkeys(gone + below))
         for nodepath in gone:
             entries = by_node.pop(nodepath, None)

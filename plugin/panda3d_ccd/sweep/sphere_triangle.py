@@ -54,7 +54,7 @@ _CULL_SLACK = 1e-9
 
 #: The cull's test in space asks only triangles whose area (twice it, |e1 x e2|) is at
 #: least this much of the longest edge squared: a sliver's computed normal is too far off
-#: square to its edges for it (see _cull_gathered).
+#: square to its edges for it (see _culled).
 _SHAPED = 1e-5
 
 
@@ -448,7 +448,7 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None, first=None):
         cols = [F.columns(x[lo : lo + _BLOCK]) for x in (c0, c1, a, b, c)]
         rb, tb = r[lo : lo + _BLOCK], two[lo : lo + _BLOCK]
         least = rb if shrunk is None else shrunk[lo : lo + _BLOCK]
-        near, plane = _plane_cull(*cols, least, tb)
+        near, plane = _cull_plane(*cols, least, tb)
         keep = near.nonzero()[0]
         cols = [F.take(x, keep) for x in cols]
         rb, tb, least = rb[keep], tb[keep], least[keep]
@@ -462,7 +462,6 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None, first=None):
         if batched >= _BLOCK or (batched and lo + _BLOCK >= len(c0)):
             rows, (*cols, tb), rb = _gathered(batch, shrunk is not None)
             cols, shape = cols[:5], _Shape(*cols[5:])
-            h = len(rows)
             beside = None if sides is None else sides.take(rows, axis=0)
             if shrunk is not None and beside is not None:
                 beside = np.concatenate([beside, beside])
@@ -471,11 +470,8 @@ def _blocks(c0, c1, r, a, b, c, two, sides, contacts, shrunk=None, first=None):
             if contacts:
                 t, hits, *contact = found
                 yield rows[hits], (t[hits], *contact)
-            elif shrunk is None:
+            else:  # (times alone: only without ``shrunk``, see _toi)
                 yield rows, found
-            else:
-                deep = np.isfinite(found[0][h:]).nonzero()[0]  # (the first copies' rows)
-                yield rows[deep], (found[0][deep],)
             batch, batched = [], 0
 
 
@@ -521,20 +517,16 @@ def _may_touch(
     """(k,) False for the rows of :func:`_sweep` (its arguments) that the kernel's first
     cull finds clear of their triangle's plane slab (they miss); True for the rest."""
     two = np.broadcast_to(np.asarray(two, dtype=bool), (len(r),))  # as _sweep reads it
-    return _cull_plane(*(F.columns(x) for x in (c0, c1, a, b, c)), r, two)
+    return _cull_plane(*(F.columns(x) for x in (c0, c1, a, b, c)), r, two)[0]
 
 
-def _cull_plane(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool) -> Bool:
-    """Rows whose path, inflated by r, reaches the triangle's plane slab (and its front,
-    when one-sided): (3, k) columns in, (k,) bool out."""
-    return _plane_cull(c0, c1, a, b, c, r, two)[0]
-
-
-def _plane_cull(
+def _cull_plane(
     c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool
 ) -> tuple[Bool, tuple[Float, Float, Float]]:
-    """:func:`_cull_plane`, and (for :func:`_culled`) the raw normal ``n`` (3, k), the
-    start's height over the plane in units of |n| and |n| (k,)."""
+    """(k,) the rows whose path, inflated by r, reaches the triangle's plane slab (and its
+    front, when one-sided), of (3, k) columns; and what :func:`_culled` takes of them again:
+    the raw normal ``n`` (3, k), the start's height over the plane in units of |n| and |n|
+    (k,)."""
     n = F.cross(b - a, c - a)
     s0 = F.dot(n, c0 - a)
     s1 = F.dot(n, c1 - a)
@@ -548,8 +540,13 @@ def _plane_cull(
     return near & (two | (hi >= -slack)), (n, s0, area2)
 
 
-def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool) -> Bool:
-    """Rows that may touch, by three cheap separations: (3, k) columns in, (k,) bool out.
+def _culled(
+    c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool,
+    plane: tuple[Float, Float, Float],
+) -> tuple[Bool, _Shape]:
+    """Rows that may touch, by three cheap separations: (3, k) columns and what
+    :func:`_cull_plane` found of them (``plane``) in, (k,) bool and the rows'
+    :class:`_Shape` out.
 
     The lines of the edges in the triangle's plane: the rounded triangle lies on the inner
     side of each, widened by r; a path wholly beyond one of them within :func:`_window`
@@ -562,23 +559,11 @@ def _cull_gathered(c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float,
     centre moving away from all three corners moves away from every point of the triangle:
     its distance grows from the start (and, being convex, never shrinks later).
     """
-    return _culled(c0, c1, a, b, c, r, two)[0]
-
-
-def _culled(
-    c0: Float, c1: Float, a: Float, b: Float, c: Float, r: Float, two: Bool,
-    plane: tuple[Float, Float, Float] | None = None,
-) -> tuple[Bool, _Shape]:
-    """:func:`_cull_gathered`, given what :func:`_plane_cull` found of the rows (``plane``,
-    or None: made here), and the rows' :class:`_Shape`."""
     e1 = b - a
     e2 = c - a
     eb = c - b
     v = c1 - c0
     w0 = c0 - a
-    if plane is None:
-        n = F.cross(e1, e2)
-        plane = (n, F.dot(n, w0), F.norm(n))
     n, s0, area2 = plane
     speed = F.norm(v)
     longest2 = _longest2(F.stack([e1, e2, eb]))
